@@ -1,0 +1,36 @@
+"""exactplace: exact placement of DNN graphs on accelerators and CPUs.
+
+>>> import exactplace
+>>> w = exactplace.read_workload(exactplace.workload_path("layer_bert24_inference"))
+>>> exactplace.solve(w, method="greedy").status.value
+'feasible'
+"""
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.errors import (
+    CycleError,
+    ExactplaceError,
+    GraphError,
+    InfeasibleError,
+    InputFormatError,
+    ParameterError,
+    PlacementError,
+    SolverUnavailableError,
+    TooManyIdealsError,
+)
+from exactplace.core.graph import Graph, Node
+from exactplace.core.io import Workload, read_split, read_workload, write_workload
+from exactplace.core.placement import Placement, Status
+from exactplace.data import shipped_workloads, workload_path
+from exactplace.evaluate import check_feasibility, device_loads, evaluate, is_contiguous, max_load
+from exactplace.methods import available_methods, solve
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Cluster", "CycleError", "ExactplaceError", "Graph", "GraphError", "InfeasibleError", "InputFormatError",
+    "Node", "ParameterError", "Placement", "PlacementError", "SolverUnavailableError", "Status",
+    "TooManyIdealsError", "Workload", "available_methods", "check_feasibility", "device_loads", "evaluate",
+    "is_contiguous", "max_load", "read_split", "read_workload", "shipped_workloads", "solve", "workload_path",
+    "write_workload",
+]

@@ -1,0 +1,138 @@
+"""The devices a graph is placed on: k accelerators with capped memory and l CPU cores.
+
+Devices are numbered ``0..k-1`` for the accelerators and ``k..k+l-1`` for the CPU
+cores; every placement array in exactplace uses that numbering.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from exactplace.core.errors import ParameterError
+
+__all__ = ["Cluster"]
+
+
+class Cluster:
+    """k accelerators (memory cap, relative speed each) and l CPU cores.
+
+    Parameters
+    ----------
+    accelerators : int
+        Number of accelerators k.
+    memory : float or sequence of float
+        Memory of each accelerator in bytes (one number for all, or one per device);
+        ``math.inf`` means uncapped.
+    cpus : int
+        Number of CPU cores l (no memory cap, no communication cost).
+    speed : float or sequence of float
+        Relative speed of each accelerator: a node's accelerator time is divided by it.
+        The paper's model is homogeneous (speed 1); per-device values make room for
+        heterogeneous clusters without changing any caller.
+
+    Examples
+    --------
+    >>> c = Cluster(accelerators=2, memory=16e9, cpus=1)
+    >>> c.num_devices, c.device_name(1), c.device_name(2)
+    (3, 'acc1', 'cpu0')
+    """
+
+    __slots__ = ("accelerators", "cpus", "memory", "speed")
+
+    def __init__(
+        self,
+        accelerators: int,
+        memory: float | Sequence[float] = math.inf,
+        cpus: int = 1,
+        speed: float | Sequence[float] = 1.0,
+    ) -> None:
+        for name, value in (("accelerators", accelerators), ("cpus", cpus)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ParameterError(
+                    f"The {name!r} parameter of Cluster must be a non-negative integer. Got {value!r} instead."
+                )
+        if accelerators + cpus == 0:
+            raise ParameterError("A Cluster needs at least one device: accelerators and cpus are both 0.")
+        object.__setattr__(self, "accelerators", int(accelerators))
+        object.__setattr__(self, "cpus", int(cpus))
+        object.__setattr__(self, "memory", _per_device(memory, "memory", int(accelerators), allow_inf=True))
+        object.__setattr__(self, "speed", _per_device(speed, "speed", int(accelerators), allow_inf=False))
+        if np.any(self.speed <= 0):
+            raise ParameterError(f"The 'speed' parameter of Cluster must be positive. Got {speed!r} instead.")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Cluster is immutable")
+
+    @property
+    def num_devices(self) -> int:
+        """k + l."""
+        return self.accelerators + self.cpus
+
+    @property
+    def is_homogeneous(self) -> bool:
+        """True when all accelerators share one memory size and speed (the paper's model)."""
+        return bool(np.all(self.memory == self.memory[:1]) and np.all(self.speed == 1.0))
+
+    @property
+    def max_memory(self) -> float:
+        """The largest accelerator memory (0 with no accelerator)."""
+        return float(self.memory.max()) if self.accelerators else 0.0
+
+    def is_accelerator(self, device: int) -> bool:
+        """True for device numbers 0..k-1."""
+        return 0 <= device < self.accelerators
+
+    def device_name(self, device: int) -> str:
+        """``acc<i>`` or ``cpu<j>``."""
+        if self.is_accelerator(device):
+            return f"acc{device}"
+        if self.accelerators <= device < self.num_devices:
+            return f"cpu{device - self.accelerators}"
+        raise ParameterError(f"Device {device} does not exist: the cluster has {self.num_devices} devices.")
+
+    def device_names(self) -> list[str]:
+        """Names of every device, in device-number order."""
+        return [self.device_name(d) for d in range(self.num_devices)]
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready description (floats; ``inf`` memory written as null)."""
+        return {
+            "accelerators": self.accelerators,
+            "cpus": self.cpus,
+            "memory": [None if math.isinf(x) else float(x) for x in self.memory],
+            "speed": [float(x) for x in self.speed],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Cluster:
+        """Inverse of :meth:`to_dict`."""
+        memory = [math.inf if x is None else x for x in data["memory"]]
+        return cls(data["accelerators"], memory, data["cpus"], data.get("speed", 1.0))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Cluster):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        memory = self.memory[0] if self.accelerators and self.is_homogeneous else list(self.memory)
+        return f"Cluster(accelerators={self.accelerators}, memory={memory}, cpus={self.cpus})"
+
+
+def _per_device(value: float | Sequence[float], name: str, k: int, *, allow_inf: bool) -> np.ndarray:
+    try:
+        array = np.array([value] * k if np.isscalar(value) else list(value), dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError(f"The {name!r} parameter of Cluster must be a number or a list of numbers. Got {value!r} instead.") from None
+    if array.shape != (k,):
+        raise ParameterError(f"The {name!r} parameter of Cluster must have one value per accelerator ({k}). Got {value!r} instead.")
+    bad = np.isnan(array) | (array < 0) | (np.isinf(array) if not allow_inf else False)
+    if np.any(bad):
+        raise ParameterError(f"The {name!r} parameter of Cluster must be non-negative{'' if allow_inf else ' and finite'}. Got {value!r} instead.")
+    array.setflags(write=False)
+    return array

@@ -1,0 +1,299 @@
+"""The graph model: nodes with CPU / accelerator times, memory, communication, colocation.
+
+A :class:`Graph` is immutable after construction and stores everything in numpy
+arrays indexed by node *position* (0..n-1); the user's node ids are kept in
+``Graph.ids`` and only appear at the boundary (IO, error messages, placements by id).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import networkx as nx
+import numpy as np
+
+from exactplace.core.errors import CycleError, GraphError
+
+__all__ = ["Node", "Graph"]
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operator or layer, as the user describes it.
+
+    Parameters
+    ----------
+    id : int
+        The user's identifier, unique in the graph.
+    cpu_time : float
+        Time to run the node on one CPU core.
+    acc_time : float or None
+        Time on an accelerator; ``None`` means the node cannot run on one.
+    memory : float
+        Bytes the node occupies on an accelerator (CPU RAM is not capped).
+    comm : float
+        Cost of moving this node's output between an accelerator and RAM; used for
+        every outgoing edge that does not carry a cost of its own.
+    color : int or None
+        Colocation class: nodes sharing a color must be on the same device.
+    backward : bool
+        True for a backward-pass (gradient) node of a training graph.
+    name : str or None
+        A human-readable name, kept for reports.
+    """
+
+    id: int
+    cpu_time: float
+    acc_time: float | None
+    memory: float = 0.0
+    comm: float = 0.0
+    color: int | None = None
+    backward: bool = False
+    name: str | None = None
+
+
+EdgeSpec = tuple[int, int] | tuple[int, int, float]
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+class Graph:
+    """An immutable DAG of operators, ready for the evaluators and every backend.
+
+    Parameters
+    ----------
+    nodes : iterable of Node
+    edges : iterable of (source id, destination id) or (source id, destination id, cost)
+        An edge without a cost uses its source's ``comm``.
+
+    Raises
+    ------
+    GraphError
+        Empty graph, duplicate node id, edge naming an unknown node, negative / NaN /
+        infinite value, a backward node feeding a forward node, conflicting duplicate edge.
+    CycleError
+        The edges contain a directed cycle (one cycle is named in the message).
+
+    Notes
+    -----
+    Per-edge costs follow the paper's subdivision reduction (Appendix B): when the
+    edges leaving ``u`` carry different costs, each distinct cost ``c`` behaves like a
+    zero-time, zero-memory node colocated with ``u`` that owns the edges of cost ``c``.
+    That node is kept implicit as a *communication group* (``group_source``,
+    ``group_cost``, ``edge_group``): a group's cost is paid once by the source's device
+    and once by every other device that receives it, exactly as in the subdivided graph.
+
+    Examples
+    --------
+    >>> g = Graph([Node(1, 2.0, 1.0, comm=0.5), Node(2, 4.0, None)], [(1, 2)])
+    >>> g.n, g.m, g.supported.tolist()
+    (2, 1, [True, False])
+    """
+
+    __slots__ = (
+        "ids", "names", "cpu_time", "acc_time", "supported", "memory", "comm", "backward",
+        "color", "color_labels", "has_color", "src", "dst", "edge_cost", "edge_group",
+        "group_source", "group_cost", "topological_order", "_index", "__dict__",
+    )
+
+    def __init__(self, nodes: Iterable[Node], edges: Iterable[EdgeSpec]) -> None:
+        nodes = list(nodes)
+        if not nodes:
+            raise GraphError("The graph is empty: it needs at least one node.")
+        index: dict[int, int] = {}
+        for position, node in enumerate(nodes):
+            if isinstance(node.id, bool) or not isinstance(node.id, (int, np.integer)):
+                raise GraphError(f"Node at position {position} has id {node.id!r}; ids must be integers.")
+            if node.id in index:
+                raise GraphError(f"Duplicate node id {node.id}.")
+            index[int(node.id)] = position
+            _check_values(node)
+        n = len(nodes)
+        self._index = index
+        self.ids = _frozen(np.array([int(v.id) for v in nodes], dtype=np.int64))
+        self.names = tuple(v.name if v.name is not None else str(v.id) for v in nodes)
+        self.cpu_time = _frozen(np.array([float(v.cpu_time) for v in nodes]))
+        self.supported = _frozen(np.array([v.acc_time is not None for v in nodes]))
+        self.acc_time = _frozen(np.array([float(v.acc_time) if v.acc_time is not None else math.inf for v in nodes]))
+        self.memory = _frozen(np.array([float(v.memory) for v in nodes]))
+        self.comm = _frozen(np.array([float(v.comm) for v in nodes]))
+        self.backward = _frozen(np.array([bool(v.backward) for v in nodes]))
+        self.has_color = _frozen(np.array([v.color is not None for v in nodes]))
+        self.color_labels = tuple(None if v.color is None else int(v.color) for v in nodes)
+        # Colocation classes as dense indices 0..C-1; an uncolored node is its own class.
+        class_of: dict[object, int] = {}
+        color = np.empty(n, dtype=np.int64)
+        for i, label in enumerate(self.color_labels):
+            key = ("node", i) if label is None else label
+            color[i] = class_of.setdefault(key, len(class_of))
+        self.color = _frozen(color)
+
+        src, dst, cost = self._read_edges(edges)
+        self.src, self.dst, self.edge_cost = _frozen(src), _frozen(dst), _frozen(cost)
+        for s, d in zip(src, dst):
+            if self.backward[s] and not self.backward[d]:
+                raise GraphError(
+                    f"Edge {self.ids[s]} -> {self.ids[d]} goes from a backward node to a forward node; "
+                    "training graphs only allow forward->forward, forward->backward and backward->backward edges."
+                )
+        self.topological_order = _frozen(self._topological_order())
+        self._build_comm_groups()
+
+    # -- construction helpers -------------------------------------------------------------
+    def _read_edges(self, edges: Iterable[EdgeSpec]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        seen: dict[tuple[int, int], float] = {}
+        for spec in edges:
+            if len(spec) not in (2, 3):
+                raise GraphError(f"Edge {spec!r} must be (source, destination) or (source, destination, cost).")
+            u, v = spec[0], spec[1]
+            for end, value in (("source", u), ("destination", v)):
+                if value not in self._index:
+                    raise GraphError(f"Edge {u} -> {v} names an unknown {end} node {value!r}.")
+            i, j = self._index[u], self._index[v]
+            if i == j:
+                raise CycleError(f"Edge {u} -> {v} is a self-loop; the graph must be acyclic.", [int(u)])
+            c = float(spec[2]) if len(spec) == 3 else float(self.comm[i])
+            if not math.isfinite(c) or c < 0:
+                raise GraphError(f"Edge {u} -> {v} has cost {c!r}; costs must be finite and non-negative.")
+            if (i, j) in seen and seen[(i, j)] != c:
+                raise GraphError(f"Edge {u} -> {v} is given twice with different costs ({seen[(i, j)]} and {c}).")
+            seen[(i, j)] = c
+        pairs = list(seen)
+        src = np.array([p[0] for p in pairs], dtype=np.int64)
+        dst = np.array([p[1] for p in pairs], dtype=np.int64)
+        cost = np.array([seen[p] for p in pairs], dtype=np.float64)
+        return src, dst, cost
+
+    def _topological_order(self) -> np.ndarray:
+        digraph = nx.DiGraph()
+        digraph.add_nodes_from(range(self.n))
+        digraph.add_edges_from(zip(self.src.tolist(), self.dst.tolist()))
+        try:
+            return np.array(list(nx.lexicographical_topological_sort(digraph)), dtype=np.int64)
+        except nx.NetworkXUnfeasible:
+            cycle = [int(self.ids[u]) for u, _ in nx.find_cycle(digraph)]
+            shown = " -> ".join(str(c) for c in [*cycle, cycle[0]])
+            raise CycleError(f"The graph has a directed cycle: {shown}.", cycle) from None
+
+    def _build_comm_groups(self) -> None:
+        # One group per (source, distinct outgoing cost): the paper's subdivision, kept implicit.
+        keys = {}
+        edge_group = np.empty(self.m, dtype=np.int64)
+        for e, (u, c) in enumerate(zip(self.src.tolist(), self.edge_cost.tolist())):
+            edge_group[e] = keys.setdefault((u, c), len(keys))
+        self.edge_group = _frozen(edge_group)
+        self.group_source = _frozen(np.array([k[0] for k in keys], dtype=np.int64))
+        self.group_cost = _frozen(np.array([k[1] for k in keys], dtype=np.float64))
+
+    # -- basic facts ------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of nodes."""
+        return len(self.ids)
+
+    @property
+    def m(self) -> int:
+        """Number of edges."""
+        return len(self.src)
+
+    @property
+    def is_training(self) -> bool:
+        """True when the graph has backward nodes."""
+        return bool(self.backward.any())
+
+    @cached_property
+    def has_uniform_edge_costs(self) -> bool:
+        """True when every node's outgoing edges share one cost (no subdivision needed)."""
+        return len(self.group_source) == len(np.unique(self.group_source))
+
+    def index_of(self, node_id: int) -> int:
+        """Position of the node with the given id; raises GraphError for an unknown id."""
+        try:
+            return self._index[int(node_id)]
+        except (KeyError, TypeError, ValueError):
+            raise GraphError(f"Unknown node id {node_id!r}.") from None
+
+    def node(self, i: int) -> Node:
+        """The :class:`Node` at position ``i``, as it was given."""
+        return Node(
+            id=int(self.ids[i]), cpu_time=float(self.cpu_time[i]),
+            acc_time=float(self.acc_time[i]) if self.supported[i] else None,
+            memory=float(self.memory[i]), comm=float(self.comm[i]), color=self.color_labels[i],
+            backward=bool(self.backward[i]), name=self.names[i],
+        )
+
+    def describe(self, i: int) -> str:
+        """``"node 7 ('conv1')"``: how error messages name a node."""
+        node_id = int(self.ids[i])
+        name = self.names[i]
+        return f"node {node_id}" if name == str(node_id) else f"node {node_id} ({name!r})"
+
+    @cached_property
+    def successors(self) -> tuple[np.ndarray, ...]:
+        """``successors[i]``: positions of the nodes that ``i`` has an edge to."""
+        return _adjacency(self.src, self.dst, self.n)
+
+    @cached_property
+    def predecessors(self) -> tuple[np.ndarray, ...]:
+        """``predecessors[i]``: positions of the nodes with an edge to ``i``."""
+        return _adjacency(self.dst, self.src, self.n)
+
+    def to_networkx(self) -> nx.DiGraph:
+        """A fresh networkx view: nodes are ids, with every field as an attribute."""
+        digraph = nx.DiGraph()
+        for i in range(self.n):
+            node = self.node(i)
+            digraph.add_node(node.id, **{k: getattr(node, k) for k in Node.__dataclass_fields__ if k != "id"})
+        for u, v, c in zip(self.src.tolist(), self.dst.tolist(), self.edge_cost.tolist()):
+            digraph.add_edge(int(self.ids[u]), int(self.ids[v]), cost=c)
+        return digraph
+
+    def edges(self) -> list[tuple[int, int, float]]:
+        """Edges as (source id, destination id, cost)."""
+        return [
+            (int(self.ids[u]), int(self.ids[v]), c)
+            for u, v, c in zip(self.src.tolist(), self.dst.tolist(), self.edge_cost.tolist())
+        ]
+
+    def nodes(self) -> list[Node]:
+        """Nodes as given, in position order."""
+        return [self.node(i) for i in range(self.n)]
+
+    def __repr__(self) -> str:
+        kind = "training" if self.is_training else "inference"
+        return f"<Graph {kind}: {self.n} nodes, {self.m} edges>"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Graph):
+            return NotImplemented
+        return self.nodes() == other.nodes() and sorted(self.edges()) == sorted(other.edges())
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _adjacency(a: np.ndarray, b: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
+    order = np.argsort(a, kind="stable")
+    bounds = np.searchsorted(a[order], np.arange(n + 1))
+    targets = b[order]
+    return tuple(_frozen(targets[bounds[i]:bounds[i + 1]].copy()) for i in range(n))
+
+
+def _check_values(node: Node) -> None:
+    fields: Sequence[tuple[str, object]] = (
+        ("cpu_time", node.cpu_time), ("acc_time", node.acc_time), ("memory", node.memory), ("comm", node.comm),
+    )
+    for field, value in fields:
+        if value is None and field == "acc_time":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise GraphError(f"Node {node.id}: field {field!r} must be a number. Got {value!r} instead.")
+        if not math.isfinite(value) or value < 0:
+            raise GraphError(f"Node {node.id}: field {field!r} must be finite and non-negative. Got {value!r} instead.")
+    if node.color is not None and (isinstance(node.color, bool) or not isinstance(node.color, (int, np.integer))):
+        raise GraphError(f"Node {node.id}: field 'color' must be an integer or None. Got {node.color!r} instead.")

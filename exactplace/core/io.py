@@ -1,0 +1,279 @@
+"""Reading and writing the dnn-partitioning JSON format and the reference split format.
+
+Workload format (the paper's published instances)::
+
+    {"maxSizePerFPGA": float, "maxFPGAs": int, "maxCPUs": int,
+     "nodes": [{"id", "supportedOnFpga", "cpuLatency", "fpgaLatency", "isBackwardNode",
+                "size"?, "colorClass"?, "name"?, "layerId"?}],
+     "edges": [{"sourceId", "destId", "cost", "size"?}]}
+
+Booleans may be JSON booleans or 0/1. Split format::
+
+    {"maxLoad": float, "cpus": [{"nodes": [ids], "load": float}], "fpgas": [...]}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.errors import InputFormatError, PlacementError
+from exactplace.core.graph import Graph, Node
+
+__all__ = [
+    "Workload", "read_workload", "workload_from_dict", "workload_to_dict", "write_workload",
+    "read_split", "split_from_dict", "split_to_dict", "extend_to_colocated", "load_json",
+]
+
+PathLike = str | os.PathLike
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A graph with the cluster it is to be placed on, as one workload file describes it."""
+
+    graph: Graph
+    cluster: Cluster
+    name: str = "workload"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def load_json(path: PathLike, what: str) -> Any:
+    """Parse a JSON file, turning OS and syntax errors into InputFormatError."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise InputFormatError(f"{what} file {os.fspath(path)!r} does not exist.") from None
+    except IsADirectoryError:
+        raise InputFormatError(f"{what} file {os.fspath(path)!r} is a directory.") from None
+    except json.JSONDecodeError as error:
+        raise InputFormatError(
+            f"{what} file {os.fspath(path)!r} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."
+        ) from None
+    except UnicodeDecodeError:
+        raise InputFormatError(f"{what} file {os.fspath(path)!r} is not UTF-8 text.") from None
+
+
+class _Fields:
+    """Typed access to one JSON object's fields, naming the object in every error."""
+
+    def __init__(self, data: Any, where: str) -> None:
+        if not isinstance(data, dict):
+            raise InputFormatError(f"{where} must be a JSON object. Got {type(data).__name__} instead.")
+        self.data, self.where = data, where
+
+    def _get(self, key: str, default: Any) -> Any:
+        if key not in self.data:
+            if default is _REQUIRED:
+                raise InputFormatError(f"{self.where} is missing the required field {key!r}.")
+            return default
+        return self.data[key]
+
+    def number(self, key: str, default: Any = None) -> float:
+        value = self._get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputFormatError(f"{self.where}: field {key!r} must be a number. Got {value!r} instead.")
+        return float(value)
+
+    def integer(self, key: str, default: Any = None) -> int:
+        value = self._get(key, default)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputFormatError(f"{self.where}: field {key!r} must be an integer. Got {value!r} instead.")
+        return value
+
+    def optional_integer(self, key: str) -> int | None:
+        return None if self.data.get(key) is None else self.integer(key)
+
+    def boolean(self, key: str, default: Any = None) -> bool:
+        value = self._get(key, default)
+        if value in (0, 1) and not isinstance(value, float) or isinstance(value, bool):
+            return bool(value)
+        raise InputFormatError(f"{self.where}: field {key!r} must be a boolean or 0/1. Got {value!r} instead.")
+
+    def array(self, key: str, default: Any = None) -> list:
+        value = self._get(key, default)
+        if not isinstance(value, list):
+            raise InputFormatError(f"{self.where}: field {key!r} must be a list. Got {type(value).__name__} instead.")
+        return value
+
+
+_REQUIRED = object()
+
+
+def workload_from_dict(data: Any, name: str = "workload") -> Workload:
+    """Build a :class:`Workload` from the parsed dnn-partitioning JSON.
+
+    Raises
+    ------
+    InputFormatError
+        A required field is missing or has the wrong type (the message names it).
+    GraphError
+        The graph is invalid (cycle, unknown node, duplicate id, bad value).
+    """
+    top = _Fields(data, "The workload")
+    memory = top.number("maxSizePerFPGA", _REQUIRED)
+    accelerators = top.integer("maxFPGAs", _REQUIRED)
+    cpus = top.integer("maxCPUs", _REQUIRED)
+    nodes = []
+    for position, raw in enumerate(top.array("nodes", _REQUIRED)):
+        where = f"Node {raw.get('id')!r}" if isinstance(raw, dict) and "id" in raw else f"Node at position {position}"
+        f = _Fields(raw, where)
+        supported = f.boolean("supportedOnFpga", _REQUIRED)
+        nodes.append(
+            Node(
+                id=f.integer("id", _REQUIRED),
+                cpu_time=f.number("cpuLatency", _REQUIRED),
+                acc_time=f.number("fpgaLatency", _REQUIRED) if supported else None,
+                memory=f.number("size", 0.0),
+                backward=f.boolean("isBackwardNode", False),
+                color=f.optional_integer("colorClass"),
+                name=str(raw["name"]) if raw.get("name") is not None else None,
+            )
+        )
+    edges = []
+    for position, raw in enumerate(top.array("edges", _REQUIRED)):
+        f = _Fields(raw, f"Edge at position {position}")
+        edges.append((f.integer("sourceId", _REQUIRED), f.integer("destId", _REQUIRED), f.number("cost", _REQUIRED)))
+    # A node's own comm cost is the cost of its outgoing edges (they normally agree);
+    # it matters only for writing and for nodes given without per-edge costs.
+    out_cost: dict[int, float] = {}
+    for u, _, c in edges:
+        out_cost.setdefault(u, c)
+    nodes = [Node(**{**v.__dict__, "comm": out_cost.get(v.id, 0.0)}) for v in nodes]
+    graph = Graph(nodes, edges)
+    cluster = Cluster(accelerators=accelerators, memory=memory, cpus=cpus)
+    extra = {k: v for k, v in data.items() if k not in {"maxSizePerFPGA", "maxFPGAs", "maxCPUs", "nodes", "edges"}}
+    return Workload(graph=graph, cluster=cluster, name=name, extra=extra)
+
+
+def read_workload(path: PathLike) -> Workload:
+    """Read a workload file in the dnn-partitioning JSON format.
+
+    Examples
+    --------
+    >>> from exactplace.data import workload_path
+    >>> w = read_workload(workload_path("layer_bert24_inference"))
+    >>> w.graph.n, w.cluster.accelerators
+    (32, 6)
+    """
+    return workload_from_dict(load_json(path, "Workload"), name=Path(path).stem)
+
+
+def workload_to_dict(workload: Workload) -> dict[str, Any]:
+    """Inverse of :func:`workload_from_dict` (homogeneous clusters only: the format has one memory)."""
+    graph, cluster = workload.graph, workload.cluster
+    if not cluster.is_homogeneous:
+        raise InputFormatError("The dnn-partitioning format holds one memory size and no speeds; this cluster is heterogeneous.")
+    nodes = []
+    for v in graph.nodes():
+        entry: dict[str, Any] = {
+            "id": v.id, "supportedOnFpga": v.acc_time is not None, "cpuLatency": v.cpu_time,
+            "fpgaLatency": v.acc_time if v.acc_time is not None else 0.0, "isBackwardNode": v.backward,
+            "size": v.memory,
+        }
+        if v.color is not None:
+            entry["colorClass"] = v.color
+        if v.name != str(v.id):
+            entry["name"] = v.name
+        nodes.append(entry)
+    memory = cluster.max_memory if cluster.accelerators else 0.0
+    return {
+        "maxSizePerFPGA": memory if math.isfinite(memory) else 1e300,
+        "maxFPGAs": cluster.accelerators, "maxCPUs": cluster.cpus, "nodes": nodes,
+        "edges": [{"sourceId": u, "destId": v, "cost": c} for u, v, c in graph.edges()],
+    }
+
+
+def write_workload(workload: Workload, path: PathLike) -> None:
+    """Write a workload in the dnn-partitioning JSON format."""
+    Path(path).write_text(json.dumps(workload_to_dict(workload), indent=1), encoding="utf-8")
+
+
+def split_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str = "The split") -> np.ndarray:
+    """Turn a reference split (``{"cpus": [{"nodes": ...}], "fpgas": [...]}``) into a device array.
+
+    Nodes the split omits are filled in through colocation (see :func:`extend_to_colocated`),
+    which is how a forward-only expert split covers a training graph.
+
+    Raises
+    ------
+    InputFormatError
+        Malformed split.
+    PlacementError
+        Unknown node id, a node listed twice, more devices than the cluster has, or a node
+        that colocation cannot place.
+    """
+    top = _Fields(data, where)
+    groups = {"fpgas": top.array("fpgas", []), "cpus": top.array("cpus", [])}
+    limits = {"fpgas": cluster.accelerators, "cpus": cluster.cpus}
+    device = np.full(graph.n, -1, dtype=np.int64)
+    for kind, entries in groups.items():
+        used = [i for i, e in enumerate(entries) if _Fields(e, f"{where}: {kind}[{i}]").array("nodes", _REQUIRED)]
+        if used and used[-1] >= limits[kind]:
+            label = "accelerators" if kind == "fpgas" else "CPUs"
+            raise PlacementError(
+                f"{where} uses {used[-1] + 1} {label} but the cluster has {limits[kind]}."
+            )
+        for i, entry in enumerate(entries):
+            d = i if kind == "fpgas" else cluster.accelerators + i
+            for node_id in entry["nodes"]:
+                if isinstance(node_id, bool) or not isinstance(node_id, int):
+                    raise InputFormatError(f"{where}: {kind}[{i}] lists {node_id!r}, which is not a node id.")
+                try:
+                    position = graph.index_of(node_id)
+                except Exception:
+                    raise PlacementError(f"{where}: {kind}[{i}] lists node {node_id}, which is not in the graph.") from None
+                if device[position] != -1:
+                    raise PlacementError(f"{where} places {graph.describe(position)} twice.")
+                device[position] = d
+    return extend_to_colocated(graph, device, where=where)
+
+
+def extend_to_colocated(graph: Graph, device: np.ndarray, *, where: str = "The split") -> np.ndarray:
+    """Place every unplaced node (``-1``) on the device of its colocation class.
+
+    This is how the paper extends a forward split to a training graph: each backward node
+    follows the forward nodes of its color class.
+    """
+    device = device.copy()
+    missing = np.flatnonzero(device < 0)
+    if missing.size == 0:
+        return device
+    class_device: dict[int, int] = {}
+    for i in np.flatnonzero(device >= 0):
+        class_device.setdefault(int(graph.color[i]), int(device[i]))
+    for i in missing:
+        c = int(graph.color[i])
+        if c not in class_device:
+            raise PlacementError(f"{where} does not place {graph.describe(i)}, and no node of its color class is placed.")
+        device[i] = class_device[c]
+    return device
+
+
+def read_split(path: PathLike, graph: Graph, cluster: Cluster) -> np.ndarray:
+    """Read a split file (the reference format) as a device array."""
+    return split_from_dict(load_json(path, "Split"), graph, cluster, where=f"Split {Path(path).name!r}")
+
+
+def split_to_dict(graph: Graph, cluster: Cluster, device: np.ndarray, loads: np.ndarray | None = None) -> dict[str, Any]:
+    """Write a device array in the reference split format (``load`` per device when given)."""
+    def entry(d: int) -> dict[str, Any]:
+        nodes = sorted(int(graph.ids[i]) for i in np.flatnonzero(device == d))
+        return {"nodes": nodes, "load": float(loads[d]) if loads is not None else -1}
+
+    return {
+        "maxLoad": float(loads.max()) if loads is not None else -1,
+        "fpgas": [entry(d) for d in range(cluster.accelerators)],
+        "cpus": [entry(d) for d in range(cluster.accelerators, cluster.num_devices)],
+    }

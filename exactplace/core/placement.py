@@ -1,0 +1,203 @@
+"""The result of every method: a frozen :class:`Placement` with its status and bounds.
+
+Modelled on OR-Tools MathOpt's result: the status says whether a solution exists
+and whether it is proven optimal; ``limit`` says which limit stopped the method (a
+placement *feasible at a time limit* has ``status=FEASIBLE, limit="time"``; *no
+solution found* has ``status=NO_SOLUTION`` and no devices). The objective is always
+recomputed by the independent evaluators, never copied from a solver.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.graph import Graph
+
+__all__ = ["PLAN_FORMAT_VERSION", "Placement", "Status"]
+
+PLAN_FORMAT_VERSION = 1
+
+
+class Status(str, Enum):
+    """One status vocabulary for every method."""
+
+    OPTIMAL = "optimal"
+    """A placement proven optimal (within the requested gap) for the method's model."""
+    FEASIBLE = "feasible"
+    """A feasible placement without proof of optimality (heuristic, or stopped at a limit)."""
+    INFEASIBLE = "infeasible"
+    """Proven: no placement satisfies the constraints."""
+    NO_SOLUTION = "no_solution"
+    """Stopped (limit or interrupt) before any placement was found."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+LIMITS = (None, "time", "interrupt", "gap", "node")
+
+
+@dataclass(frozen=True, eq=False)
+class Placement:
+    """A placement of a graph's nodes on a cluster's devices, with what is known about it.
+
+    Attributes
+    ----------
+    graph, cluster : Graph, Cluster
+    device : numpy array of int, or None
+        ``device[i]``: device of the node at position ``i`` (accelerators first, then CPUs);
+        None when no placement was found.
+    objective_name : str
+        ``"throughput"`` (max-load, time per sample) or ``"latency"``.
+    objective : float or None
+        The evaluator's value of ``device`` (lower is better).
+    bound : float or None
+        A proven lower bound on the optimum of the method's model, where the method proves one.
+    status : Status
+    limit : str or None
+        Which limit stopped the method: ``"time"``, ``"interrupt"``, ``"gap"`` or None.
+    method, solver : str
+        The registered method and the solver behind it.
+    wall_seconds : float
+        Time spent solving.
+    timings, info : mapping
+        Per-phase seconds, and method-specific facts (ideal counts, options used, ...).
+    """
+
+    graph: Graph
+    cluster: Cluster
+    device: np.ndarray | None
+    objective_name: str
+    objective: float | None
+    status: Status
+    method: str
+    solver: str = ""
+    bound: float | None = None
+    limit: str | None = None
+    wall_seconds: float = 0.0
+    timings: Mapping[str, float] = field(default_factory=dict)
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.device is not None:
+            self.device.setflags(write=False)
+        if self.limit not in LIMITS:
+            raise ValueError(f"limit must be one of {LIMITS}, got {self.limit!r}")
+        if (self.device is None) != (self.status in (Status.INFEASIBLE, Status.NO_SOLUTION)):
+            raise ValueError(f"status {self.status} does not match device={'None' if self.device is None else 'array'}")
+
+    @property
+    def has_solution(self) -> bool:
+        """True when a placement was found."""
+        return self.device is not None
+
+    @property
+    def gap(self) -> float | None:
+        """Relative optimality gap ``(objective - bound) / objective``; None without a bound."""
+        if self.objective is None or self.bound is None:
+            return None
+        if self.objective == 0:
+            return 0.0
+        return max(0.0, (self.objective - self.bound) / self.objective)
+
+    def assignment(self) -> dict[int, str]:
+        """Node id -> device name."""
+        if self.device is None:
+            return {}
+        names = self.cluster.device_names()
+        return {int(i): names[d] for i, d in zip(self.graph.ids.tolist(), self.device.tolist())}
+
+    def devices_used(self) -> dict[str, list[int]]:
+        """Device name -> ids of its nodes (only devices that hold nodes)."""
+        used: dict[str, list[int]] = {}
+        for node_id, name in self.assignment().items():
+            used.setdefault(name, []).append(node_id)
+        return used
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per node: id, name, device, backward, times and memory."""
+        g = self.graph
+        names = self.cluster.device_names()
+        return pd.DataFrame(
+            {
+                "id": g.ids,
+                "name": g.names,
+                "device": [names[d] for d in self.device] if self.device is not None else None,
+                "backward": g.backward,
+                "cpu_time": g.cpu_time,
+                "acc_time": np.where(g.supported, g.acc_time, np.nan),
+                "memory": g.memory,
+            }
+        ).set_index("id")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The versioned plan (see :meth:`to_json`)."""
+        def number(x: float | None) -> float | None:
+            return None if x is None or not math.isfinite(x) else float(x)
+
+        placement = None
+        if self.device is not None:
+            names = self.cluster.device_names()
+            placement = [
+                {"id": int(i), "name": n, "device": names[d]}
+                for i, n, d in zip(self.graph.ids.tolist(), self.graph.names, self.device.tolist())
+            ]
+        return {
+            "format": "exactplace-plan",
+            "version": PLAN_FORMAT_VERSION,
+            "objective_name": self.objective_name,
+            "objective": number(self.objective),
+            "bound": number(self.bound),
+            "gap": number(self.gap),
+            "status": self.status.value,
+            "limit": self.limit,
+            "method": self.method,
+            "solver": self.solver,
+            "wall_seconds": self.wall_seconds,
+            "timings": dict(self.timings),
+            "cluster": self.cluster.to_dict(),
+            "info": _jsonable(self.info),
+            "placement": placement,
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The versioned plan JSON: objective, status, method, bound, gap, wall_seconds, placement."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def summary(self) -> str:
+        """A few human-readable lines: status, objective, bound, gap and per-device contents."""
+        lines = [f"method {self.method} ({self.solver or 'builtin'}): {self.status}"
+                 + (f", stopped by {self.limit} limit" if self.limit else "")]
+        if self.objective is not None:
+            lines.append(f"{self.objective_name}: {self.objective:.6g}")
+        if self.bound is not None:
+            lines.append(f"lower bound: {self.bound:.6g}  gap: {100 * (self.gap or 0):.3g}%")
+        lines.append(f"wall time: {self.wall_seconds:.3f} s")
+        for name, ids in self.devices_used().items():
+            lines.append(f"  {name}: {len(ids)} nodes")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        objective = "None" if self.objective is None else f"{self.objective:.6g}"
+        return f"<Placement {self.method} {self.status} {self.objective_name}={objective}>"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

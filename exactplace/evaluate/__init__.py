@@ -1,0 +1,35 @@
+"""Exact, solver-independent evaluators: the referee for every method's result."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.graph import Graph
+from exactplace.evaluate.feasibility import Violation, check_feasibility, is_contiguous
+from exactplace.evaluate.max_load import DeviceLoads, device_loads, max_load
+
+__all__ = [
+    "DeviceLoads", "Violation", "check_feasibility", "device_loads", "evaluate", "is_contiguous", "max_load",
+]
+
+
+def evaluate(
+    graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray, objective: str = "throughput", **options: Any
+) -> float:
+    """Score a placement under ``objective`` (``"throughput"``: max-load; ``"latency"``).
+
+    ``options`` are passed to the objective's evaluator (``overlap``, ``gpipe`` for throughput).
+    """
+    if objective == "throughput":
+        return max_load(graph, cluster, device, **options)
+    if objective == "latency":
+        from exactplace.evaluate.latency import latency
+
+        return latency(graph, cluster, device, **options)
+    from exactplace.core.errors import ParameterError
+
+    raise ParameterError(f"The 'objective' parameter of evaluate must be 'throughput' or 'latency'. Got {objective!r} instead.")

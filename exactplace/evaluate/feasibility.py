@@ -1,0 +1,133 @@
+"""Feasibility of a placement: memory, colocation, accelerator support, contiguity.
+
+Contiguity is Definition 3.1 of the paper: a set S is contiguous when no path leaves S
+and comes back (no u in S, v outside S, w in S with v reachable from u and w reachable
+from v). For training graphs it must hold separately for the forward and the backward
+part of each device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.graph import Graph
+from exactplace.evaluate.placement_array import as_device_array
+
+__all__ = ["Violation", "check_feasibility", "contiguity_violations", "is_contiguous"]
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken constraint: its kind (memory / colocation / unsupported / contiguity) and a message."""
+
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+def _reach_masks(graph: Graph, label: np.ndarray) -> tuple[list[int], list[int]]:
+    """Bitmasks of the labels among each node's proper ancestors and proper descendants."""
+    above = [0] * graph.n
+    below = [0] * graph.n
+    bit = [1 << int(x) for x in label]
+    order = graph.topological_order.tolist()
+    preds, succs = graph.predecessors, graph.successors
+    for v in order:
+        mask = 0
+        for p in preds[v].tolist():
+            mask |= above[p] | bit[p]
+        above[v] = mask
+    for v in reversed(order):
+        mask = 0
+        for s in succs[v].tolist():
+            mask |= below[s] | bit[s]
+        below[v] = mask
+    return above, below
+
+
+def contiguity_violations(graph: Graph, label: np.ndarray) -> list[tuple[int, int]]:
+    """Pairs (label, node position) where a path leaves that label's set through the node and returns.
+
+    ``label[i]`` groups nodes into sets; every set is checked at once in O(n + m) big-int operations.
+    """
+    above, below = _reach_masks(graph, label)
+    found = []
+    for v in range(graph.n):
+        bad = (above[v] & below[v]) & ~(1 << int(label[v]))
+        while bad:
+            low = bad & -bad
+            found.append((low.bit_length() - 1, v))
+            bad ^= low
+    return found
+
+
+def is_contiguous(graph: Graph, nodes: Sequence[int] | np.ndarray) -> bool:
+    """True when the node positions ``nodes`` form a contiguous set (Definition 3.1).
+
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(i, 1.0, 1.0) for i in range(3)], [(0, 1), (1, 2)])
+    >>> is_contiguous(g, [0, 1]), is_contiguous(g, [0, 2])
+    (True, False)
+    """
+    label = np.zeros(graph.n, dtype=np.int64)
+    label[np.asarray(nodes, dtype=np.int64)] = 1
+    return not any(lab == 1 for lab, _ in contiguity_violations(graph, label))
+
+
+def check_feasibility(
+    graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray, *, contiguous: bool = True
+) -> list[Violation]:
+    """Every constraint the placement breaks (empty list: feasible).
+
+    Parameters
+    ----------
+    graph, cluster : Graph, Cluster
+    device : array of int
+        ``device[i]`` is the device of the node at position ``i``.
+    contiguous : bool, default True
+        Also require each device's forward and backward parts to be contiguous.
+
+    Returns
+    -------
+    list of Violation
+
+    Examples
+    --------
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(0, 1.0, None), Node(1, 1.0, 1.0, memory=5.0)], [(0, 1)])
+    >>> [str(v) for v in check_feasibility(g, Cluster(1, memory=4.0, cpus=1), [0, 0])]  # doctest: +NORMALIZE_WHITESPACE
+    ['unsupported: node 0 cannot run on an accelerator but is placed on acc0',
+     'memory: acc0 holds 5 bytes, more than its 4 bytes']
+    """
+    dev = as_device_array(graph, cluster, device)
+    names = cluster.device_names()
+    violations = []
+    k = cluster.accelerators
+    for i in np.flatnonzero(~graph.supported & (dev < k)):
+        violations.append(Violation("unsupported", f"{graph.describe(i)} cannot run on an accelerator but is placed on {names[dev[i]]}"))
+    used = np.bincount(dev[dev < k], weights=graph.memory[dev < k], minlength=k)[:k]
+    for d in np.flatnonzero(used > cluster.memory * (1 + 1e-12)):
+        violations.append(Violation("memory", f"{names[d]} holds {used[d]:.6g} bytes, more than its {cluster.memory[d]:.6g} bytes"))
+    first_device: dict[int, int] = {}
+    for i, (c, d) in enumerate(zip(graph.color.tolist(), dev.tolist())):
+        other = first_device.setdefault(c, i)
+        if dev[other] != d:
+            violations.append(Violation(
+                "colocation",
+                f"{graph.describe(i)} is on {names[d]} but {graph.describe(other)} of the same color class is on {names[dev[other]]}",
+            ))
+    if contiguous:
+        label = dev * 2 + graph.backward.astype(np.int64)
+        for lab, v in contiguity_violations(graph, label):
+            part = "backward" if lab % 2 else "forward"
+            violations.append(Violation(
+                "contiguity",
+                f"the {part} part of {names[lab // 2]} is not contiguous: a path leaves it through {graph.describe(v)} and comes back",
+            ))
+    return violations

@@ -1,0 +1,36 @@
+"""Checking a node -> device array against its graph and cluster, once, at the boundary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.errors import PlacementError
+from exactplace.core.graph import Graph
+
+
+def as_device_array(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Return ``device`` as an int64 array of length ``graph.n``, or raise PlacementError.
+
+    ``device[i]`` is the device of the node at position ``i`` (accelerators ``0..k-1``,
+    CPUs ``k..k+l-1``).
+    """
+    array = np.asarray(device)
+    if array.shape != (graph.n,):
+        raise PlacementError(f"A placement needs one device per node ({graph.n}); got shape {array.shape}.")
+    if array.dtype.kind not in "iu":
+        if array.dtype.kind == "f" and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
+            array = array.astype(np.int64)
+        else:
+            raise PlacementError(f"Device numbers must be integers; got dtype {array.dtype}.")
+    bad = np.flatnonzero((array < 0) | (array >= cluster.num_devices))
+    if bad.size:
+        i = int(bad[0])
+        raise PlacementError(
+            f"{graph.describe(i).capitalize()} is placed on device {int(array[i])}, "
+            f"but the cluster has devices 0..{cluster.num_devices - 1} "
+            f"({cluster.accelerators} accelerators, {cluster.cpus} CPUs)."
+        )
+    return array.astype(np.int64, copy=False)
