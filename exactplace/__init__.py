@@ -22,7 +22,7 @@ from exactplace.core.graph import Graph, Node
 from exactplace.core.io import Workload, read_split, read_workload, write_workload
 from exactplace.core.placement import Placement, Status
 from exactplace.data import shipped_workloads, workload_path
-from exactplace.evaluate import check_feasibility, device_loads, evaluate, is_contiguous, max_load
+from exactplace.evaluators import check_feasibility, device_loads, evaluate, is_contiguous, max_load
 from exactplace.methods import available_methods, solve
 
 __version__ = "0.1.0"

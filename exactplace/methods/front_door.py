@@ -14,8 +14,8 @@ from exactplace.core.errors import ExactplaceError, InfeasibleError, ParameterEr
 from exactplace.core.graph import Graph
 from exactplace.core.io import Workload
 from exactplace.core.placement import Placement, Status
-from exactplace.evaluate import check_feasibility, evaluate
-from exactplace.evaluate.placement_array import as_device_array
+from exactplace.evaluators import check_feasibility, evaluate
+from exactplace.evaluators.placement_array import as_device_array
 from exactplace.methods.registry import OBJECTIVES, Method, MethodResult, Problem, get_method, registered_methods
 
 __all__ = ["solve", "check_fits", "EVALUATOR_OPTIONS", "AUTO_ORDER"]

@@ -15,7 +15,7 @@ import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
-from exactplace.evaluate.placement_array import as_device_array
+from exactplace.evaluators.placement_array import as_device_array
 
 __all__ = ["Violation", "check_feasibility", "contiguity_violations", "is_contiguous"]
 

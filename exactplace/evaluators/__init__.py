@@ -9,8 +9,8 @@ import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
-from exactplace.evaluate.feasibility import Violation, check_feasibility, is_contiguous
-from exactplace.evaluate.max_load import DeviceLoads, device_loads, max_load
+from exactplace.evaluators.feasibility import Violation, check_feasibility, is_contiguous
+from exactplace.evaluators.max_load import DeviceLoads, device_loads, max_load
 
 __all__ = [
     "DeviceLoads", "Violation", "check_feasibility", "device_loads", "evaluate", "is_contiguous", "max_load",
@@ -27,7 +27,7 @@ def evaluate(
     if objective == "throughput":
         return max_load(graph, cluster, device, **options)
     if objective == "latency":
-        from exactplace.evaluate.latency import latency
+        from exactplace.evaluators.latency import latency
 
         return latency(graph, cluster, device, **options)
     from exactplace.core.errors import ParameterError

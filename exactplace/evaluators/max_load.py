@@ -21,7 +21,7 @@ import pandas as pd
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
-from exactplace.evaluate.placement_array import as_device_array
+from exactplace.evaluators.placement_array import as_device_array
 
 __all__ = ["DeviceLoads", "device_loads", "max_load"]
 

@@ -1,0 +1,171 @@
+"""Exact single-sample latency under the paper's §4 invocation semantics.
+
+* An accelerator subgraph S is invoked once all its inputs are in RAM (every node
+  outside S with an edge into S has finished). It copies its inputs in (each
+  communication group entering S once), runs its nodes one after another, and copies
+  its outputs out (each group leaving S once); all its nodes finish together.
+* A CPU node runs as soon as its predecessors have finished (the model assumes
+  enough cores, as the paper does); CPUs read RAM, so they pay no communication.
+* Latency is the time the last node finishes.
+
+A non-contiguous accelerator set is first split into contiguous subgraphs: a node's
+piece is one plus the number of times a path into it left the set (the reference
+implementation's rule), and the device runs its pieces one at a time in piece order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.errors import PlacementError
+from exactplace.core.graph import Graph
+from exactplace.evaluators.placement_array import as_device_array
+
+__all__ = ["LatencySchedule", "contiguous_pieces", "latency", "latency_schedule"]
+
+
+@dataclass(frozen=True)
+class LatencySchedule:
+    """When each node finishes, and the accelerator subgraphs in the order they run."""
+
+    finish: np.ndarray
+    subgraphs: list[tuple[int, np.ndarray, float, float]]
+    """(device, node positions, start, end) of every accelerator subgraph, by start time."""
+
+    @property
+    def latency(self) -> float:
+        return float(self.finish.max())
+
+
+def contiguous_pieces(graph: Graph, member: np.ndarray) -> np.ndarray:
+    """Split the set ``member`` (bool mask) into contiguous pieces numbered 1, 2, ...
+
+    Returns an int array: the piece of each member, 0 for non-members. A contiguous set
+    is one piece.
+
+    """
+    piece = np.zeros(graph.n, dtype=np.int64)
+    preds = graph.predecessors
+    for v in graph.topological_order.tolist():
+        inside = bool(member[v])
+        level = 1 if inside else 0
+        for u in preds[v].tolist():
+            level = max(level, piece[u] + (1 if inside and not member[u] else 0))
+        piece[v] = level
+    return np.where(member, piece, 0)
+
+
+def latency_schedule(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray) -> LatencySchedule:
+    """Simulate one sample through the placement; see the module docstring for the rules.
+
+    Raises
+    ------
+    PlacementError
+        The placement is malformed, or its accelerator subgraphs wait on each other in a
+        cycle (no invocation order exists).
+    """
+    dev = as_device_array(graph, cluster, device)
+    k = cluster.accelerators
+    # Blocks: one per accelerator piece, one per CPU node.
+    block = np.empty(graph.n, dtype=np.int64)
+    block_device: list[int] = []
+    serial: list[tuple[int, int]] = []
+    for d in range(k):
+        member = dev == d
+        if not member.any():
+            continue
+        pieces = contiguous_pieces(graph, member)
+        first = len(block_device)
+        count = int(pieces.max())
+        block[member] = first + pieces[member] - 1
+        block_device.extend([d] * count)
+        serial.extend((first + p, first + p + 1) for p in range(count - 1))
+    for v in np.flatnonzero(dev >= k):
+        block[v] = len(block_device)
+        block_device.append(int(dev[v]))
+    num_blocks = len(block_device)
+
+    order_graph = nx.DiGraph()
+    order_graph.add_nodes_from(range(num_blocks))
+    bs, bd = block[graph.src], block[graph.dst]
+    crossing = bs != bd
+    order_graph.add_edges_from(zip(bs[crossing].tolist(), bd[crossing].tolist()))
+    order_graph.add_edges_from(serial)
+    try:
+        order = list(nx.topological_sort(order_graph))
+    except nx.NetworkXUnfeasible:
+        cycle = nx.find_cycle(order_graph)
+        names = cluster.device_names()
+        shown = " -> ".join(names[block_device[b]] for b, _ in cycle)
+        raise PlacementError(
+            f"No invocation order exists: accelerator subgraphs wait on each other in a cycle ({shown})."
+        ) from None
+
+    nodes_of = [[] for _ in range(num_blocks)]
+    for v, b in enumerate(block.tolist()):
+        nodes_of[b].append(v)
+    # Communication groups entering / leaving each block, each counted once per block.
+    pairs = np.unique(np.stack([graph.edge_group[crossing], bd[crossing]], axis=1), axis=0)
+    incoming = np.zeros(num_blocks)
+    np.add.at(incoming, pairs[:, 1], graph.group_cost[pairs[:, 0]])
+    leaving = np.unique(graph.edge_group[crossing])
+    outgoing = np.zeros(num_blocks)
+    np.add.at(outgoing, block[graph.group_source[leaving]], graph.group_cost[leaving])
+
+    finish = np.zeros(graph.n)
+    block_end = np.zeros(num_blocks)
+    subgraphs = []
+    preds = graph.predecessors
+    for b in order:
+        members = nodes_of[b]
+        ready = 0.0
+        for v in members:
+            for u in preds[v].tolist():
+                if block[u] != b:
+                    ready = max(ready, finish[u])
+        for p in order_graph.predecessors(b):
+            ready = max(ready, block_end[p])  # serial order of pieces on one accelerator
+        d = block_device[b]
+        if d < k:
+            compute = float(graph.acc_time[members].sum()) / float(cluster.speed[d])
+            end = ready + incoming[b] + compute + outgoing[b]
+            subgraphs.append((d, np.array(members), ready, end))
+        else:
+            end = ready + float(graph.cpu_time[members[0]])
+        block_end[b] = end
+        finish[members] = end
+    subgraphs.sort(key=lambda s: s[2])
+    return LatencySchedule(finish=finish, subgraphs=subgraphs)
+
+
+def latency(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray) -> float:
+    """Single-sample latency of a placement (paper §4).
+
+    Parameters
+    ----------
+    graph, cluster : Graph, Cluster
+    device : array of int
+        ``device[i]`` is the device of the node at position ``i``.
+
+    Returns
+    -------
+    float
+        ``inf`` if a node unsupported on accelerators is placed on one.
+
+    Examples
+    --------
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(1, 4.0, 1.0, comm=0.5), Node(2, 3.0, 2.0, comm=0.5), Node(3, 1.0, 1.0)],
+    ...           [(1, 2), (2, 3)])
+    >>> c = Cluster(accelerators=1, cpus=1)
+    >>> latency(g, c, [0, 0, 1])   # acc0 runs 1, 2 (3.0) then copies 2's output (0.5); CPU runs 3
+    4.5
+    >>> latency(g, c, [1, 0, 1])   # CPU 4.0; acc0 copies in 0.5, runs 2.0, copies out 0.5; CPU 1.0
+    8.0
+    """
+    return latency_schedule(graph, cluster, device).latency
