@@ -99,7 +99,7 @@ class Graph:
     __slots__ = (
         "ids", "names", "cpu_time", "acc_time", "supported", "memory", "comm", "backward",
         "color", "color_labels", "has_color", "src", "dst", "edge_cost", "edge_group",
-        "group_source", "group_cost", "topological_order", "_index", "__dict__",
+        "group_source", "group_cost", "topological_order", "_index", "_sealed", "__dict__",
     )
 
     def __init__(self, nodes: Iterable[Node], edges: Iterable[EdgeSpec]) -> None:
@@ -144,6 +144,12 @@ class Graph:
                 )
         self.topological_order = _frozen(self._topological_order())
         self._build_comm_groups()
+        self._sealed = True
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if getattr(self, "_sealed", False):
+            raise AttributeError(f"Graph is immutable: cannot set {name!r}")
+        object.__setattr__(self, name, value)
 
     # -- construction helpers -------------------------------------------------------------
     def _read_edges(self, edges: Iterable[EdgeSpec]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

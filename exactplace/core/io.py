@@ -30,7 +30,8 @@ from exactplace.core.graph import Graph, Node
 
 __all__ = [
     "Workload", "read_workload", "workload_from_dict", "workload_to_dict", "write_workload",
-    "read_split", "split_from_dict", "split_to_dict", "extend_to_colocated", "load_json",
+    "read_split", "split_from_dict", "split_to_dict", "extend_to_colocated", "load_json", "plan_devices",
+    "read_placement",
 ]
 
 PathLike = str | os.PathLike
@@ -277,3 +278,33 @@ def split_to_dict(graph: Graph, cluster: Cluster, device: np.ndarray, loads: np.
         "fpgas": [entry(d) for d in range(cluster.accelerators)],
         "cpus": [entry(d) for d in range(cluster.accelerators, cluster.num_devices)],
     }
+
+
+def plan_devices(data: Any, graph: Graph, cluster: Cluster, *, where: str = "The plan") -> np.ndarray:
+    """Device array of an exactplace plan (``Placement.to_json``): ``placement`` lists id and device name."""
+    top = _Fields(data, where)
+    names = {name: d for d, name in enumerate(cluster.device_names())}
+    device = np.full(graph.n, -1, dtype=np.int64)
+    for position, raw in enumerate(top.array("placement", _REQUIRED)):
+        entry = _Fields(raw, f"{where}: placement[{position}]")
+        node_id = entry.integer("id", _REQUIRED)
+        name = entry.data.get("device")
+        if name not in names:
+            raise PlacementError(f"{where} puts node {node_id} on device {name!r}, which the cluster lacks ({', '.join(names)}).")
+        try:
+            device[graph.index_of(node_id)] = names[name]
+        except Exception:
+            raise PlacementError(f"{where} lists node {node_id}, which is not in the graph.") from None
+    missing = np.flatnonzero(device < 0)
+    if missing.size:
+        raise PlacementError(f"{where} does not place {graph.describe(int(missing[0]))}.")
+    return device
+
+
+def read_placement(path: PathLike, graph: Graph, cluster: Cluster) -> np.ndarray:
+    """Read a split in either format: the reference split format or an exactplace plan."""
+    data = load_json(path, "Split")
+    where = f"Split {Path(path).name!r}"
+    if isinstance(data, dict) and data.get("format") == "exactplace-plan":
+        return plan_devices(data, graph, cluster, where=where)
+    return split_from_dict(data, graph, cluster, where=where)

@@ -1,0 +1,5 @@
+"""``python -m exactplace`` runs the command line."""
+
+from exactplace.cli.main import main
+
+raise SystemExit(main())

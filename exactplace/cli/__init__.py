@@ -1,0 +1,1 @@
+"""The ``exactplace`` command line (a stable contract for scripts)."""

@@ -1,0 +1,37 @@
+"""A progress indication for work that may take more than a few seconds."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from tqdm import tqdm
+
+
+@contextmanager
+def elapsed(description: str, *, interval: float = 0.5) -> Iterator[None]:
+    """Show ``description`` with a ticking elapsed-time counter on stderr while the block runs.
+
+    The counter only animates on a terminal; in logs a single start line is printed.
+    """
+    if not sys.stderr.isatty():
+        print(f"{description} ...", file=sys.stderr, flush=True)
+        yield
+        return
+    bar = tqdm(desc=description, bar_format="{desc} {elapsed}", file=sys.stderr, leave=False)
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(interval):
+            bar.refresh()
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ticker.join()
+        bar.close()

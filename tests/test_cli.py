@@ -1,0 +1,92 @@
+"""The command line contract: output shape, plan JSON keys, one-line errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from exactplace.cli.main import main
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "exactplace", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_solve_writes_plan_with_contract_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = tmp_path / "plan.json"
+    assert main(["solve", "layer_bert24_inference", "--method", "greedy", "--out", str(plan)]) == 0
+    data = json.loads(plan.read_text())
+    for key in ("objective", "status", "method", "bound", "gap", "wall_seconds", "placement", "version"):
+        assert key in data
+    assert data["method"] == "greedy" and data["status"] == "feasible"
+    assert len(data["placement"]) == 32
+    assert "throughput" in capsys.readouterr().out
+
+
+def test_evaluate_plan_matches_solve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = tmp_path / "plan.json"
+    main(["solve", "layer_bert24_inference", "--method", "greedy", "--out", str(plan)])
+    capsys.readouterr()
+    assert main(["evaluate", "layer_bert24_inference", str(plan), "--json"]) == 0
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert last["objective"] == pytest.approx(json.loads(plan.read_text())["objective"], rel=1e-12)
+    assert last["feasible"] is True
+
+
+def test_evaluate_reference_split(shared_workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workload = shared_workloads / "throughput" / "layer_gnmt_inference.json"
+    split = shared_workloads / "experts" / "layer_gnmt_inference_expert.json"
+    assert main(["evaluate", str(workload), str(split), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["objective"] == pytest.approx(46.21, abs=0.005)
+
+
+def test_info(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "layer_bert24_training"]) == 0
+    out = capsys.readouterr().out
+    assert "64 (32 forward, 32 backward)" in out and "ideals:" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"maxFPGAs": 1, "maxCPUs": 1, "nodes": [], "edges": []}', "'maxSizePerFPGA'"),
+        ('{"maxSizePerFPGA": 1, "maxFPGAs": 1, "maxCPUs": 1, "nodes": [], "edges": []}', "empty"),
+        (
+            '{"maxSizePerFPGA": 1, "maxFPGAs": 1, "maxCPUs": 1, "edges": [{"sourceId": 1, "destId": 1, "cost": 0}],'
+            ' "nodes": [{"id": 1, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1, "isBackwardNode": 0}]}',
+            "self-loop",
+        ),
+    ],
+)
+def test_bad_workload_is_one_line_and_exit_2(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "w.json"
+    path.write_text(content)
+    result = run("solve", str(path))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(error_lines) == 1 and message in error_lines[0]
+
+
+def test_missing_file_and_bad_split(tmp_path: Path) -> None:
+    result = run("solve", str(tmp_path / "absent.json"))
+    assert result.returncode == 2 and "does not exist" in result.stderr and "Traceback" not in result.stderr
+    split = tmp_path / "split.json"
+    split.write_text('{"fpgas": [{"nodes": [999]}], "cpus": []}')
+    result = run("evaluate", "layer_bert24_inference", str(split))
+    assert result.returncode == 2 and "999" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_time_limit_rejected_by_parser() -> None:
+    result = run("solve", "layer_bert24_inference", "--time-limit", "-3")
+    assert result.returncode == 2 and "positive number" in result.stderr
+
+
+def test_methods_lists_greedy(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["methods"]) == 0
+    assert "greedy" in capsys.readouterr().out
