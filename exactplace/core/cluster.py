@@ -13,7 +13,13 @@ import numpy as np
 
 from exactplace.core.errors import ParameterError
 
-__all__ = ["Cluster"]
+__all__ = ["MEMORY_ATOL", "MEMORY_RTOL", "Cluster"]
+
+#: Slack on every accelerator memory check (relative, and absolute in bytes): sums of the same
+#: node sizes taken in another order differ by rounding, and the evaluator and every method must
+#: agree on what fits.
+MEMORY_RTOL = 1e-9
+MEMORY_ATOL = 1e-9
 
 
 class Cluster:
@@ -80,6 +86,11 @@ class Cluster:
     def max_memory(self) -> float:
         """The largest accelerator memory (0 with no accelerator)."""
         return float(self.memory.max()) if self.accelerators else 0.0
+
+    @property
+    def memory_limit(self) -> np.ndarray:
+        """Per-accelerator memory with the shared rounding slack: a device fits when its sum is at most this."""
+        return self.memory * (1 + MEMORY_RTOL) + MEMORY_ATOL
 
     def is_accelerator(self, device: int) -> bool:
         """True for device numbers 0..k-1."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from exactplace.core.errors import CycleError, GraphError
 
-__all__ = ["Node", "Graph"]
+__all__ = ["Graph", "Node"]
 
 
 @dataclass(frozen=True)
@@ -97,9 +97,27 @@ class Graph:
     """
 
     __slots__ = (
-        "ids", "names", "cpu_time", "acc_time", "supported", "memory", "comm", "backward",
-        "color", "color_labels", "has_color", "src", "dst", "edge_cost", "edge_group",
-        "group_source", "group_cost", "topological_order", "_index", "_sealed", "__dict__",
+        "__dict__",
+        "_index",
+        "_sealed",
+        "acc_time",
+        "backward",
+        "color",
+        "color_labels",
+        "comm",
+        "cpu_time",
+        "dst",
+        "edge_cost",
+        "edge_group",
+        "group_cost",
+        "group_source",
+        "has_color",
+        "ids",
+        "memory",
+        "names",
+        "src",
+        "supported",
+        "topological_order",
     )
 
     def __init__(self, nodes: Iterable[Node], edges: Iterable[EdgeSpec]) -> None:
@@ -108,6 +126,8 @@ class Graph:
             raise GraphError("The graph is empty: it needs at least one node.")
         index: dict[int, int] = {}
         for position, node in enumerate(nodes):
+            if not isinstance(node, Node):
+                raise GraphError(f"Node at position {position} is a {type(node).__name__}, not a Node.")
             if isinstance(node.id, bool) or not isinstance(node.id, (int, np.integer)):
                 raise GraphError(f"Node at position {position} has id {node.id!r}; ids must be integers.")
             if node.id in index:
@@ -155,16 +175,23 @@ class Graph:
     def _read_edges(self, edges: Iterable[EdgeSpec]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         seen: dict[tuple[int, int], float] = {}
         for spec in edges:
-            if len(spec) not in (2, 3):
+            if not isinstance(spec, (tuple, list)) or len(spec) not in (2, 3):
                 raise GraphError(f"Edge {spec!r} must be (source, destination) or (source, destination, cost).")
             u, v = spec[0], spec[1]
             for end, value in (("source", u), ("destination", v)):
+                if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                    raise GraphError(
+                        f"Edge {u!r} -> {v!r} names {value!r} as its {end}, which is not an integer node id."
+                    )
                 if value not in self._index:
                     raise GraphError(f"Edge {u} -> {v} names an unknown {end} node {value!r}.")
             i, j = self._index[u], self._index[v]
             if i == j:
                 raise CycleError(f"Edge {u} -> {v} is a self-loop; the graph must be acyclic.", [int(u)])
-            c = float(spec[2]) if len(spec) == 3 else float(self.comm[i])
+            c = spec[2] if len(spec) == 3 else float(self.comm[i])
+            if isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating)):
+                raise GraphError(f"Edge {u} -> {v} has cost {c!r}; costs must be finite and non-negative numbers.")
+            c = float(c)
             if not math.isfinite(c) or c < 0:
                 raise GraphError(f"Edge {u} -> {v} has cost {c!r}; costs must be finite and non-negative.")
             if (i, j) in seen and seen[(i, j)] != c:
@@ -301,5 +328,9 @@ def _check_values(node: Node) -> None:
             raise GraphError(f"Node {node.id}: field {field!r} must be a number. Got {value!r} instead.")
         if not math.isfinite(value) or value < 0:
             raise GraphError(f"Node {node.id}: field {field!r} must be finite and non-negative. Got {value!r} instead.")
+    if not isinstance(node.backward, (bool, np.bool_)) and not (
+        isinstance(node.backward, (int, np.integer)) and node.backward in (0, 1)
+    ):
+        raise GraphError(f"Node {node.id}: field 'backward' must be a boolean. Got {node.backward!r} instead.")
     if node.color is not None and (isinstance(node.color, bool) or not isinstance(node.color, (int, np.integer))):
         raise GraphError(f"Node {node.id}: field 'color' must be an integer or None. Got {node.color!r} instead.")

@@ -25,13 +25,22 @@ from typing import Any
 import numpy as np
 
 from exactplace.core.cluster import Cluster
-from exactplace.core.errors import InputFormatError, PlacementError
+from exactplace.core.errors import InputFormatError, ParameterError, PlacementError
 from exactplace.core.graph import Graph, Node
 
 __all__ = [
-    "Workload", "read_workload", "workload_from_dict", "workload_to_dict", "write_workload",
-    "read_split", "split_from_dict", "split_to_dict", "extend_to_colocated", "load_json", "plan_devices",
+    "Workload",
+    "extend_to_colocated",
+    "load_json",
+    "plan_devices",
     "read_placement",
+    "read_split",
+    "read_workload",
+    "split_from_dict",
+    "split_to_dict",
+    "workload_from_dict",
+    "workload_to_dict",
+    "write_workload",
 ]
 
 PathLike = str | os.PathLike
@@ -98,7 +107,7 @@ class _Fields:
 
     def boolean(self, key: str, default: Any = None) -> bool:
         value = self._get(key, default)
-        if value in (0, 1) and not isinstance(value, float) or isinstance(value, bool):
+        if (value in (0, 1) and not isinstance(value, float)) or isinstance(value, bool):
             return bool(value)
         raise InputFormatError(f"{self.where}: field {key!r} must be a boolean or 0/1. Got {value!r} instead.")
 
@@ -130,21 +139,26 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     for position, raw in enumerate(top.array("nodes", _REQUIRED)):
         where = f"Node {raw.get('id')!r}" if isinstance(raw, dict) and "id" in raw else f"Node at position {position}"
         f = _Fields(raw, where)
+        node_id = f.integer("id", _REQUIRED)
         supported = f.boolean("supportedOnFpga", _REQUIRED)
+        acc_time = f.number("fpgaLatency", _REQUIRED)  # required even when unused (unsupported node)
         nodes.append(
             Node(
-                id=f.integer("id", _REQUIRED),
+                id=node_id,
                 cpu_time=f.number("cpuLatency", _REQUIRED),
-                acc_time=f.number("fpgaLatency", _REQUIRED) if supported else None,
+                acc_time=acc_time if supported else None,
                 memory=f.number("size", 0.0),
-                backward=f.boolean("isBackwardNode", False),
+                backward=f.boolean("isBackwardNode", _REQUIRED),
                 color=f.optional_integer("colorClass"),
                 name=str(raw["name"]) if raw.get("name") is not None else None,
             )
         )
     edges = []
     for position, raw in enumerate(top.array("edges", _REQUIRED)):
-        f = _Fields(raw, f"Edge at position {position}")
+        where = f"Edge at position {position}"
+        if isinstance(raw, dict) and "sourceId" in raw and "destId" in raw:
+            where += f" ({raw['sourceId']!r} -> {raw['destId']!r})"
+        f = _Fields(raw, where)
         edges.append((f.integer("sourceId", _REQUIRED), f.integer("destId", _REQUIRED), f.number("cost", _REQUIRED)))
     # A node's own comm cost is the cost of its outgoing edges (they normally agree);
     # it matters only for writing and for nodes given without per-edge costs.
@@ -153,7 +167,12 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
         out_cost.setdefault(u, c)
     nodes = [Node(**{**v.__dict__, "comm": out_cost.get(v.id, 0.0)}) for v in nodes]
     graph = Graph(nodes, edges)
-    cluster = Cluster(accelerators=accelerators, memory=memory, cpus=cpus)
+    try:
+        cluster = Cluster(accelerators=accelerators, memory=memory, cpus=cpus)
+    except ParameterError as error:
+        raise InputFormatError(
+            f"The workload's maxSizePerFPGA, maxFPGAs and maxCPUs describe no valid cluster: {error}"
+        ) from None
     extra = {k: v for k, v in data.items() if k not in {"maxSizePerFPGA", "maxFPGAs", "maxCPUs", "nodes", "edges"}}
     return Workload(graph=graph, cluster=cluster, name=name, extra=extra)
 

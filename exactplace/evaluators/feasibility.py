@@ -4,6 +4,13 @@ Contiguity is Definition 3.1 of the paper: a set S is contiguous when no path le
 and comes back (no u in S, v outside S, w in S with v reachable from u and w reachable
 from v). For training graphs it must hold separately for the forward and the backward
 part of each device.
+
+A *contiguous split* also needs its devices to be orderable: the forward parts must form
+a chain of ideals ∅ ⊂ I_1 ⊂ ... ⊂ V (paper §5.1.1), i.e. no two devices may wait on each
+other in a cycle. Each set can be contiguous on its own while the devices still form a
+cycle (acc0 feeds acc1 and acc1 feeds acc0 through other nodes); such a split deadlocks
+under the latency semantics and lies outside the DP's search space, so it is reported as
+an ``order`` violation.
 """
 
 from __future__ import annotations
@@ -11,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import networkx as nx
 import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
 from exactplace.evaluators.placement_array import as_device_array
 
-__all__ = ["Violation", "check_feasibility", "contiguity_violations", "is_contiguous"]
+__all__ = ["Violation", "check_feasibility", "contiguity_violations", "device_order_cycle", "is_contiguous"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,28 @@ def contiguity_violations(graph: Graph, label: np.ndarray) -> list[tuple[int, in
     return found
 
 
+def device_order_cycle(graph: Graph, label: np.ndarray, nodes: np.ndarray | None = None) -> list[int]:
+    """A cycle among the sets ``label`` induces on ``nodes`` (all nodes by default); [] if none.
+
+    The quotient graph has one vertex per label and an edge a -> b when an edge of the graph
+    leads from a node labelled a to a node labelled b (both among ``nodes``).
+
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(i, 1.0, 1.0) for i in range(4)], [(0, 1), (2, 3)])
+    >>> device_order_cycle(g, np.array([0, 1, 1, 0]))
+    [0, 1]
+    """
+    keep = np.ones(graph.n, dtype=bool) if nodes is None else np.zeros(graph.n, dtype=bool)
+    if nodes is not None:
+        keep[nodes] = True
+    edge = keep[graph.src] & keep[graph.dst] & (label[graph.src] != label[graph.dst])
+    quotient = nx.DiGraph(zip(label[graph.src[edge]].tolist(), label[graph.dst[edge]].tolist()))
+    try:
+        return [int(a) for a, _ in nx.find_cycle(quotient)]
+    except nx.NetworkXNoCycle:
+        return []
+
+
 def is_contiguous(graph: Graph, nodes: Sequence[int] | np.ndarray) -> bool:
     """True when the node positions ``nodes`` form a contiguous set (Definition 3.1).
 
@@ -91,7 +121,8 @@ def check_feasibility(
     device : array of int
         ``device[i]`` is the device of the node at position ``i``.
     contiguous : bool, default True
-        Also require each device's forward and backward parts to be contiguous.
+        Also require a contiguous split: each device's forward and backward parts contiguous,
+        and the devices' forward parts orderable as a chain of ideals (no cycle among devices).
 
     Returns
     -------
@@ -112,7 +143,7 @@ def check_feasibility(
     for i in np.flatnonzero(~graph.supported & (dev < k)):
         violations.append(Violation("unsupported", f"{graph.describe(i)} cannot run on an accelerator but is placed on {names[dev[i]]}"))
     used = np.bincount(dev[dev < k], weights=graph.memory[dev < k], minlength=k)[:k]
-    for d in np.flatnonzero(used > cluster.memory * (1 + 1e-12)):
+    for d in np.flatnonzero(used > cluster.memory_limit):
         violations.append(Violation("memory", f"{names[d]} holds {used[d]:.6g} bytes, more than its {cluster.memory[d]:.6g} bytes"))
     first_device: dict[int, int] = {}
     for i, (c, d) in enumerate(zip(graph.color.tolist(), dev.tolist())):
@@ -128,6 +159,13 @@ def check_feasibility(
             part = "backward" if lab % 2 else "forward"
             violations.append(Violation(
                 "contiguity",
-                f"the {part} part of {names[lab // 2]} is not contiguous: a path leaves it through {graph.describe(v)} and comes back",
+                f"the {part} part of {names[lab // 2]} is not contiguous: "
+                f"a path leaves it through {graph.describe(v)} and comes back",
+            ))
+        cycle = device_order_cycle(graph, dev, np.flatnonzero(~graph.backward))
+        if cycle:
+            shown = " -> ".join(names[d] for d in [*cycle, cycle[0]])
+            violations.append(Violation(
+                "order", f"the devices' forward parts wait on each other in a cycle ({shown}): no chain of ideals"
             ))
     return violations

@@ -1,3 +1,3 @@
 """Heuristic placers, used as baselines and warm starts; each registered with :func:`exactplace.solve`."""
 
-from exactplace.heuristics import greedy as greedy  # noqa: F401  (registers "greedy")
+from exactplace.heuristics import greedy as greedy

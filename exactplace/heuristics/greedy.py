@@ -62,8 +62,8 @@ class Greedy(Method):
         current, used = 0, 0.0
         for block in greedy_blocks(graph):
             size = float(graph.memory[block].sum())
-            fits_somewhere = bool(graph.supported[block].all()) and size <= cluster.max_memory
-            while fits_somewhere and current < cluster.accelerators and used + size > cluster.memory[current]:
+            fits_somewhere = bool(graph.supported[block].all()) and size <= cluster.memory_limit.max(initial=0.0)
+            while fits_somewhere and current < cluster.accelerators and used + size > cluster.memory_limit[current]:
                 current, used = current + 1, 0.0
             if fits_somewhere and current < cluster.accelerators:
                 device[block] = current

@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 
 from exactplace.core.cluster import Cluster
-from exactplace.core.errors import ExactplaceError, InfeasibleError, ParameterError, SolverUnavailableError, check_param
+from exactplace.core.errors import (
+    ExactplaceError,
+    InfeasibleError,
+    ParameterError,
+    PlacementError,
+    SolverUnavailableError,
+    check_param,
+)
 from exactplace.core.graph import Graph
 from exactplace.core.io import Workload
 from exactplace.core.placement import Placement, Status
@@ -18,7 +25,7 @@ from exactplace.evaluators import check_feasibility, evaluate
 from exactplace.evaluators.placement_array import as_device_array
 from exactplace.methods.registry import OBJECTIVES, Method, MethodResult, Problem, get_method, registered_methods
 
-__all__ = ["solve", "check_fits", "EVALUATOR_OPTIONS", "AUTO_ORDER"]
+__all__ = ["AUTO_ORDER", "EVALUATOR_OPTIONS", "check_fits", "solve"]
 
 #: Options that change the objective itself; every method sees them and the evaluator scores with them.
 EVALUATOR_OPTIONS: dict[str, tuple[str, ...]] = {"throughput": ("overlap", "gpipe"), "latency": ()}
@@ -44,7 +51,7 @@ def check_fits(graph: Graph, cluster: Cluster) -> None:
             f"{graph.describe(int(unsupported[0])).capitalize()} cannot run on an accelerator and the cluster has no CPU."
         )
     class_memory = np.bincount(graph.color, weights=graph.memory)
-    too_big = np.flatnonzero(class_memory > cluster.max_memory)
+    too_big = np.flatnonzero(class_memory > cluster.memory_limit.max())
     if too_big.size:
         c = int(too_big[0])
         members = np.flatnonzero(graph.color == c)
@@ -57,6 +64,19 @@ def check_fits(graph: Graph, cluster: Cluster) -> None:
 
 
 def _warm_start_array(graph: Graph, cluster: Cluster, warm_start: Any) -> np.ndarray | None:
+    """The warm start as a device array; any problem with it is a ParameterError naming 'warm_start'."""
+    try:
+        return _warm_start_devices(graph, cluster, warm_start)
+    except (ExactplaceError, ValueError, TypeError, KeyError) as error:
+        shown = (f"a {type(warm_start).__name__} of {len(warm_start)} entries"
+                 if hasattr(warm_start, "__len__") and not isinstance(warm_start, str) else repr(warm_start))
+        raise ParameterError(
+            "The 'warm_start' parameter of solve must be a Placement, a device array or a {node id: device} "
+            f"mapping placing every node of this graph on this cluster ({error}). Got {shown} instead."
+        ) from None
+
+
+def _warm_start_devices(graph: Graph, cluster: Cluster, warm_start: Any) -> np.ndarray | None:
     if warm_start is None:
         return None
     if isinstance(warm_start, Placement):
@@ -67,7 +87,15 @@ def _warm_start_array(graph: Graph, cluster: Cluster, warm_start: Any) -> np.nda
         names = {name: d for d, name in enumerate(cluster.device_names())}
         array = np.full(graph.n, -1, dtype=np.int64)
         for node_id, dev in warm_start.items():
-            array[graph.index_of(node_id)] = names[dev] if isinstance(dev, str) and dev in names else dev
+            if isinstance(dev, str):
+                if dev not in names:
+                    lacks = f"which the cluster lacks ({', '.join(names)})"
+                    raise PlacementError(f"node {node_id} is put on {dev!r}, {lacks}")
+                dev = names[dev]
+            array[graph.index_of(node_id)] = dev
+        missing = np.flatnonzero(array < 0)
+        if missing.size:
+            raise PlacementError(f"{graph.describe(int(missing[0]))} has no device")
         warm_start = array
     return as_device_array(graph, cluster, warm_start)
 
@@ -156,14 +184,18 @@ def solve(
     )
     start = time.monotonic()
     deadline = None if time_limit is None or math.isinf(time_limit) else start + time_limit
+    # Every parameter is checked before the instance itself (check_fits), so a bad call is
+    # reported as such even on a hopeless instance.
     warm = _warm_start_array(graph, cluster, warm_start)
-    check_fits(graph, cluster)
-
     problem = Problem(graph, cluster, objective, deadline, float(gap), warm, dict(options))
     cls = _choose(problem) if method == "auto" else get_method(method, objective)
     allowed = set(EVALUATOR_OPTIONS[objective]) | set(cls.option_names)
     for key in options:
         check_param(key in allowed, key, "solve", f"one of the options of method {cls.name!r}: {sorted(allowed)}", key)
+    for key in EVALUATOR_OPTIONS[objective]:
+        if key in options:
+            check_param(isinstance(options[key], (bool, np.bool_)), key, "solve", "True or False", options[key])
+    check_fits(graph, cluster)
     if not cls.available():
         raise SolverUnavailableError(f"Method {cls.name!r} needs {', '.join(cls.requires)}, which is not installed.")
 

@@ -21,7 +21,7 @@ from exactplace.core.errors import ParameterError
 from exactplace.core.graph import Graph
 from exactplace.core.placement import Status
 
-__all__ = ["Method", "MethodResult", "Problem", "register", "get_method", "available_methods", "registered_methods"]
+__all__ = ["Method", "MethodResult", "Problem", "available_methods", "get_method", "register", "registered_methods"]
 
 OBJECTIVES = ("throughput", "latency")
 
@@ -102,7 +102,7 @@ def register(cls: type[Method]) -> type[Method]:
 
 def _load_builtin_methods() -> None:
     # Importing the packages runs their @register decorators; solver modules stay unimported.
-    import exactplace.backends  # noqa: F401
+    import exactplace.backends
     import exactplace.heuristics  # noqa: F401
 
 

@@ -1,0 +1,543 @@
+"""solve(): parameter validation, the referee, greedy end to end, and every registered method vs brute force."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import re
+from typing import NamedTuple
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import strategies as st
+from strategies import any_graphs, canonical_placements, clusters, dags, training_graphs
+
+import exactplace
+from exactplace import (
+    Cluster,
+    ExactplaceError,
+    Graph,
+    InfeasibleError,
+    Node,
+    ParameterError,
+    Placement,
+    PlacementError,
+    Status,
+    available_methods,
+    check_feasibility,
+    evaluate,
+    read_workload,
+    shipped_workloads,
+    solve,
+    workload_path,
+)
+from exactplace.methods import registry
+from exactplace.methods.front_door import AUTO_ORDER
+from exactplace.methods.registry import Method, MethodResult, Problem
+
+PARAMETER_MESSAGE = re.compile(r"^The '(\w+)' parameter of solve must be .+\. Got .+ instead\.$", re.S)
+
+
+def small() -> tuple[Graph, Cluster]:
+    g = Graph([Node(1, 4.0, 1.0, comm=0.5, memory=2.0), Node(2, 3.0, 2.0, comm=0.5, memory=2.0), Node(3, 1.0, None)],
+              [(1, 2), (2, 3)])
+    return g, Cluster(accelerators=2, memory=3.0, cpus=1)
+
+
+# -- parameter validation ----------------------------------------------------------------------------
+
+
+def test_time_limit_message_format() -> None:
+    g, c = small()
+    with pytest.raises(ParameterError) as info:
+        solve(g, c, method="greedy", time_limit=-3)
+    assert str(info.value) == "The 'time_limit' parameter of solve must be a positive number or None. Got -3 instead."
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"time_limit": 0}, "time_limit"),
+        ({"time_limit": math.nan}, "time_limit"),
+        ({"time_limit": -math.inf}, "time_limit"),
+        ({"time_limit": "10"}, "time_limit"),
+        ({"time_limit": True}, "time_limit"),
+        ({"gap": -0.1}, "gap"),
+        ({"gap": 1.0}, "gap"),
+        ({"gap": math.nan}, "gap"),
+        ({"gap": "0.01"}, "gap"),
+        ({"gap": None}, "gap"),
+        ({"gap": False}, "gap"),
+        ({"objective": "speed"}, "objective"),
+        ({"objective": None}, "objective"),
+        ({"method": 3}, "method"),
+        ({"method": None}, "method"),
+        ({"method": "no-such-method"}, "method"),
+        ({"cluster": "2 gpus"}, "cluster"),
+        ({"overlap": "yes"}, "overlap"),
+        ({"gpipe": 1}, "gpipe"),
+        ({"warm_start": [0, 0]}, "warm_start"),
+        ({"warm_start": [0, 0, 9]}, "warm_start"),
+        ({"warm_start": {1: "gpu7", 2: 0, 3: 2}}, "warm_start"),
+        ({"warm_start": {1: 0, 2: 0}}, "warm_start"),
+        ({"warm_start": {99: 0}}, "warm_start"),
+        ({"warm_start": "acc0"}, "warm_start"),
+        ({"depth": 3}, "depth"),
+    ],
+)
+def test_bad_parameters(kwargs: dict, name: str) -> None:
+    g, c = small()
+    kwargs = {"cluster": c, "method": "greedy", **kwargs}
+    with pytest.raises(ParameterError) as info:
+        solve(g, **kwargs)
+    match = PARAMETER_MESSAGE.match(str(info.value))
+    assert match, str(info.value)
+    assert match.group(1) == name
+
+
+def test_bad_graph_and_missing_cluster() -> None:
+    g, c = small()
+    pattern = r"The 'graph' parameter of solve must be a Graph or a Workload\. Got 'dict'"
+    with pytest.raises(ParameterError, match=pattern):
+        solve({"nodes": []}, c)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match=r"The 'cluster' parameter of solve must be a Cluster .*Got None instead"):
+        solve(g)
+
+
+def test_parameters_are_checked_before_feasibility() -> None:
+    # a hopeless instance still reports the bad parameter, not the infeasibility
+    g = Graph([Node(1, 1.0, None)], [])
+    c = Cluster(accelerators=1, cpus=0)
+    with pytest.raises(ParameterError, match="'method'"):
+        solve(g, c, method="nope")
+    with pytest.raises(ParameterError, match="'depth'"):
+        solve(g, c, method="greedy", depth=2)
+
+
+def test_unknown_method_lists_the_registered_ones() -> None:
+    g, c = small()
+    with pytest.raises(ParameterError) as info:
+        solve(g, c, method="simulated-annealing")
+    for name in [*registry.registered_methods(), "auto"]:
+        assert repr(name) in str(info.value)
+
+
+def test_unknown_option_names_the_allowed_ones() -> None:
+    g, c = small()
+    with pytest.raises(ParameterError, match=r"'foo' parameter of solve must be one of the options of method 'greedy'"):
+        solve(g, c, method="greedy", foo=1)
+    with pytest.raises(ParameterError, match=r"'overlap'"):
+        solve(g, c, objective="latency", method="greedy", overlap=True)  # throughput-only option
+
+
+# -- a scripted method, to exercise the front door and the referee ----------------------------------------
+
+
+class Scripted(Method):
+    """Returns whatever the test put in ``script``; handles throughput only."""
+
+    name = "scripted-test-method"
+    objectives = ("throughput",)
+    option_names = ("depth",)
+    script: object = None
+
+    def run(self, problem: Problem) -> MethodResult:
+        action = type(self).script
+        if isinstance(action, BaseException):
+            raise action
+        return action(problem)  # type: ignore[operator]
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> type[Scripted]:
+    registry.registered_methods()  # load the built-in methods first
+    monkeypatch.setitem(registry._REGISTRY, Scripted.name, Scripted)
+    monkeypatch.setattr(Scripted, "script", None)
+    return Scripted
+
+
+def test_method_objective_mismatch(scripted: type[Scripted]) -> None:
+    g, c = small()
+    with pytest.raises(ParameterError, match=r"handles objective throughput, not 'latency'.*'greedy'"):
+        solve(g, c, objective="latency", method=scripted.name)
+
+
+def test_method_options_reach_the_method(scripted: type[Scripted]) -> None:
+    g, c = small()
+    seen = {}
+
+    def run(problem: Problem) -> MethodResult:
+        seen.update(problem.options)
+        return MethodResult(np.array([2, 2, 2]), Status.FEASIBLE)
+
+    scripted.script = run
+    p = solve(g, c, method=scripted.name, depth=3, overlap=True)
+    assert seen == {"depth": 3, "overlap": True} and p.info["options"] == seen
+    assert p.objective == evaluate(g, c, [2, 2, 2], overlap=True)
+
+
+def test_referee_rejects_infeasible_placements(scripted: type[Scripted]) -> None:
+    g, c = small()
+    scripted.script = lambda problem: MethodResult(np.array([0, 0, 1]), Status.FEASIBLE)  # memory, unsupported
+    with pytest.raises(ExactplaceError, match=r"returned an infeasible placement .*bug in the method"):
+        solve(g, c, method=scripted.name)
+    scripted.script = lambda problem: MethodResult(np.array([0, 1]), Status.FEASIBLE)
+    with pytest.raises(PlacementError, match="one device per node"):
+        solve(g, c, method=scripted.name)
+
+
+def test_referee_rejects_a_bound_above_the_objective(scripted: type[Scripted]) -> None:
+    g, c = small()
+    scripted.script = lambda problem: MethodResult(np.array([2, 2, 2]), Status.OPTIMAL, bound=100.0)
+    with pytest.raises(ExactplaceError, match=r"claims a lower bound 100\.0 above the evaluated objective 8\.0"):
+        solve(g, c, method=scripted.name)
+
+
+def test_objective_is_recomputed_and_gap_follows_the_bound(scripted: type[Scripted]) -> None:
+    g, c = small()
+    scripted.script = lambda problem: MethodResult(np.array([0, 1, 2]), Status.FEASIBLE, bound=2.0, solver="s")
+    p = solve(g, c, method=scripted.name)
+    assert p.objective == evaluate(g, c, [0, 1, 2]) and p.bound == 2.0
+    assert p.gap == pytest.approx((p.objective - 2.0) / p.objective)
+    assert p.solver == "s" and p.method == scripted.name
+
+
+def test_interrupt_keeps_the_warm_start(scripted: type[Scripted]) -> None:
+    g, c = small()
+    scripted.script = KeyboardInterrupt()
+    p = solve(g, c, method=scripted.name, warm_start={1: "acc0", 2: "acc1", 3: 2})
+    assert p.status is Status.FEASIBLE and p.limit == "interrupt" and p.device.tolist() == [0, 1, 2]
+    p = solve(g, c, method=scripted.name)
+    assert p.status is Status.NO_SOLUTION and p.device is None and p.objective is None and p.limit == "interrupt"
+
+
+def test_warm_start_forms_are_equivalent(scripted: type[Scripted]) -> None:
+    g, c = small()
+    seen = []
+    def run(problem: Problem) -> MethodResult:
+        seen.append(problem.warm_start)
+        return MethodResult(problem.warm_start, Status.FEASIBLE)
+
+    scripted.script = run
+    first = solve(g, c, method=scripted.name, warm_start=np.array([0, 1, 2]))
+    solve(g, c, method=scripted.name, warm_start=first)
+    solve(g, c, method=scripted.name, warm_start={1: "acc0", 2: "acc1", 3: "cpu0"})
+    solve(g, c, method=scripted.name, warm_start=[0.0, 1.0, 2.0])
+    assert [w.tolist() for w in seen] == [[0, 1, 2]] * 4
+
+
+def test_infeasible_method_result(scripted: type[Scripted]) -> None:
+    g, c = small()
+    scripted.script = lambda problem: MethodResult(None, Status.INFEASIBLE)
+    p = solve(g, c, method=scripted.name)
+    assert p.status is Status.INFEASIBLE and not p.has_solution and p.objective is None and p.gap is None
+    assert p.assignment() == {} and json.loads(p.to_json())["placement"] is None
+
+
+# -- infeasible instances ------------------------------------------------------------------------------------
+
+
+def test_unsupported_node_without_cpu() -> None:
+    g = Graph([Node(1, 1.0, 1.0), Node(2, 1.0, None, name="gather")], [(1, 2)])
+    pattern = r"Node 2 \('gather'\) cannot run on an accelerator and the cluster has no CPU"
+    with pytest.raises(InfeasibleError, match=pattern):
+        solve(g, Cluster(accelerators=3, cpus=0), method="greedy")
+
+
+def test_node_too_big_for_every_accelerator() -> None:
+    g = Graph([Node(1, 1.0, 1.0, memory=1.0), Node(2, 1.0, 1.0, memory=9.0)], [(1, 2)])
+    with pytest.raises(InfeasibleError, match=r"Node 2 needs 9 bytes, more than the largest accelerator \(8 bytes\)"):
+        solve(g, Cluster(accelerators=2, memory=[4.0, 8.0], cpus=0), method="greedy")
+    assert solve(g, Cluster(accelerators=2, memory=[4.0, 8.0], cpus=1), method="greedy").has_solution
+
+
+def test_colour_class_too_big() -> None:
+    g = Graph([Node(1, 1.0, 1.0, memory=3.0, color=5), Node(2, 1.0, 1.0, memory=3.0, color=5)], [(1, 2)])
+    with pytest.raises(InfeasibleError, match=r"The color class of node 1 \(2 nodes\) needs 6 bytes"):
+        solve(g, Cluster(accelerators=2, memory=4.0, cpus=0), method="greedy", objective="latency")
+
+
+# -- greedy end to end -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("objective", ["throughput", "latency"])
+@pytest.mark.parametrize("name", shipped_workloads())
+def test_greedy_on_shipped_workloads(name: str, objective: str) -> None:
+    w = read_workload(workload_path(name))
+    p = solve(w, objective=objective, method="greedy")
+    g, c = w.graph, w.cluster
+    assert p.status is Status.FEASIBLE and p.method == "greedy" and p.objective_name == objective
+    assert p.device.shape == (g.n,) and p.device.dtype == np.int64
+    assert check_feasibility(g, c, p.device, contiguous=False) == []
+    if not g.is_training:  # consecutive runs of a topological order are contiguous
+        assert check_feasibility(g, c, p.device) == []
+    assert p.objective == evaluate(g, c, p.device, objective)
+    assert math.isfinite(p.objective) and p.objective > 0
+    assert p.bound is None and p.gap is None and p.limit is None and p.wall_seconds >= 0
+    assert p.graph is g and p.cluster is c
+
+
+def test_placement_is_frozen() -> None:
+    g, c = small()
+    p = solve(g, c, method="greedy")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.objective = 0.0  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        p.device[0] = 1
+    assert len(p.assignment()) == g.n and sum(map(len, p.devices_used().values())) == g.n
+    assert list(p.to_frame().index) == g.ids.tolist()
+    assert "greedy" in p.summary() and "greedy" in repr(p)
+    data = json.loads(p.to_json())
+    for key in ("objective", "status", "method", "bound", "gap", "wall_seconds", "placement", "version"):
+        assert key in data
+
+
+def test_placement_checks_its_status() -> None:
+    g, c = small()
+    with pytest.raises(ValueError, match="does not match"):
+        Placement(g, c, None, "throughput", None, Status.FEASIBLE, "x")
+    with pytest.raises(ValueError, match="does not match"):
+        Placement(g, c, np.zeros(3, dtype=np.int64), "throughput", 1.0, Status.INFEASIBLE, "x")
+    with pytest.raises(ValueError, match="limit must be one of"):
+        Placement(g, c, np.zeros(3, dtype=np.int64), "throughput", 1.0, Status.FEASIBLE, "x", limit="patience")
+
+
+def test_auto_picks_an_available_method() -> None:
+    w = read_workload(workload_path("layer_bert24_inference"))
+    for objective in ("throughput", "latency"):
+        p = solve(w, objective=objective)
+        assert p.method in AUTO_ORDER[objective] and p.method in available_methods(objective)
+        assert p.has_solution and p.objective == evaluate(w.graph, w.cluster, p.device, objective)
+
+
+def test_workload_cluster_can_be_overridden() -> None:
+    w = read_workload(workload_path("layer_bert24_inference"))
+    p = solve(w, Cluster(accelerators=1, memory=math.inf, cpus=1), method="greedy")
+    assert p.cluster.accelerators == 1 and set(p.device.tolist()) <= {0, 1}
+
+
+def test_available_methods() -> None:
+    for objective in ("throughput", "latency"):
+        names = available_methods(objective)
+        assert "greedy" in names
+        for name in names:
+            assert objective in registry.registered_methods()[name].objectives
+    assert set(available_methods()) >= set(available_methods("throughput")) | set(available_methods("latency"))
+    assert exactplace.available_methods is available_methods
+
+
+# -- every registered method against brute force ------------------------------------------------------------
+
+
+class Optima(NamedTuple):
+    """Brute-force optima of one instance under three feasibility notions (None: no such placement).
+
+    ``any``: support, memory and colocation only. ``contiguous``: also Definition 3.1 for each
+    device's forward and backward part. ``chain``: also an acyclic quotient of the forward parts
+    (the devices can be ordered so that each forward part is the difference of two nested ideals,
+    as the DP over ideals builds them): a *contiguous split*, what ``check_feasibility`` accepts.
+    Then ``any <= contiguous <= chain``; an exact method over contiguous splits hits ``chain``.
+    """
+
+    any: float | None
+    contiguous: float | None
+    chain: float | None
+
+
+def _acyclic(edges: set[tuple[int, int]]) -> bool:
+    remaining = set(edges)
+    while remaining:
+        sources = {u for u, _ in remaining} - {v for _, v in remaining}
+        if not sources:
+            return False
+        remaining = {(u, v) for u, v in remaining if u not in sources}
+    return True
+
+
+def brute_force_optima(graph: Graph, cluster: Cluster, objective: str) -> Optima:
+    """Enumerate every placement up to renaming identical devices; see :class:`Optima`.
+
+    Feasibility is checked here with plain bitmasks and sets; the objective comes from the
+    evaluators, which test_max_load / test_latency check against naive references.
+    """
+    n, k = graph.n, cluster.accelerators
+    digraph = graph.to_networkx()
+    ids = graph.ids.tolist()
+    position = {node_id: i for i, node_id in enumerate(ids)}
+    ancestors = [sum(1 << position[a] for a in nx.ancestors(digraph, v)) for v in ids]
+    descendants = [sum(1 << position[d] for d in nx.descendants(digraph, v)) for v in ids]
+    edges = list(zip(graph.src.tolist(), graph.dst.tolist()))
+
+    def contiguous(mask: int) -> bool:
+        return not any(
+            not mask >> v & 1 and ancestors[v] & mask and descendants[v] & mask for v in range(n)
+        )
+
+    best: dict[str, float | None] = {"any": None, "contiguous": None, "chain": None}
+
+    def record(kind: str, value: float) -> None:
+        if best[kind] is None or value < best[kind]:
+            best[kind] = value
+
+    for device in canonical_placements(graph, cluster):
+        on_accelerator = device < k
+        if np.any(on_accelerator & ~graph.supported):
+            continue
+        used = np.bincount(device[on_accelerator], weights=graph.memory[on_accelerator], minlength=k)[:k]
+        if np.any(used > cluster.memory * (1 + 1e-9) + 1e-9):
+            continue
+        try:
+            value = evaluate(graph, cluster, device, objective)
+        except PlacementError:  # latency: the subgraphs wait on each other forever
+            continue
+        record("any", value)
+        label = [int(device[i]) * 2 + int(graph.backward[i]) for i in range(n)]
+        masks: dict[int, int] = {}
+        for i, lab in enumerate(label):
+            masks[lab] = masks.get(lab, 0) | 1 << i
+        if all(contiguous(mask) for mask in masks.values()):
+            record("contiguous", value)
+            forward = [(u, v) for u, v in edges if not graph.backward[u] and not graph.backward[v]]
+            if _acyclic({(int(device[u]), int(device[v])) for u, v in forward if device[u] != device[v]}):
+                record("chain", value)
+    return Optima(**best)
+
+
+def small_clusters() -> st.SearchStrategy[Cluster]:
+    """Mostly two or three accelerators and a CPU (the interesting case), sometimes any small cluster."""
+    return st.one_of(clusters(min_accelerators=2, min_cpus=1), clusters(min_accelerators=2, min_cpus=1), clusters())
+
+
+def exact_family() -> st.SearchStrategy[Graph]:
+    """Graphs on which every exact model (DP over ideals, contiguous IP) is Definition 3.1 with colocation.
+
+    Inference graphs without colour classes, and training graphs whose classes are exactly a
+    forward node and its mirrored backward partner (no orphans): there the DP's contraction of
+    colour classes cannot forbid a placement that Definition 3.1 allows.
+    """
+    return st.one_of(
+        dags(min_nodes=2, max_nodes=6, colors=False),
+        training_graphs(max_forward=3, orphans=False, extra_colors=False),
+    )
+
+
+def general_family() -> st.SearchStrategy[Graph]:
+    return st.one_of(dags(min_nodes=2, max_nodes=6), training_graphs(max_forward=3))
+
+
+def check_method(method: str, objective: str, graph: Graph, cluster: Cluster, *, exact_model: bool) -> None:
+    """Run one method and hold it to the brute force (see :class:`Optima`).
+
+    Every method: a feasible placement (contiguous when the method declares it), scored by the
+    evaluator, never below the optimum over the placements it may return; "infeasible" only when
+    not even a chain placement exists. On graphs where the exact models are Definition 3.1
+    (``exact_model``): a bound (if any) is at most the chain optimum, and an exact method's
+    objective equals the chain optimum (the contiguous-split optimum).
+    """
+    cls = registry.registered_methods()[method]
+    optima = brute_force_optima(graph, cluster, objective)
+    allowed = optima.chain if cls.contiguous else optima.any
+    exact = cls.exact and exact_model
+    if optima.contiguous != optima.chain:
+        event("a cyclic quotient beats every chain placement")
+    try:
+        p = solve(graph, cluster, objective=objective, method=method, time_limit=30, gap=0.0)
+    except InfeasibleError:
+        event("InfeasibleError")
+        assert optima.chain is None, f"{method} said infeasible, but a chain placement scores {optima.chain}"
+        return
+    if not p.has_solution:
+        event(f"no placement: {p.status}")
+        assert p.status in (Status.INFEASIBLE, Status.NO_SOLUTION)
+        if p.status is Status.INFEASIBLE or (exact and p.limit is None):
+            assert optima.chain is None, f"{method} found no placement, but a chain placement scores {optima.chain}"
+        return
+    event("placed")
+    assert p.device.shape == (graph.n,)
+    assert check_feasibility(graph, cluster, p.device, contiguous=cls.contiguous) == []
+    assert p.objective == evaluate(graph, cluster, p.device, objective)
+    assert allowed is not None, f"{method} returned a placement the brute force finds infeasible"
+    tolerance = 1e-9 * max(1.0, abs(allowed))
+    assert p.objective >= allowed - tolerance
+    if p.bound is not None and exact_model and optima.chain is not None:
+        assert p.bound <= optima.chain + tolerance  # a bound on the optimum of the method's own model
+    if exact and p.limit is None:
+        event("exact: compared with the brute-force optima")
+        assert p.status is Status.OPTIMAL
+        assert optima.chain is not None, f"exact method {method} placed nodes where no chain placement exists"
+        assert abs(p.objective - optima.chain) <= tolerance, (
+            f"exact method {method}: {p.objective}, brute-force optimum {optima.chain} "
+            f"(contiguous sets with an acyclic quotient; {optima.contiguous} without acyclicity)"
+        )
+
+
+EXAMPLES = settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+#: Every (method, objective) pair available when the tests are collected: a newly registered backend is picked up.
+METHOD_OBJECTIVES = [(m, objective) for objective in ("throughput", "latency") for m in available_methods(objective)]
+
+
+#: Found by hypothesis: every device set is contiguous at max-load 0.25, but only with a cyclic quotient
+#: (acc0 needs the CPU's node 2, the CPU needs acc0's node 1); the best chain placement scores 0.5.
+CYCLIC_QUOTIENT = Graph(
+    [Node(0, 0.25, 0.0), Node(1, 0.25, 0.0, comm=0.25), Node(2, 0.0, None), Node(3, 0.0, None), Node(4, 0.25, None),
+     Node(5, 0.25, 0.0, comm=0.25)],
+    [(1, 0), (1, 3), (1, 4), (2, 0), (2, 3), (5, 2)],
+)
+
+
+@pytest.mark.parametrize(("method", "objective"), METHOD_OBJECTIVES)
+@EXAMPLES
+@example(graph=CYCLIC_QUOTIENT, cluster=Cluster(accelerators=2, cpus=1))
+@given(graph=exact_family(), cluster=small_clusters())
+def test_method_is_optimal_on_exact_family(method: str, objective: str, graph: Graph, cluster: Cluster) -> None:
+    check_method(method, objective, graph, cluster, exact_model=True)
+
+
+@pytest.mark.parametrize(("method", "objective"), METHOD_OBJECTIVES)
+@EXAMPLES
+@given(graph=general_family(), cluster=small_clusters())
+def test_method_is_feasible_and_bounded_on_general_graphs(
+    method: str, objective: str, graph: Graph, cluster: Cluster
+) -> None:
+    check_method(method, objective, graph, cluster, exact_model=False)
+
+
+@settings(max_examples=40)
+@given(any_graphs(max_nodes=5), small_clusters(), st.sampled_from(["throughput", "latency"]))
+def test_brute_force_enumeration_is_complete(graph: Graph, cluster: Cluster, objective: str) -> None:
+    """The brute force agrees with a plain enumeration of every placement, checked by check_feasibility."""
+    if cluster.num_devices ** graph.n > 600:
+        return
+    best: dict[str, float | None] = {"any": None, "contiguous": None, "chain": None}
+    for device in itertools.product(range(cluster.num_devices), repeat=graph.n):
+        kinds = {v.kind for v in check_feasibility(graph, cluster, device)}
+        if kinds - {"contiguity", "order"}:
+            continue
+        try:
+            value = evaluate(graph, cluster, device, objective)
+        except PlacementError:
+            continue
+        for name, ok in (("any", True), ("contiguous", "contiguity" not in kinds), ("chain", not kinds)):
+            if ok and (best[name] is None or value < best[name]):
+                best[name] = value
+    optima = brute_force_optima(graph, cluster, objective)
+    assert optima == (best["any"], best["contiguous"], best["chain"])
+    assert optima.chain is None or optima.contiguous <= optima.chain
+
+
+def test_cyclic_quotient_is_not_a_chain() -> None:
+    # a -> b and c -> d, a and d colocated, b and c colocated, one class per accelerator (memory):
+    # both sets are contiguous but each waits for the other, so no chain of ideals produces them
+    g = Graph([Node(0, 9.0, 1.0, memory=1.0, color=1), Node(1, 9.0, 1.0, memory=1.0, color=2),
+               Node(2, 9.0, 1.0, memory=1.0, color=2), Node(3, 9.0, 1.0, memory=1.0, color=1)], [(0, 1), (2, 3)])
+    optima = brute_force_optima(g, Cluster(accelerators=2, memory=2.0, cpus=0), "throughput")
+    assert optima == (2.0, 2.0, None)
+    optima = brute_force_optima(g, Cluster(accelerators=2, memory=2.0, cpus=1), "throughput")
+    # with a CPU the classes still wait on each other wherever they are apart: all four go to the CPU
+    assert optima.contiguous == 2.0 and optima.chain == 4 * 9.0
