@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError
+from exactplace.core.graph import Graph
 from exactplace.core.io import Workload, read_placement, read_workload
 from exactplace.data import shipped_workloads, workload_path
 
@@ -88,16 +90,16 @@ def _command_info(args: argparse.Namespace) -> int:
     print(f"  memory: total {graph.memory.sum():.4g} bytes vs accelerator capacity {capacity:.4g} "
           f"({100 * graph.memory.sum() / capacity if capacity else math.inf:.1f}%); "
           f"largest color class {class_memory.max():.4g} bytes")
-    print(f"  ideals: {_ideals_text(graph, args.ideal_limit)}")
+    print(f"  ideals: {_ideals_text(graph, cluster, args.ideal_limit)}")
     return 0
 
 
-def _ideals_text(graph, limit: int) -> str:
+def _ideals_text(graph: Graph, cluster: Cluster, limit: int) -> str:
     try:
         from exactplace.backends.ideals import count_ideals
     except ImportError:  # the native extension is not built
         return "unknown (native extension not available)"
-    count = count_ideals(graph, limit)
+    count = count_ideals(graph, limit, cluster=cluster)
     return f"more than {limit} (the exact DP is out of reach; use --method dpl)" if count is None else str(count)
 
 
@@ -122,7 +124,9 @@ def _positive(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="exactplace", description="Exact placement of DNN graphs on accelerators and CPUs.")
+    parser = argparse.ArgumentParser(
+        prog="exactplace", description="Exact placement of DNN graphs on accelerators and CPUs."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     workload_help = f"workload JSON file, or a shipped workload: {', '.join(shipped_workloads())}"
 

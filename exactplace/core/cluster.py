@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from exactplace.core.errors import ParameterError
+from exactplace.core.errors import ParameterError, check_param
 
 __all__ = ["MEMORY_ATOL", "MEMORY_RTOL", "Cluster"]
 
@@ -139,11 +139,10 @@ def _per_device(value: float | Sequence[float], name: str, k: int, *, allow_inf:
     try:
         array = np.array([value] * k if np.isscalar(value) else list(value), dtype=np.float64)
     except (TypeError, ValueError):
-        raise ParameterError(f"The {name!r} parameter of Cluster must be a number or a list of numbers. Got {value!r} instead.") from None
-    if array.shape != (k,):
-        raise ParameterError(f"The {name!r} parameter of Cluster must have one value per accelerator ({k}). Got {value!r} instead.")
+        array = None
+    check_param(array is not None, name, "Cluster", "a number or a list of numbers", value)
+    check_param(array.shape == (k,), name, "Cluster", f"one number or one value per accelerator ({k})", value)
     bad = np.isnan(array) | (array < 0) | (np.isinf(array) if not allow_inf else False)
-    if np.any(bad):
-        raise ParameterError(f"The {name!r} parameter of Cluster must be non-negative{'' if allow_inf else ' and finite'}. Got {value!r} instead.")
+    check_param(not np.any(bad), name, "Cluster", "non-negative" + ("" if allow_inf else " and finite"), value)
     array.setflags(write=False)
     return array

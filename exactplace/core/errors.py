@@ -58,10 +58,10 @@ def check_param(condition: bool, name: str, function: str, requirement: str, val
     """Raise :class:`ParameterError` in the one message format used everywhere.
 
     >>> check_param(True, "time_limit", "solve", "a positive number", 3)
-    >>> check_param(False, "time_limit", "solve", "a positive number", -3)
+    >>> check_param(False, "gap", "solve", "a number in [0, 1)", 2)
     Traceback (most recent call last):
     ...
-    exactplace.core.errors.ParameterError: The 'time_limit' parameter of solve must be a positive number. Got -3 instead.
+    exactplace.core.errors.ParameterError: The 'gap' parameter of solve must be a number in [0, 1). Got 2 instead.
     """
     if not condition:
         raise ParameterError(

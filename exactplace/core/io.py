@@ -67,7 +67,8 @@ def load_json(path: PathLike, what: str) -> Any:
         raise InputFormatError(f"{what} file {os.fspath(path)!r} is a directory.") from None
     except json.JSONDecodeError as error:
         raise InputFormatError(
-            f"{what} file {os.fspath(path)!r} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."
+            f"{what} file {os.fspath(path)!r} is not valid JSON: {error.msg} "
+            f"at line {error.lineno}, column {error.colno}."
         ) from None
     except UnicodeDecodeError:
         raise InputFormatError(f"{what} file {os.fspath(path)!r} is not UTF-8 text.") from None
@@ -194,7 +195,9 @@ def workload_to_dict(workload: Workload) -> dict[str, Any]:
     """Inverse of :func:`workload_from_dict` (homogeneous clusters only: the format has one memory)."""
     graph, cluster = workload.graph, workload.cluster
     if not cluster.is_homogeneous:
-        raise InputFormatError("The dnn-partitioning format holds one memory size and no speeds; this cluster is heterogeneous.")
+        raise InputFormatError(
+            "The dnn-partitioning format holds one memory size and no speeds; this cluster is heterogeneous."
+        )
     nodes = []
     for v in graph.nodes():
         entry: dict[str, Any] = {
@@ -253,7 +256,9 @@ def split_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str = "
                 try:
                     position = graph.index_of(node_id)
                 except Exception:
-                    raise PlacementError(f"{where}: {kind}[{i}] lists node {node_id}, which is not in the graph.") from None
+                    raise PlacementError(
+                        f"{where}: {kind}[{i}] lists node {node_id}, which is not in the graph."
+                    ) from None
                 if device[position] != -1:
                     raise PlacementError(f"{where} places {graph.describe(position)} twice.")
                 device[position] = d
@@ -276,7 +281,9 @@ def extend_to_colocated(graph: Graph, device: np.ndarray, *, where: str = "The s
     for i in missing:
         c = int(graph.color[i])
         if c not in class_device:
-            raise PlacementError(f"{where} does not place {graph.describe(i)}, and no node of its color class is placed.")
+            raise PlacementError(
+                f"{where} does not place {graph.describe(i)}, and no node of its color class is placed."
+            )
         device[i] = class_device[c]
     return device
 
@@ -286,7 +293,9 @@ def read_split(path: PathLike, graph: Graph, cluster: Cluster) -> np.ndarray:
     return split_from_dict(load_json(path, "Split"), graph, cluster, where=f"Split {Path(path).name!r}")
 
 
-def split_to_dict(graph: Graph, cluster: Cluster, device: np.ndarray, loads: np.ndarray | None = None) -> dict[str, Any]:
+def split_to_dict(
+    graph: Graph, cluster: Cluster, device: np.ndarray, loads: np.ndarray | None = None
+) -> dict[str, Any]:
     """Write a device array in the reference split format (``load`` per device when given)."""
     def entry(d: int) -> dict[str, Any]:
         nodes = sorted(int(graph.ids[i]) for i in np.flatnonzero(device == d))
@@ -309,7 +318,9 @@ def plan_devices(data: Any, graph: Graph, cluster: Cluster, *, where: str = "The
         node_id = entry.integer("id", _REQUIRED)
         name = entry.data.get("device")
         if name not in names:
-            raise PlacementError(f"{where} puts node {node_id} on device {name!r}, which the cluster lacks ({', '.join(names)}).")
+            raise PlacementError(
+                f"{where} puts node {node_id} on device {name!r}, which the cluster lacks ({', '.join(names)})."
+            )
         try:
             device[graph.index_of(node_id)] = names[name]
         except Exception:

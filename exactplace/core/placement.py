@@ -117,11 +117,13 @@ class Placement:
         return {int(i): names[d] for i, d in zip(self.graph.ids.tolist(), self.device.tolist())}
 
     def devices_used(self) -> dict[str, list[int]]:
-        """Device name -> ids of its nodes (only devices that hold nodes)."""
-        used: dict[str, list[int]] = {}
-        for node_id, name in self.assignment().items():
-            used.setdefault(name, []).append(node_id)
-        return used
+        """Device name -> ids of its nodes, in device order (only devices that hold nodes)."""
+        if self.device is None:
+            return {}
+        names = self.cluster.device_names()
+        return {
+            names[d]: self.graph.ids[self.device == d].tolist() for d in np.unique(self.device).tolist()
+        }
 
     def to_frame(self) -> pd.DataFrame:
         """One row per node: id, name, device, backward, times and memory."""

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.errors import check_param
 from exactplace.core.graph import Graph
 from exactplace.evaluators.feasibility import Violation, check_feasibility, is_contiguous
 from exactplace.evaluators.max_load import DeviceLoads, device_loads, max_load
@@ -24,12 +25,9 @@ def evaluate(
 
     ``options`` are passed to the objective's evaluator (``overlap``, ``gpipe`` for throughput).
     """
+    check_param(objective in ("throughput", "latency"), "objective", "evaluate", "'throughput' or 'latency'", objective)
     if objective == "throughput":
         return max_load(graph, cluster, device, **options)
-    if objective == "latency":
-        from exactplace.evaluators.latency import latency
+    from exactplace.evaluators.latency import latency
 
-        return latency(graph, cluster, device, **options)
-    from exactplace.core.errors import ParameterError
-
-    raise ParameterError(f"The 'objective' parameter of evaluate must be 'throughput' or 'latency'. Got {objective!r} instead.")
+    return latency(graph, cluster, device, **options)

@@ -141,17 +141,22 @@ def check_feasibility(
     violations = []
     k = cluster.accelerators
     for i in np.flatnonzero(~graph.supported & (dev < k)):
-        violations.append(Violation("unsupported", f"{graph.describe(i)} cannot run on an accelerator but is placed on {names[dev[i]]}"))
+        violations.append(Violation(
+            "unsupported", f"{graph.describe(i)} cannot run on an accelerator but is placed on {names[dev[i]]}"
+        ))
     used = np.bincount(dev[dev < k], weights=graph.memory[dev < k], minlength=k)[:k]
     for d in np.flatnonzero(used > cluster.memory_limit):
-        violations.append(Violation("memory", f"{names[d]} holds {used[d]:.6g} bytes, more than its {cluster.memory[d]:.6g} bytes"))
+        violations.append(Violation(
+            "memory", f"{names[d]} holds {used[d]:.6g} bytes, more than its {cluster.memory[d]:.6g} bytes"
+        ))
     first_device: dict[int, int] = {}
     for i, (c, d) in enumerate(zip(graph.color.tolist(), dev.tolist())):
         other = first_device.setdefault(c, i)
         if dev[other] != d:
             violations.append(Violation(
                 "colocation",
-                f"{graph.describe(i)} is on {names[d]} but {graph.describe(other)} of the same color class is on {names[dev[other]]}",
+                f"{graph.describe(i)} is on {names[d]} but {graph.describe(other)} "
+                f"of the same color class is on {names[dev[other]]}",
             ))
     if contiguous:
         label = dev * 2 + graph.backward.astype(np.int64)

@@ -71,5 +71,6 @@ class Greedy(Method):
             elif cpu is not None:
                 device[block] = cpu
             else:
-                return MethodResult(None, Status.NO_SOLUTION, solver="greedy", info={"reason": "accelerators full, no CPU"})
+                reason = {"reason": "accelerators full, no CPU"}
+                return MethodResult(None, Status.NO_SOLUTION, solver="greedy", info=reason)
         return MethodResult(device, Status.FEASIBLE, solver="greedy")

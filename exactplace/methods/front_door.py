@@ -48,7 +48,8 @@ def check_fits(graph: Graph, cluster: Cluster) -> None:
     unsupported = np.flatnonzero(~graph.supported)
     if unsupported.size:
         raise InfeasibleError(
-            f"{graph.describe(int(unsupported[0])).capitalize()} cannot run on an accelerator and the cluster has no CPU."
+            f"{graph.describe(int(unsupported[0])).capitalize()} cannot run on an accelerator "
+            "and the cluster has no CPU."
         )
     class_memory = np.bincount(graph.color, weights=graph.memory)
     too_big = np.flatnonzero(class_memory > cluster.memory_limit.max())

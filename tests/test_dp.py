@@ -1,0 +1,376 @@
+"""The native max-load DP ("dp") and its linearization ("dpl"), through ``solve``.
+
+Search space. The DP returns the best *chain split* (the reference implementation's
+semantics): colour classes share a device, and the devices can be ordered so that every
+edge of the forward colour-class graph stays on a device or goes to a later one. That class
+graph has the forward edges and, for each backward edge ``ub -> vb`` touching a backward-only
+(orphaned) class, the mirrored edge ``class(vb) -> class(ub)``. The brute force below
+enumerates every placement of a small random instance, keeps exactly the chain splits, and
+must find the DP's value. The preprocessing's trivial merges narrow the DP's space further,
+so this also checks that they never lose the optimum.
+
+Relationship to Definition 3.1 (``check_feasibility(contiguous=True)``): every chain split
+has contiguous forward parts, and the backward parts are contiguous on these generated
+graphs (their backward edges mirror the forward ones), so the DP's placement passes the
+check and its value is at least the best placement the check accepts. It can be larger:
+the chain condition also orders the orphaned classes' forward images, and a check of each
+part alone accepts parts that send each other data.
+"""
+
+from __future__ import annotations
+
+import _thread
+import csv
+import math
+import threading
+import time
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import canonical_placements, dags, instances, training_graphs
+
+from exactplace import (
+    Cluster,
+    Graph,
+    InfeasibleError,
+    Node,
+    ParameterError,
+    Status,
+    TooManyIdealsError,
+    check_feasibility,
+    max_load,
+    read_workload,
+    solve,
+)
+from exactplace.backends import dp as dp_module
+from exactplace.backends.ideals import count_ideals
+from exactplace.methods.registry import Problem, registered_methods
+
+pytest.importorskip("exactplace._native")
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "workloads"
+
+
+# -- brute force over the DP's search space ------------------------------------------------------
+
+
+def class_graph_edges(graph: Graph) -> list[tuple[int, int]]:
+    """Edges of the forward colour-class graph, with the mirrored orphan edges (module docstring)."""
+    color, forward = graph.color.tolist(), (~graph.backward).tolist()
+    has_forward = {c for c, f in zip(color, forward) if f}
+    edges = []
+    for s, d in zip(graph.src.tolist(), graph.dst.tolist()):
+        cs, cd = color[s], color[d]
+        if cs == cd:
+            continue
+        if forward[s] and forward[d]:
+            edges.append((cs, cd))
+        elif not forward[s] and not forward[d] and (cs not in has_forward or cd not in has_forward):
+            edges.append((cd, cs))
+    return edges
+
+
+def is_chain_split(graph: Graph, device: np.ndarray, edges: list[tuple[int, int]]) -> bool:
+    """Classes colocated and the device quotient of the class graph acyclic."""
+    device_of_class: dict[int, int] = {}
+    for c, d in zip(graph.color.tolist(), device.tolist()):
+        if device_of_class.setdefault(c, d) != d:
+            return False
+    quotient = nx.DiGraph()
+    quotient.add_edges_from((device_of_class[a], device_of_class[b]) for a, b in edges
+                            if device_of_class[a] != device_of_class[b])
+    return nx.is_directed_acyclic_graph(quotient)
+
+
+def fits(graph: Graph, cluster: Cluster, device: np.ndarray) -> bool:
+    on_acc = device < cluster.accelerators
+    if np.any(on_acc & ~graph.supported):
+        return False
+    used = np.bincount(device[on_acc], weights=graph.memory[on_acc], minlength=cluster.accelerators)
+    return bool(np.all(used <= cluster.memory_limit))
+
+
+def brute_force(graph: Graph, cluster: Cluster, overlap: bool) -> tuple[float, float]:
+    """(best chain split, best Definition-3.1 placement), inf when there is none."""
+    edges = class_graph_edges(graph)
+    best_chain = best_contiguous = math.inf
+    for device in canonical_placements(graph, cluster):
+        if not fits(graph, cluster, device):
+            continue
+        value = max_load(graph, cluster, device, overlap=overlap)
+        if value < best_chain and is_chain_split(graph, device, edges):
+            best_chain = value
+        if value < best_contiguous and not check_feasibility(graph, cluster, device, contiguous=True):
+            best_contiguous = value
+    return best_chain, best_contiguous
+
+
+def check_against_brute_force(graph: Graph, cluster: Cluster, overlap: bool) -> None:
+    chain, contiguous = brute_force(graph, cluster, overlap)
+    try:
+        exact = solve(graph, cluster, method="dp", overlap=overlap)
+        linear = solve(graph, cluster, method="dpl", overlap=overlap)
+    except InfeasibleError:  # solve's own check: some node fits on no device
+        assert chain == math.inf
+        return
+    edges = class_graph_edges(graph)
+    if chain == math.inf:
+        assert exact.status is Status.INFEASIBLE and exact.device is None
+        assert linear.status is Status.NO_SOLUTION and linear.device is None
+        return
+    assert exact.status is Status.OPTIMAL
+    assert exact.objective == pytest.approx(chain, rel=1e-9, abs=1e-9)
+    assert exact.bound == exact.objective and exact.gap == 0.0
+    assert exact.objective >= contiguous - 1e-9
+    # DPL searches one linear order only, so it may find nothing even when a chain split fits.
+    assert linear.status in (Status.FEASIBLE, Status.NO_SOLUTION) and linear.bound is None
+    for placement in (exact, linear):
+        if placement.device is None:
+            continue
+        assert is_chain_split(graph, placement.device, edges)
+        assert check_feasibility(graph, cluster, placement.device, contiguous=True) == []
+        assert placement.info["backward_contiguous"]
+        assert placement.objective >= exact.objective - 1e-9
+
+
+@settings(max_examples=250)
+@given(instances(dags(min_nodes=3), min_accelerators=1), st.booleans())
+def test_dp_equals_brute_force_on_inference_graphs(instance: tuple[Graph, Cluster], overlap: bool) -> None:
+    check_against_brute_force(*instance, overlap)
+
+
+@settings(max_examples=250)
+@given(instances(training_graphs(max_forward=4), min_accelerators=1), st.booleans())
+def test_dp_equals_brute_force_on_training_graphs(instance: tuple[Graph, Cluster], overlap: bool) -> None:
+    check_against_brute_force(*instance, overlap)
+
+
+@settings(max_examples=40)
+@given(instances(), st.booleans())
+def test_dp_equals_brute_force_on_any_instance(instance: tuple[Graph, Cluster], overlap: bool) -> None:
+    """Also CPU-only clusters, single nodes and the like."""
+    check_against_brute_force(*instance, overlap)
+
+
+# -- the published workloads ---------------------------------------------------------------------
+
+
+def _throughput_rows() -> list:
+    if not (SHARED / "reference.csv").is_file():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"shared workloads not found at {SHARED}"))]
+    with open(SHARED / "reference.csv", newline="", encoding="utf-8") as handle:
+        rows = [row for row in csv.DictReader(handle) if row["objective"] == "throughput"]
+    return [pytest.param(row, marks=pytest.mark.shared, id=Path(row["workload"]).stem) for row in rows]
+
+
+@pytest.mark.parametrize("row", _throughput_rows())
+def test_published_workloads(row: dict) -> None:
+    workload = read_workload(SHARED / row["workload"])
+    graph, cluster = workload.graph, workload.cluster
+    exact = solve(workload, method="dp")
+    assert exact.status is Status.OPTIMAL
+    assert exact.info["ideals"] == int(row["ideals"])
+    assert exact.objective == pytest.approx(float(row["dp"]), rel=1e-6)
+    linear = solve(workload, method="dpl")
+    assert linear.objective <= float(row["dpl"]) * 1.01
+    for placement in (exact, linear):
+        assert max_load(graph, cluster, placement.device) == placement.objective
+        assert check_feasibility(graph, cluster, placement.device, contiguous=True) == []
+        assert abs(placement.info["dp_value"] - placement.objective) <= 1e-9 * placement.objective
+
+
+# -- options, limits and errors ------------------------------------------------------------------
+
+
+def parallel_chains(branches: int = 4, length: int = 12) -> Graph:
+    """``branches`` independent chains between a source and a sink: (length + 1) ** branches + 2 ideals."""
+    rng = np.random.default_rng(1)
+    nodes = [Node(0, 1.0, 0.1), Node(1, 1.0, 0.1)]
+    edges = []
+    for b in range(branches):
+        previous = 0
+        for i in range(length):
+            node_id = 100 * (b + 1) + i
+            acc = float(rng.uniform(0.5, 2.0))
+            nodes.append(Node(node_id, 8 * acc, acc, comm=float(rng.uniform(0.05, 0.3))))
+            edges.append((previous, node_id))
+            previous = node_id
+        edges.append((previous, 1))
+    return Graph(nodes, edges)
+
+
+HARD = Cluster(accelerators=6, cpus=1)
+
+
+def slow_graph() -> Graph:
+    """161,053 ideals: minutes of DP on HARD however many cores, so a stop always comes first."""
+    return parallel_chains(branches=5, length=10)
+
+
+def test_time_limit_stops_the_dp_and_keeps_a_feasible_warm_start() -> None:
+    graph = slow_graph()
+    start = time.monotonic()
+    stopped = solve(graph, HARD, method="dp", time_limit=0.2)
+    assert time.monotonic() - start < 3.0
+    assert stopped.status is Status.NO_SOLUTION and stopped.limit == "time" and stopped.device is None
+    warm = solve(graph, HARD, method="greedy").device
+    kept = solve(graph, HARD, method="dp", time_limit=0.2, warm_start=warm)
+    assert kept.status is Status.FEASIBLE and kept.limit == "time"
+    assert np.array_equal(kept.device, warm)
+
+
+def test_ctrl_c_stops_the_dp() -> None:
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    try:
+        start = time.monotonic()
+        stopped = solve(slow_graph(), HARD, method="dp")
+        elapsed = time.monotonic() - start
+    finally:
+        timer.cancel()
+    assert stopped.status is Status.NO_SOLUTION and stopped.limit == "interrupt"
+    assert elapsed < 3.0
+
+
+def test_too_many_ideals_is_raised_before_solving() -> None:
+    graph = parallel_chains(branches=3, length=5)
+    ideals = count_ideals(graph)
+    assert ideals == 6**3 + 2
+    with pytest.raises(TooManyIdealsError, match="method='dpl'") as error:
+        solve(graph, HARD, method="dp", memory_budget=10_000)
+    assert error.value.count > error.value.limit >= 0
+    with pytest.raises(TooManyIdealsError, match="'memory_budget'") as error:
+        solve(graph, HARD, method="dpl", memory_budget=100)
+    assert "method='dpl'" not in str(error.value)
+    # Enough budget for the ideals' tables but not for the lattice's edges as well.
+    from exactplace import _native
+
+    units = dp_module.contract(graph).num_units
+    budget = _native.memory_estimate(units, HARD.accelerators, HARD.cpus, ideals, 0)
+    assert dp_module.ideal_capacity(dp_module.contract(graph), HARD, budget) == ideals
+    with pytest.raises(TooManyIdealsError, match=f"{ideals} ideals") as error:
+        solve(graph, HARD, method="dp", memory_budget=budget)
+    assert error.value.count == ideals and error.value.limit < ideals
+
+
+def test_no_chain_split_fits_is_infeasible_for_dp_only() -> None:
+    graph = Graph([Node(0, 1, 1, memory=3.0), Node(1, 1, 1, memory=3.0)], [(0, 1)])
+    cluster = Cluster(accelerators=1, memory=4.0, cpus=0)
+    assert solve(graph, cluster, method="dp").status is Status.INFEASIBLE
+    assert solve(graph, cluster, method="dpl").status is Status.NO_SOLUTION
+
+
+@pytest.mark.parametrize(
+    ("options", "cluster", "message"),
+    [
+        ({"gpipe": True}, Cluster(2, cpus=1), "'gpipe' parameter of solve must be False"),
+        ({"overlap": "yes"}, Cluster(2, cpus=1), "'overlap' parameter"),
+        ({"threads": 0}, Cluster(2, cpus=1), "'threads' parameter"),
+        ({"threads": 1.5}, Cluster(2, cpus=1), "'threads' parameter"),
+        ({"memory_budget": -1}, Cluster(2, cpus=1), "'memory_budget' parameter"),
+        ({}, Cluster(2, memory=[4.0, 5.0], cpus=1), "homogeneous cluster"),
+        ({}, Cluster(2, speed=[1.0, 2.0], cpus=1), "homogeneous cluster"),
+    ],
+)
+@pytest.mark.parametrize("method", ["dp", "dpl"])
+def test_bad_options_raise_parameter_errors(method: str, options: dict, cluster: Cluster, message: str) -> None:
+    graph = Graph([Node(0, 1, 1), Node(1, 1, 1)], [(0, 1)])
+    with pytest.raises(ParameterError, match=message):
+        solve(graph, cluster, method=method, **options)
+
+
+def test_auto_prefers_dp_then_dpl_then_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = parallel_chains(branches=2, length=3)
+    assert solve(graph, HARD).method == "dp"
+    monkeypatch.setattr(dp_module, "AUTO_MAX_IDEALS", 5)
+    assert solve(graph, HARD).method == "dpl"
+    assert solve(graph, Cluster(2, memory=[1e9, 2e9], cpus=1)).method == "greedy"
+    assert solve(graph, HARD, gpipe=True).method == "greedy"
+
+
+def test_suitable_is_false_for_bad_options() -> None:
+    graph = parallel_chains(branches=2, length=3)
+    problem = Problem(graph, HARD, "throughput", options={"threads": "many"})
+    for name in ("dp", "dpl"):
+        assert not registered_methods()[name].suitable(problem)
+
+
+def test_threads_do_not_change_the_result() -> None:
+    graph = parallel_chains(branches=3, length=6)
+    one = solve(graph, HARD, method="dp", threads=1)
+    two = solve(graph, HARD, method="dp", threads=2)
+    assert one.objective == two.objective and one.info["ideals"] == two.info["ideals"] == 7**3 + 2
+    assert two.info["threads"] in (1, 2)
+
+
+def test_overlap_is_never_worse_and_scored_with_overlap() -> None:
+    graph = parallel_chains(branches=3, length=4)
+    plain = solve(graph, HARD, method="dp")
+    overlapped = solve(graph, HARD, method="dp", overlap=True)
+    assert overlapped.objective <= plain.objective
+    assert overlapped.objective == max_load(graph, HARD, overlapped.device, overlap=True)
+
+
+def test_memory_sums_never_cancel() -> None:
+    """Regression (found by hypothesis): the walks once subtracted a node's memory after adding it,
+    and (1 + 1e17) - 1e17 == 0, so a node holding 1 byte seemed to fit on a 0.5-byte accelerator."""
+    nodes = [Node(i, 0.0, None) for i in range(6)] + [Node(6, 2.25, 0.0, memory=1.0)]
+    nodes[3] = Node(3, 0.0, None, memory=1e17)
+    edges = [(0, 1), (0, 2), (0, 3), (4, 2), (4, 3), (4, 5), (5, 1), (5, 2), (6, 0), (6, 1)]
+    cluster = Cluster(accelerators=1, memory=0.5, cpus=1)
+    placement = solve(Graph(nodes, edges), cluster, method="dp")
+    assert placement.status is Status.OPTIMAL and placement.objective == 2.25
+    assert placement.device.tolist() == [1] * 7
+
+
+def _native_args(**changes: object) -> dict:
+    """A valid two-unit instance for exactplace._native.solve, with some arguments replaced."""
+    args = dict(
+        units=2, cpu_time=[1.0, 1.0], acc_time=[1.0, 1.0], memory=[0.0, 0.0], supported=[1, 1],
+        edge_src=[0], edge_dst=[1], group_cost=[0.5], group_source=[0], group_ptr=[0, 1], group_target=[1],
+        accelerators=1, cpus=1, memory_cap=math.inf, overlap=False, threads=1, time_limit=math.inf, max_ideals=10,
+    )
+    return {**args, **changes}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"units": 0}, "at least one unit"),
+        ({"cpu_time": [1.0]}, "one value per unit"),
+        ({"cpu_time": [1.0, math.nan]}, "unit 1"),
+        ({"memory": [-1.0, 0.0]}, "unit 0"),
+        ({"acc_time": [math.inf, 1.0]}, "unit 0"),
+        ({"group_ptr": [0, 2]}, "do not describe the groups"),
+        ({"group_cost": [-0.5]}, "group 0"),
+        ({"group_target": [0]}, "invalid target"),
+        ({"group_source": [7]}, "malformed"),
+        ({"edge_dst": [0]}, "self-loop"),
+        ({"edge_src": [0, 1], "edge_dst": [1, 0]}, "cycle"),
+        ({"accelerators": -1}, "devices"),
+        ({"memory_cap": math.nan}, "memory cap"),
+        ({"threads": 0}, "threads"),
+        ({"max_ideals": 0}, "max_ideals"),
+    ],
+)
+def test_native_solve_rejects_malformed_instances(changes: dict, message: str) -> None:
+    from exactplace import _native
+
+    with pytest.raises(ValueError, match=message):
+        _native.solve(**_native_args(**changes))
+
+
+def test_native_solve_limits_ideals_and_accepts_unsupported_infinite_times() -> None:
+    from exactplace import _native
+
+    with pytest.raises(_native.TooManyIdeals) as error:
+        _native.solve(**_native_args(edge_src=[], edge_dst=[], max_ideals=3))  # 4 ideals
+    assert error.value.args[1:] == (4, 3)
+    out = _native.solve(**_native_args(acc_time=[math.inf, 1.0], supported=[0, 1]))
+    assert out["status"] == "optimal" and out["value"] == 1.5 and out["device"].tolist() == [1, 0]
+    with pytest.raises(TypeError):
+        _native.solve(**_native_args(cpu_time="fast"))
