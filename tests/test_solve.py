@@ -7,6 +7,8 @@ import itertools
 import json
 import math
 import re
+import subprocess
+import sys
 from typing import NamedTuple
 
 import networkx as nx
@@ -541,3 +543,13 @@ def test_cyclic_quotient_is_not_a_chain() -> None:
     optima = brute_force_optima(g, Cluster(accelerators=2, memory=2.0, cpus=1), "throughput")
     # with a CPU the classes still wait on each other wherever they are apart: all four go to the CPU
     assert optima.contiguous == 2.0 and optima.chain == 4 * 9.0
+
+
+def test_import_loads_no_solver() -> None:
+    """``import exactplace`` and listing methods import no solver module (availability uses find_spec)."""
+    code = (
+        "import sys, exactplace; exactplace.available_methods(); "
+        "print(sorted(m for m in ('highspy', 'ortools', 'pulp', 'exactplace._native', 'torch') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

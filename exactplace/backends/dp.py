@@ -232,16 +232,24 @@ def _run(problem: Problem, method: str) -> MethodResult:
     return MethodResult(device, Status.OPTIMAL, bound=bound, solver="native", timings=timings, info=info)
 
 
-@register
-class DP(Method):
-    """The exact max-load DP over the ideals of the contracted forward graph (paper §5.1.1)."""
+class _NativeDP(Method):
+    """What "dp" and "dpl" share: the native core, its options, and how they run."""
 
-    name = "dp"
     objectives = ("throughput",)
-    exact = True
     requires = ("exactplace._native",)
     option_names = ("threads", "memory_budget")
     contiguous = False  # forward parts always; backward parts when the backward graph follows (module docstring)
+
+    def run(self, problem: Problem) -> MethodResult:
+        return _run(problem, self.name)
+
+
+@register
+class DP(_NativeDP):
+    """The exact max-load DP over the ideals of the contracted forward graph (paper §5.1.1)."""
+
+    name = "dp"
+    exact = True
     description = "exact max-load DP over ideals (optimal among chain splits); needs few enough ideals"
 
     @classmethod
@@ -255,20 +263,13 @@ class DP(Method):
         limit = min(AUTO_MAX_IDEALS, ideal_capacity(contraction, problem.cluster, settings.memory_budget))
         return count_unit_ideals(contraction, limit) is not None
 
-    def run(self, problem: Problem) -> MethodResult:
-        return _run(problem, self.name)
-
 
 @register
-class DPL(Method):
+class DPL(_NativeDP):
     """The DP on a depth-first linearization of the contracted forward graph (paper §5.1.2)."""
 
     name = "dpl"
-    objectives = ("throughput",)
     exact = False
-    requires = ("exactplace._native",)
-    option_names = ("threads", "memory_budget")
-    contiguous = False  # as for "dp"
     description = "max-load DP over the prefixes of a DFS topological order (heuristic, fast on large graphs)"
 
     @classmethod
@@ -283,6 +284,3 @@ class DPL(Method):
         units = len(np.unique(problem.graph.color))  # an upper bound on the number of units
         k, cpus = problem.cluster.accelerators, problem.cluster.cpus
         return _native.memory_estimate(units, k, cpus, units + 1, units) <= settings.memory_budget
-
-    def run(self, problem: Problem) -> MethodResult:
-        return _run(problem, self.name)

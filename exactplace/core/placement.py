@@ -44,6 +44,7 @@ class Status(str, Enum):
 
 
 LIMITS = (None, "time", "interrupt", "gap", "node")
+_LIMIT_WORDS = {"time": "the time limit", "interrupt": "Ctrl-C", "gap": "the gap limit", "node": "the node limit"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,7 +179,7 @@ class Placement:
     def summary(self) -> str:
         """A few human-readable lines: status, objective, bound, gap and per-device contents."""
         lines = [f"method {self.method} ({self.solver or 'builtin'}): {self.status}"
-                 + (f", stopped by {self.limit} limit" if self.limit else "")]
+                 + (f", stopped by {_LIMIT_WORDS[self.limit]}" if self.limit else "")]
         if self.objective is not None:
             lines.append(f"{self.objective_name}: {self.objective:.6g}")
         if self.bound is not None:
