@@ -6,6 +6,7 @@
 'feasible'
 """
 
+from exactplace.backends.ideals import count_ideals
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import (
     CycleError,
@@ -30,7 +31,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Cluster", "CycleError", "ExactplaceError", "Graph", "GraphError", "InfeasibleError", "InputFormatError",
     "Node", "ParameterError", "Placement", "PlacementError", "SolverUnavailableError", "Status",
-    "TooManyIdealsError", "Workload", "available_methods", "check_feasibility", "device_loads", "evaluate",
-    "is_contiguous", "max_load", "read_split", "read_workload", "shipped_workloads", "solve", "workload_path",
-    "write_workload",
+    "TooManyIdealsError", "Workload", "available_methods", "check_feasibility", "count_ideals",
+    "device_loads", "evaluate", "is_contiguous", "max_load", "read_split", "read_workload",
+    "shipped_workloads", "solve", "workload_path", "write_workload",
 ]
