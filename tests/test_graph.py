@@ -15,7 +15,7 @@ from strategies import any_graphs, graph_specs, training_specs
 from exactplace import Cluster, CycleError, ExactplaceError, Graph, GraphError, Node, ParameterError
 
 ARRAYS = (
-    "ids", "cpu_time", "acc_time", "supported", "memory", "comm", "backward", "color", "has_color",
+    "ids", "cpu_time", "acc_time", "supported", "memory", "comm", "backward", "color",
     "src", "dst", "edge_cost", "edge_group", "group_source", "group_cost", "topological_order",
 )
 

@@ -462,3 +462,13 @@ def test_plan_errors() -> None:
     bad["placement"][0]["id"] = 77
     with pytest.raises(PlacementError, match="node 77, which is not in the graph"):
         plan_devices(bad, g, c)
+
+
+def test_unknown_top_level_fields_survive_a_round_trip() -> None:
+    data = {
+        "maxSizePerFPGA": 8.0, "maxFPGAs": 1, "maxCPUs": 1, "comment": "profiled on V100", "version": [1, 2],
+        "nodes": [{"id": 1, "supportedOnFpga": 1, "cpuLatency": 1.0, "fpgaLatency": 0.5, "isBackwardNode": 0}],
+        "edges": [],
+    }
+    written = workload_to_dict(workload_from_dict(data))
+    assert written["comment"] == "profiled on V100" and written["version"] == [1, 2]

@@ -111,7 +111,6 @@ class Graph:
         "edge_group",
         "group_cost",
         "group_source",
-        "has_color",
         "ids",
         "memory",
         "names",
@@ -144,7 +143,6 @@ class Graph:
         self.memory = _frozen(np.array([float(v.memory) for v in nodes]))
         self.comm = _frozen(np.array([float(v.comm) for v in nodes]))
         self.backward = _frozen(np.array([bool(v.backward) for v in nodes]))
-        self.has_color = _frozen(np.array([v.color is not None for v in nodes]))
         self.color_labels = tuple(None if v.color is None else int(v.color) for v in nodes)
         # Colocation classes as dense indices 0..C-1; an uncolored node is its own class.
         class_of: dict[object, int] = {}

@@ -212,6 +212,7 @@ def workload_to_dict(workload: Workload) -> dict[str, Any]:
         nodes.append(entry)
     memory = cluster.max_memory if cluster.accelerators else 0.0
     return {
+        **workload.extra,  # fields this format does not define are written back untouched
         "maxSizePerFPGA": memory if math.isfinite(memory) else 1e300,
         "maxFPGAs": cluster.accelerators, "maxCPUs": cluster.cpus, "nodes": nodes,
         "edges": [{"sourceId": u, "destId": v, "cost": c} for u, v, c in graph.edges()],
