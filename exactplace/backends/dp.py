@@ -243,6 +243,19 @@ class _NativeDP(Method):
     def run(self, problem: Problem) -> MethodResult:
         return _run(problem, self.name)
 
+    @classmethod
+    def suitable(cls, problem: Problem) -> bool:
+        """Valid options (homogeneous cluster, no GPipe) and tables that fit the memory budget."""
+        try:
+            settings = _settings(problem, cls.name)
+        except ParameterError:
+            return False
+        return cls._fits(problem, settings)
+
+    @classmethod
+    def _fits(cls, problem: Problem, settings: _Settings) -> bool:
+        raise NotImplementedError
+
 
 @register
 class DP(_NativeDP):
@@ -253,12 +266,8 @@ class DP(_NativeDP):
     description = "exact max-load DP over ideals (optimal among chain splits); needs few enough ideals"
 
     @classmethod
-    def suitable(cls, problem: Problem) -> bool:
-        """Homogeneous cluster, no GPipe, and at most ``AUTO_MAX_IDEALS`` ideals within the memory budget."""
-        try:
-            settings = _settings(problem, cls.name)
-        except ParameterError:
-            return False
+    def _fits(cls, problem: Problem, settings: _Settings) -> bool:
+        """At most ``AUTO_MAX_IDEALS`` ideals, within the memory budget."""
         contraction = contract(problem.graph, memory_cap(problem.cluster))
         limit = min(AUTO_MAX_IDEALS, ideal_capacity(contraction, problem.cluster, settings.memory_budget))
         return count_unit_ideals(contraction, limit) is not None
@@ -273,14 +282,10 @@ class DPL(_NativeDP):
     description = "max-load DP over the prefixes of a DFS topological order (heuristic, fast on large graphs)"
 
     @classmethod
-    def suitable(cls, problem: Problem) -> bool:
-        """Homogeneous cluster, no GPipe, and the chain's tables within the memory budget."""
+    def _fits(cls, problem: Problem, settings: _Settings) -> bool:
+        """The chain's tables within the memory budget."""
         from exactplace import _native
 
-        try:
-            settings = _settings(problem, cls.name)
-        except ParameterError:
-            return False
         units = len(np.unique(problem.graph.color))  # an upper bound on the number of units
         k, cpus = problem.cluster.accelerators, problem.cluster.cpus
         return _native.memory_estimate(units, k, cpus, units + 1, units) <= settings.memory_budget
