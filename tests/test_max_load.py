@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from checks import close, matches_printed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import any_graphs, clusters, dags, placed_instances
@@ -76,10 +77,6 @@ def naive_max_load(graph: Graph, cluster: Cluster, device, *, overlap: bool = Fa
         backward = max(load(*p[True]) for p in parts)
         return forward + backward
     return max(load(p[False][0] + p[True][0], p[False][1] + p[True][1]) for p in parts)
-
-
-def close(a: float, b: float) -> bool:
-    return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
 
 
 # -- (a) brute-force reference on random instances -----------------------------------------------
@@ -202,8 +199,7 @@ def test_published_expert_value(expert_case) -> None:
     w = read_workload(workload_path)
     device = read_split(split_path, w.graph, w.cluster)
     value = max_load(w.graph, w.cluster, device)
-    decimals = len(published.split(".")[1]) if "." in published else 0
-    assert abs(value - float(published)) <= 0.5 * 10.0 ** -decimals + 1e-9, f"{value} vs published {published}"
+    assert matches_printed(value, published), f"{value} vs published {published}"
     assert close(naive_max_load(w.graph, w.cluster, device), value)
 
 
