@@ -1,13 +1,16 @@
 """Builds the C++ extension ``exactplace._native`` from ``dp_native/`` with pybind11.
 
-Everything else (metadata, dependencies, packages) lives in pyproject.toml.
+It also maps the top-level folder ``formulations/`` to the package ``exactplace.formulations``:
+the models live in their own folder, but install under exactplace's name (a distribution
+called ``formulations`` already exists on the package index). Everything else (metadata,
+dependencies) lives in pyproject.toml.
 """
 
 import os
 import sys
 
 from pybind11.setup_helpers import Pybind11Extension, build_ext
-from setuptools import setup
+from setuptools import find_packages, setup
 
 # Warnings are errors in CI (CI=true) so new C++ warnings cannot slip in.
 strict = ["-Werror"] if os.environ.get("CI") else []
@@ -21,4 +24,9 @@ native = Pybind11Extension(
     extra_compile_args=compile_args,
 )
 
-setup(ext_modules=[native], cmdclass={"build_ext": build_ext})
+setup(
+    packages=[*find_packages(include=["exactplace", "exactplace.*"]), "exactplace.formulations"],
+    package_dir={"exactplace.formulations": "formulations"},
+    ext_modules=[native],
+    cmdclass={"build_ext": build_ext},
+)

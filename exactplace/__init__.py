@@ -6,13 +6,11 @@
 'feasible'
 """
 
-from exactplace.backends.ideals import count_ideals
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import (
     CycleError,
     ExactplaceError,
     GraphError,
-    InfeasibleError,
     InputFormatError,
     ParameterError,
     PlacementError,
@@ -21,7 +19,7 @@ from exactplace.core.errors import (
 )
 from exactplace.core.graph import Graph, Node
 from exactplace.core.io import Workload, read_split, read_workload, write_workload
-from exactplace.core.placement import Placement, Status
+from exactplace.core.placement import Limit, Placement, Space, Status
 from exactplace.data import shipped_workloads, workload_path
 from exactplace.evaluators import check_feasibility, device_loads, evaluate, is_contiguous, max_load
 from exactplace.methods import available_methods, solve
@@ -29,9 +27,18 @@ from exactplace.methods import available_methods, solve
 __version__ = "0.1.0"
 
 __all__ = [
-    "Cluster", "CycleError", "ExactplaceError", "Graph", "GraphError", "InfeasibleError", "InputFormatError",
-    "Node", "ParameterError", "Placement", "PlacementError", "SolverUnavailableError", "Status",
+    "Cluster", "CycleError", "ExactplaceError", "Graph", "GraphError", "InputFormatError",
+    "Limit", "Node", "ParameterError", "Placement", "PlacementError", "SolverUnavailableError", "Space", "Status",
     "TooManyIdealsError", "Workload", "available_methods", "check_feasibility", "count_ideals",
     "device_loads", "evaluate", "is_contiguous", "max_load", "read_split", "read_workload",
     "shipped_workloads", "solve", "workload_path", "write_workload",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # count_ideals needs the native extension: load it on first use, so `import exactplace` stays light.
+    if name == "count_ideals":
+        from exactplace.backends.ideals import count_ideals
+
+        return count_ideals
+    raise AttributeError(f"module 'exactplace' has no attribute {name!r}")

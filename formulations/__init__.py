@@ -1,7 +1,7 @@
-"""MIP formulations of the paper (latency MIP, max-load IP, SCT LP), installed beside ``exactplace``.
+"""Mathematical programs for placement (installed as ``exactplace.formulations``).
 
-Each formulation will read top to bottom: variables, one named block per constraint
-family (docstring with the math and the paper's equation number), objective; the
-backends in ``exactplace.backends`` wrap them as ``solve()`` methods. None is
-implemented yet: they are tracked as their own issues.
+One module per formulation, each reading top to bottom: variables, one named block per
+constraint family (its docstring states the math and the paper's equation), objective,
+and a decoder from a solution to a device array. Models only: solving them is the solver
+adapters' job (``exactplace.backends``). Inside this package, import siblings relatively.
 """

@@ -1,4 +1,4 @@
-"""The DP's preprocessing (exactplace.backends.contraction) and the ideal counter.
+"""The DP's preprocessing (exactplace.core.contraction) and the ideal counter.
 
 Invariants on random graphs, each against an independent computation: colour classes stay
 whole, forward edges survive as unit edges, the unit graph is a DAG, and communication
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from strategies import any_graphs, dags
 
 from exactplace import Cluster, Graph, Node, ParameterError
-from exactplace.backends.contraction import Contraction, contract, dfs_topological_order, linearize
-from exactplace.backends.ideals import count_ideals, count_unit_ideals, memory_cap
+from exactplace.backends.ideals import count_ideals, count_unit_ideals
+from exactplace.core.contraction import Contraction, contract, dfs_topological_order, linearize
 from exactplace.evaluators import device_loads
 
 native = pytest.importorskip("exactplace._native")
@@ -186,7 +186,7 @@ def test_count_ideals_parameters_and_cluster_memory() -> None:
               [(0, 1), (9, 1)])
     assert count_ideals(g) == 3                                   # 9 merged: {}, {0}, {0,1}
     assert count_ideals(g, cluster=Cluster(1, memory=6.0)) == 5   # memory may bind: 9 stays
-    assert memory_cap(Cluster(2, memory=[3.0, 2.0])) == Cluster(1, memory=2.0).memory_limit[0]
+    assert Cluster(2, memory=[3.0, 2.0]).memory_cap == Cluster(1, memory=2.0).memory_limit[0]
     for bad in (-1, 2.5, True, "3"):
         with pytest.raises(ParameterError, match="'limit' parameter of count_ideals"):
             count_ideals(g, limit=bad)

@@ -4,9 +4,10 @@ Search space. The DP returns the best *chain split* (the reference implementatio
 semantics): colour classes share a device, and the devices can be ordered so that every
 edge of the forward colour-class graph stays on a device or goes to a later one. That class
 graph has the forward edges and, for each backward edge ``ub -> vb`` touching a backward-only
-(orphaned) class, the mirrored edge ``class(vb) -> class(ub)``. The brute force below
-enumerates every placement of a small random instance, keeps exactly the chain splits, and
-must find the DP's value. The preprocessing's trivial merges narrow the DP's space further,
+(orphaned) class, the mirrored edge ``class(vb) -> class(ub)``. The brute force
+(``tests/oracle.py``, notion ``units``) enumerates every placement of a small random
+instance, keeps exactly the chain splits, and must find the DP's value. The preprocessing's
+trivial merges narrow the DP's space further,
 so this also checks that they never lose the optimum.
 
 Relationship to Definition 3.1 (``check_feasibility(contiguous=True)``): every chain split
@@ -26,17 +27,17 @@ import threading
 import time
 from pathlib import Path
 
-import networkx as nx
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import canonical_placements, dags, instances, training_graphs
+from oracle import brute_force_optima, is_unit_chain
+from strategies import dags, instances, training_graphs
 
 from exactplace import (
     Cluster,
     Graph,
-    InfeasibleError,
+    Limit,
     Node,
     ParameterError,
     Status,
@@ -48,90 +49,38 @@ from exactplace import (
 )
 from exactplace.backends import dp as dp_module
 from exactplace.backends.ideals import count_ideals
-from exactplace.methods.registry import Problem, registered_methods
+from exactplace.core.contraction import contract
+from exactplace.methods.base import Problem
+from exactplace.methods.registry import registered_methods
 
 pytest.importorskip("exactplace._native")
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "workloads"
 
 
-# -- brute force over the DP's search space ------------------------------------------------------
-
-
-def class_graph_edges(graph: Graph) -> list[tuple[int, int]]:
-    """Edges of the forward colour-class graph, with the mirrored orphan edges (module docstring)."""
-    color, forward = graph.color.tolist(), (~graph.backward).tolist()
-    has_forward = {c for c, f in zip(color, forward) if f}
-    edges = []
-    for s, d in zip(graph.src.tolist(), graph.dst.tolist()):
-        cs, cd = color[s], color[d]
-        if cs == cd:
-            continue
-        if forward[s] and forward[d]:
-            edges.append((cs, cd))
-        elif not forward[s] and not forward[d] and (cs not in has_forward or cd not in has_forward):
-            edges.append((cd, cs))
-    return edges
-
-
-def is_chain_split(graph: Graph, device: np.ndarray, edges: list[tuple[int, int]]) -> bool:
-    """Classes colocated and the device quotient of the class graph acyclic."""
-    device_of_class: dict[int, int] = {}
-    for c, d in zip(graph.color.tolist(), device.tolist()):
-        if device_of_class.setdefault(c, d) != d:
-            return False
-    quotient = nx.DiGraph()
-    quotient.add_edges_from((device_of_class[a], device_of_class[b]) for a, b in edges
-                            if device_of_class[a] != device_of_class[b])
-    return nx.is_directed_acyclic_graph(quotient)
-
-
-def fits(graph: Graph, cluster: Cluster, device: np.ndarray) -> bool:
-    on_acc = device < cluster.accelerators
-    if np.any(on_acc & ~graph.supported):
-        return False
-    used = np.bincount(device[on_acc], weights=graph.memory[on_acc], minlength=cluster.accelerators)
-    return bool(np.all(used <= cluster.memory_limit))
-
-
-def brute_force(graph: Graph, cluster: Cluster, overlap: bool) -> tuple[float, float]:
-    """(best chain split, best Definition-3.1 placement), inf when there is none."""
-    edges = class_graph_edges(graph)
-    best_chain = best_contiguous = math.inf
-    for device in canonical_placements(graph, cluster):
-        if not fits(graph, cluster, device):
-            continue
-        value = max_load(graph, cluster, device, overlap=overlap)
-        if value < best_chain and is_chain_split(graph, device, edges):
-            best_chain = value
-        if value < best_contiguous and not check_feasibility(graph, cluster, device, contiguous=True):
-            best_contiguous = value
-    return best_chain, best_contiguous
+# -- brute force over the DP's search space (tests/oracle.py) ----------------------------------------
 
 
 def check_against_brute_force(graph: Graph, cluster: Cluster, overlap: bool) -> None:
-    chain, contiguous = brute_force(graph, cluster, overlap)
-    try:
-        exact = solve(graph, cluster, method="dp", overlap=overlap)
-        linear = solve(graph, cluster, method="dpl", overlap=overlap)
-    except InfeasibleError:  # solve's own check: some node fits on no device
-        assert chain == math.inf
-        return
-    edges = class_graph_edges(graph)
-    if chain == math.inf:
-        assert exact.status is Status.INFEASIBLE and exact.device is None
-        assert linear.status is Status.NO_SOLUTION and linear.device is None
+    optima = brute_force_optima(graph, cluster, "throughput", overlap=overlap)
+    chain, contiguous = optima.units, optima.chain
+    exact = solve(graph, cluster, method="dp", overlap=overlap)
+    linear = solve(graph, cluster, method="dpl", overlap=overlap)
+    if chain is None:
+        assert exact.status is Status.INFEASIBLE and exact.device is None and exact.info["reason"]
+        # solve's own check (some node fits on no device) says infeasible; else DPL found nothing
+        assert linear.status in (Status.INFEASIBLE, Status.NO_SOLUTION) and linear.device is None
         return
     assert exact.status is Status.OPTIMAL
     assert exact.objective == pytest.approx(chain, rel=1e-9, abs=1e-9)
     assert exact.bound == exact.objective and exact.gap == 0.0
-    assert exact.objective >= contiguous - 1e-9
+    assert contiguous is None or exact.objective >= contiguous - 1e-9
     # DPL searches one linear order only, so it may find nothing even when a chain split fits.
     assert linear.status in (Status.FEASIBLE, Status.NO_SOLUTION) and linear.bound is None
     for placement in (exact, linear):
         if placement.device is None:
             continue
-        assert is_chain_split(graph, placement.device, edges)
+        assert is_unit_chain(graph, placement.device)
         assert check_feasibility(graph, cluster, placement.device, contiguous=True) == []
         assert placement.info["backward_contiguous"]
         assert placement.objective >= exact.objective - 1e-9
@@ -216,10 +165,10 @@ def test_time_limit_stops_the_dp_and_keeps_a_feasible_warm_start() -> None:
     start = time.monotonic()
     stopped = solve(graph, HARD, method="dp", time_limit=0.2)
     assert time.monotonic() - start < 3.0
-    assert stopped.status is Status.NO_SOLUTION and stopped.limit == "time" and stopped.device is None
+    assert stopped.status is Status.NO_SOLUTION and stopped.limit is Limit.TIME and stopped.device is None
     warm = solve(graph, HARD, method="greedy").device
     kept = solve(graph, HARD, method="dp", time_limit=0.2, warm_start=warm)
-    assert kept.status is Status.FEASIBLE and kept.limit == "time"
+    assert kept.status is Status.FEASIBLE and kept.limit is Limit.TIME
     assert np.array_equal(kept.device, warm)
 
 
@@ -232,7 +181,7 @@ def test_ctrl_c_stops_the_dp() -> None:
         elapsed = time.monotonic() - start
     finally:
         timer.cancel()
-    assert stopped.status is Status.NO_SOLUTION and stopped.limit == "interrupt"
+    assert stopped.status is Status.NO_SOLUTION and stopped.limit is Limit.INTERRUPT
     assert elapsed < 3.0
 
 
@@ -244,14 +193,14 @@ def test_too_many_ideals_is_raised_before_solving() -> None:
         solve(graph, HARD, method="dp", memory_budget=10_000)
     assert error.value.count > error.value.limit >= 0
     with pytest.raises(TooManyIdealsError, match="'memory_budget'") as error:
-        solve(graph, HARD, method="dpl", memory_budget=100)
+        solve(parallel_chains(branches=4, length=12), HARD, method="dpl", memory_budget=2**12)
     assert "method='dpl'" not in str(error.value)
     # Enough budget for the ideals' tables but not for the lattice's edges as well.
     from exactplace import _native
 
-    units = dp_module.contract(graph).num_units
-    budget = _native.memory_estimate(units, HARD.accelerators, HARD.cpus, ideals, 0)
-    assert dp_module.ideal_capacity(dp_module.contract(graph), HARD, budget) == ideals
+    contraction = contract(graph)
+    budget = _native.memory_estimate(contraction.num_units, HARD.accelerators, HARD.cpus, ideals, 0)
+    assert dp_module.ideal_capacity(contraction, HARD, budget) == ideals
     with pytest.raises(TooManyIdealsError, match=f"{ideals} ideals") as error:
         solve(graph, HARD, method="dp", memory_budget=budget)
     assert error.value.count == ideals and error.value.limit < ideals
@@ -272,6 +221,8 @@ def test_no_chain_split_fits_is_infeasible_for_dp_only() -> None:
         ({"threads": 0}, Cluster(2, cpus=1), "'threads' parameter"),
         ({"threads": 1.5}, Cluster(2, cpus=1), "'threads' parameter"),
         ({"memory_budget": -1}, Cluster(2, cpus=1), "'memory_budget' parameter"),
+        ({"memory_budget": math.inf}, Cluster(2, cpus=1), "'memory_budget' parameter"),
+        ({"memory_budget": 1}, Cluster(2, cpus=1), "'memory_budget' parameter"),
         ({}, Cluster(2, memory=[4.0, 5.0], cpus=1), "homogeneous cluster"),
         ({}, Cluster(2, speed=[1.0, 2.0], cpus=1), "homogeneous cluster"),
     ],
@@ -289,14 +240,52 @@ def test_auto_prefers_dp_then_dpl_then_greedy(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(dp_module, "AUTO_MAX_IDEALS", 5)
     assert solve(graph, HARD).method == "dpl"
     assert solve(graph, Cluster(2, memory=[1e9, 2e9], cpus=1)).method == "greedy"
-    assert solve(graph, HARD, gpipe=True).method == "greedy"
+    gpipe = solve(graph, HARD, gpipe=True)
+    assert gpipe.method == "greedy"
+    for name in ("dp", "dpl"):  # auto says why it passed over the DP
+        assert "'gpipe' parameter of solve must be False" in gpipe.info["passed_over"][name]
 
 
-def test_suitable_is_false_for_bad_options() -> None:
+def test_auto_validates_option_values_before_choosing() -> None:
+    """A wrong value is an error about that value, not a fall-through to a method without the option."""
     graph = parallel_chains(branches=2, length=3)
-    problem = Problem(graph, HARD, "throughput", options={"threads": "many"})
-    for name in ("dp", "dpl"):
-        assert not registered_methods()[name].suitable(problem)
+    with pytest.raises(ParameterError, match=r"^The 'threads' parameter of solve must be an integer in \[1, 1024\]"):
+        solve(graph, HARD, threads=0)
+    with pytest.raises(ParameterError, match=r"'threads'.*Got 'many'"):
+        solve(graph, HARD, threads="many")
+    # a valid option that only the DPs take keeps auto on them
+    assert solve(graph, HARD, threads=1).method == "dp"
+
+
+def test_unsuited_and_check_explain_themselves() -> None:
+    graph = parallel_chains(branches=2, length=3)
+    methods = registered_methods()
+    assert methods["dp"].unsuited(Problem(graph, HARD, "throughput")) is None
+    with pytest.raises(ParameterError, match="homogeneous"):
+        methods["dp"].check(Problem(graph, Cluster(2, memory=[1.0, 2.0]), "throughput"))
+
+
+def test_preparation_is_shared_between_unsuited_and_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto's size check and the run contract the graph and count the ideals once."""
+    from exactplace.core import contraction as contraction_module
+
+    calls = {"contract": 0, "count": 0}
+    real_contract, real_count = contraction_module.contract, dp_module.count_unit_ideals
+
+    def counting_contract(*args: object, **kwargs: object) -> object:
+        calls["contract"] += 1
+        return real_contract(*args, **kwargs)
+
+    def counting_count(*args: object, **kwargs: object) -> object:
+        calls["count"] += 1
+        return real_count(*args, **kwargs)
+
+    import exactplace.methods.base as base
+
+    monkeypatch.setattr(base, "contract", counting_contract)
+    monkeypatch.setattr(dp_module, "count_unit_ideals", counting_count)
+    p = solve(parallel_chains(branches=2, length=3), HARD)
+    assert p.method == "dp" and calls == {"contract": 1, "count": 1}
 
 
 def test_threads_do_not_change_the_result() -> None:

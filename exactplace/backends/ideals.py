@@ -1,6 +1,6 @@
 """How many ideals the exact DP would enumerate: for ``method="auto"`` and ``exactplace info``.
 
-The count is taken on the DP's own graph (:mod:`exactplace.backends.contraction`), by the
+The count is taken on the DP's own graph (:mod:`exactplace.core.contraction`), by the
 native enumerator, and stops as soon as it passes ``limit``, so asking about a graph with
 astronomically many ideals is cheap. It needs the compiled extension ``exactplace._native``.
 """
@@ -9,28 +9,12 @@ from __future__ import annotations
 
 import math
 
-from exactplace.backends.contraction import Contraction, contract
 from exactplace.core.cluster import Cluster
+from exactplace.core.contraction import Contraction, contract
 from exactplace.core.errors import check_param
 from exactplace.core.graph import Graph
 
-__all__ = ["count_ideals", "count_unit_ideals", "memory_cap"]
-
-
-def memory_cap(cluster: Cluster | None) -> float:
-    """The accelerator memory the DP may fill: the smallest ``Cluster.memory_limit``, ``inf`` without accelerators.
-
-    ``memory_limit`` adds the rounding slack every memory check in exactplace shares, so the DP
-    and ``check_feasibility`` agree on what fits.
-
-    >>> memory_cap(Cluster(2, memory=[8.0, 6.0])) == float(Cluster(1, memory=6.0).memory_limit[0])
-    True
-    >>> memory_cap(Cluster(0, cpus=1)), memory_cap(None)
-    (inf, inf)
-    """
-    if cluster is None or cluster.accelerators == 0:
-        return math.inf
-    return float(cluster.memory_limit.min())
+__all__ = ["count_ideals", "count_unit_ideals"]
 
 
 def count_unit_ideals(contraction: Contraction, limit: int | None = None) -> tuple[int, int] | None:
@@ -90,5 +74,5 @@ def count_ideals(graph: Graph, limit: int | None = None, cluster: Cluster | None
         limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0),
         "limit", "count_ideals", "a non-negative integer or None", limit,
     )
-    counted = count_unit_ideals(contract(graph, memory_cap(cluster)), limit)
+    counted = count_unit_ideals(contract(graph, math.inf if cluster is None else cluster.memory_cap), limit)
     return None if counted is None else counted[0]

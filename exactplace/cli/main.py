@@ -19,6 +19,7 @@ from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError
 from exactplace.core.graph import Graph
 from exactplace.core.io import Workload, read_placement, read_workload
+from exactplace.core.objectives import OBJECTIVES
 from exactplace.data import shipped_workloads, workload_path
 
 EXIT_INPUT_ERROR = 2
@@ -40,7 +41,8 @@ def _command_solve(args: argparse.Namespace) -> int:
     options = {"overlap": True} if args.overlap else {}
     with elapsed(f"solving {workload.name} ({args.objective}, method {args.method})"):
         placement = solve(
-            workload, objective=args.objective, method=args.method, time_limit=args.time_limit, gap=args.gap, **options
+            workload, objective=args.objective, method=args.method, time_limit=args.time_limit,
+            rel_gap=args.rel_gap, **options,
         )
     print(f"workload {workload.name}: {workload.graph.n} nodes, {workload.graph.m} edges, "
           f"{workload.cluster.accelerators} accelerators, {workload.cluster.cpus} CPUs")
@@ -106,10 +108,15 @@ def _ideals_text(graph: Graph, cluster: Cluster, limit: int) -> str:
 def _command_methods(args: argparse.Namespace) -> int:
     from exactplace.methods import registered_methods
 
-    for name, cls in sorted(registered_methods().items()):
-        state = "available" if cls.available() else f"needs {', '.join(cls.requires)}"
-        kind = "exact" if cls.exact else "heuristic"
-        print(f"{name:12s} {kind:9s} {'/'.join(cls.objectives):20s} {state}: {cls.description}")
+    for name, cls in registered_methods().items():
+        state = "available" if cls.available() else f"not installed (needs {', '.join(cls.missing())})"
+        kind = f"exact over {cls.space} splits" if cls.exact else "heuristic"
+        promised = [k.replace("_", " ") for k, v in vars(cls.guarantee).items() if v]
+        print(f"{name}: {cls.description}")
+        print(f"    objectives: {', '.join(cls.objectives)}; {kind}; {state}")
+        print(f"    guarantees: {', '.join(promised) or 'memory, support and colocation only'}")
+        for option in cls.options.values():
+            print(f"    option {option}")
     return 0
 
 
@@ -132,10 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     solve = commands.add_parser("solve", help="place a workload and print the placement summary")
     solve.add_argument("workload", help=workload_help)
-    solve.add_argument("--objective", choices=("throughput", "latency"), default="throughput")
+    solve.add_argument("--objective", choices=OBJECTIVES, default="throughput")
     solve.add_argument("--method", default="auto", help="a method from `exactplace methods` (default: auto)")
     solve.add_argument("--time-limit", type=_positive, default=None, metavar="S", help="seconds")
-    solve.add_argument("--gap", type=float, default=0.01, help="relative gap for MIP methods (default 0.01)")
+    solve.add_argument("--rel-gap", "--gap", dest="rel_gap", type=float, default=0.01,
+                       help="relative gap at which methods with a bound may stop (default 0.01)")
     solve.add_argument("--overlap", action="store_true", help="communication overlaps compute (max, not sum)")
     solve.add_argument("--out", metavar="PLAN.json", help="write the plan JSON here")
     solve.set_defaults(run=_command_solve)
@@ -143,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("evaluate", help="score a split (reference split format or exactplace plan)")
     evaluate.add_argument("workload", help=workload_help)
     evaluate.add_argument("split", help="split JSON file")
-    evaluate.add_argument("--objective", choices=("throughput", "latency"), default="throughput")
+    evaluate.add_argument("--objective", choices=OBJECTIVES, default="throughput")
     evaluate.add_argument("--overlap", action="store_true", help="communication overlaps compute (throughput)")
     evaluate.add_argument("--json", action="store_true", help="end with one JSON line holding `objective`")
     evaluate.set_defaults(run=_command_evaluate)

@@ -92,6 +92,20 @@ class Cluster:
         """Per-accelerator memory with the shared rounding slack: a device fits when its sum is at most this."""
         return self.memory * (1 + MEMORY_RTOL) + MEMORY_ATOL
 
+    @property
+    def memory_cap(self) -> float:
+        """The memory every accelerator offers: the smallest ``memory_limit``; ``inf`` without accelerators.
+
+        Methods that treat the accelerators as identical fill each up to this, so they and
+        ``check_feasibility`` agree on what fits.
+
+        >>> Cluster(2, memory=[8.0, 6.0]).memory_cap == float(Cluster(1, memory=6.0).memory_limit[0])
+        True
+        >>> Cluster(0, cpus=1).memory_cap
+        inf
+        """
+        return float(self.memory_limit.min()) if self.accelerators else math.inf
+
     def is_accelerator(self, device: int) -> bool:
         """True for device numbers 0..k-1."""
         return 0 <= device < self.accelerators

@@ -2,9 +2,14 @@
 
 Modelled on OR-Tools MathOpt's result: the status says whether a solution exists
 and whether it is proven optimal; ``limit`` says which limit stopped the method (a
-placement *feasible at a time limit* has ``status=FEASIBLE, limit="time"``; *no
-solution found* has ``status=NO_SOLUTION`` and no devices). The objective is always
-recomputed by the independent evaluators, never copied from a solver.
+placement *feasible at a time limit* has ``status=FEASIBLE, limit=Limit.TIME``; *no
+solution found* has ``status=NO_SOLUTION`` and no devices). The primal value
+(``objective``) and the dual bound (``bound``) are separate fields, and ``space`` says
+which set of placements the bound covers. The objective is always recomputed by the
+independent evaluators, never copied from a solver.
+
+Infeasibility is reported one way, by a returned result: ``status=INFEASIBLE`` with the
+reason in ``info["reason"]``; no method and no check in ``solve`` raises for it.
 """
 
 from __future__ import annotations
@@ -14,15 +19,17 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
 
-__all__ = ["PLAN_FORMAT_VERSION", "Placement", "Status"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["PLAN_FORMAT_VERSION", "Limit", "Placement", "Space", "Status", "TracePoint"]
 
 PLAN_FORMAT_VERSION = 1
 
@@ -43,8 +50,53 @@ class Status(str, Enum):
         return self.value
 
 
-LIMITS = (None, "time", "interrupt", "gap", "node")
-_LIMIT_WORDS = {"time": "the time limit", "interrupt": "Ctrl-C", "gap": "the gap limit", "node": "the node limit"}
+class Limit(str, Enum):
+    """Which limit stopped a method before it finished (MathOpt's ``Limit``); None when none did."""
+
+    TIME = "time"
+    """The time limit (``time_limit``) ran out."""
+    INTERRUPT = "interrupt"
+    """Ctrl-C (KeyboardInterrupt / SIGINT)."""
+    MEMORY = "memory"
+    """The solver ran out of its memory allowance."""
+    ITERATION = "iteration"
+    """An iteration or node limit of the solver."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def words(self) -> str:
+        """How a summary line names the limit: ``"the time limit"``, ``"Ctrl-C"``, ..."""
+        return {"time": "the time limit", "interrupt": "Ctrl-C"}.get(self.value, f"the {self.value} limit")
+
+
+class Space(str, Enum):
+    """The set of placements a method searches, and so the set its ``bound`` covers.
+
+    A gap is only meaningful against the space of its bound: a DP gap (over chain splits)
+    must not be compared with a non-contiguous MIP gap (over all splits).
+    """
+
+    CHAIN = "chain"
+    """Chain splits: devices receive the differences of a chain of ideals of the contracted
+    forward graph (paper §5.1.1); each unit brings its backward partners."""
+    CONTIGUOUS = "contiguous"
+    """Contiguous splits (Definition 3.1) with forward parts orderable as a chain."""
+    ANY = "any"
+    """Every placement satisfying memory, support and colocation."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class TracePoint:
+    """One point of a solve's progress: seconds since the start, incumbent value and dual bound."""
+
+    seconds: float
+    incumbent: float | None
+    bound: float | None
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,10 +114,14 @@ class Placement:
     objective : float or None
         The evaluator's value of ``device`` (lower is better).
     bound : float or None
-        A proven lower bound on the optimum of the method's model, where the method proves one.
+        The dual bound: a proven lower bound on the optimum over ``space``, where the method proves one.
     status : Status
-    limit : str or None
-        Which limit stopped the method: ``"time"``, ``"interrupt"``, ``"gap"`` or None.
+    limit : Limit or None
+        Which limit stopped the method (``Limit.TIME``, ``Limit.INTERRUPT``, ...), None if none did.
+    space : Space or None
+        The placements the method searched, which its ``bound`` covers (None for heuristics).
+    trace : tuple of TracePoint
+        Progress of the solve (incumbent non-increasing, bound non-decreasing), where recorded.
     method, solver : str
         The registered method and the solver behind it.
     wall_seconds : float
@@ -83,16 +139,20 @@ class Placement:
     method: str
     solver: str = ""
     bound: float | None = None
-    limit: str | None = None
+    limit: Limit | None = None
+    space: Space | None = None
     wall_seconds: float = 0.0
+    trace: tuple[TracePoint, ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
     info: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.device is not None:
             self.device.setflags(write=False)
-        if self.limit not in LIMITS:
-            raise ValueError(f"limit must be one of {LIMITS}, got {self.limit!r}")
+        if self.limit is not None:
+            object.__setattr__(self, "limit", Limit(self.limit))
+        if self.space is not None:
+            object.__setattr__(self, "space", Space(self.space))
         if (self.device is None) != (self.status in (Status.INFEASIBLE, Status.NO_SOLUTION)):
             raise ValueError(f"status {self.status} does not match device={'None' if self.device is None else 'array'}")
 
@@ -128,6 +188,8 @@ class Placement:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per node: id, name, device, backward, times and memory."""
+        import pandas as pd  # here, not at module level: ``import exactplace`` stays light
+
         g = self.graph
         names = self.cluster.device_names()
         return pd.DataFrame(
@@ -162,13 +224,15 @@ class Placement:
             "bound": number(self.bound),
             "gap": number(self.gap),
             "status": self.status.value,
-            "limit": self.limit,
+            "limit": None if self.limit is None else self.limit.value,
+            "space": None if self.space is None else self.space.value,
             "method": self.method,
             "solver": self.solver,
             "wall_seconds": self.wall_seconds,
             "timings": dict(self.timings),
             "cluster": self.cluster.to_dict(),
             "info": _jsonable(self.info),
+            "trace": [[p.seconds, p.incumbent, p.bound] for p in self.trace],
             "placement": placement,
         }
 
@@ -179,11 +243,12 @@ class Placement:
     def summary(self) -> str:
         """A few human-readable lines: status, objective, bound, gap and per-device contents."""
         lines = [f"method {self.method} ({self.solver or 'builtin'}): {self.status}"
-                 + (f", stopped by {_LIMIT_WORDS[self.limit]}" if self.limit else "")]
+                 + (f", stopped by {self.limit.words}" if self.limit else "")]
         if self.objective is not None:
             lines.append(f"{self.objective_name}: {self.objective:.6g}")
         if self.bound is not None:
-            lines.append(f"lower bound: {self.bound:.6g}  gap: {100 * (self.gap or 0):.3g}%")
+            over = f" (over {self.space} splits)" if self.space is not None else ""
+            lines.append(f"lower bound: {self.bound:.6g}{over}  gap: {100 * (self.gap or 0):.3g}%")
         lines.append(f"wall time: {self.wall_seconds:.3f} s")
         for name, ids in self.devices_used().items():
             lines.append(f"  {name}: {len(ids)} nodes")

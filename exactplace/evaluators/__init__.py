@@ -10,11 +10,13 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import check_param
 from exactplace.core.graph import Graph
-from exactplace.evaluators.feasibility import Violation, check_feasibility, is_contiguous
+from exactplace.core.objectives import OBJECTIVES
+from exactplace.evaluators.feasibility import Guarantees, Violation, check_feasibility, check_fits, is_contiguous
 from exactplace.evaluators.max_load import DeviceLoads, device_loads, max_load
 
 __all__ = [
-    "DeviceLoads", "Violation", "check_feasibility", "device_loads", "evaluate", "is_contiguous", "max_load",
+    "DeviceLoads", "Guarantees", "Violation", "check_feasibility", "check_fits", "device_loads", "evaluate",
+    "is_contiguous", "max_load",
 ]
 
 
@@ -25,7 +27,7 @@ def evaluate(
 
     ``options`` are passed to the objective's evaluator (``overlap``, ``gpipe`` for throughput).
     """
-    check_param(objective in ("throughput", "latency"), "objective", "evaluate", "'throughput' or 'latency'", objective)
+    check_param(objective in OBJECTIVES, "objective", "evaluate", f"one of {list(OBJECTIVES)}", objective)
     if objective == "throughput":
         return max_load(graph, cluster, device, **options)
     from exactplace.evaluators.latency import latency

@@ -23,9 +23,31 @@ import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
-from exactplace.evaluators.placement_array import as_device_array
+from exactplace.core.placement_array import as_device_array
 
-__all__ = ["Violation", "check_feasibility", "contiguity_violations", "device_order_cycle", "is_contiguous"]
+__all__ = [
+    "Guarantees", "Violation", "check_feasibility", "check_fits", "contiguity_violations", "device_order_cycle",
+    "is_contiguous",
+]
+
+
+@dataclass(frozen=True)
+class Guarantees:
+    """Structure a method promises beyond memory, support and colocation; the referee checks exactly this.
+
+    ``forward_contiguous`` / ``backward_contiguous``: each device's forward / backward part is
+    contiguous (Definition 3.1); ``chain_order``: the devices' forward parts can be ordered
+    as a chain of ideals. All three together are a contiguous split.
+    """
+
+    forward_contiguous: bool = False
+    backward_contiguous: bool = False
+    chain_order: bool = False
+
+    @classmethod
+    def contiguous_split(cls) -> Guarantees:
+        """Every part contiguous and the forward parts chained."""
+        return cls(True, True, True)
 
 
 @dataclass(frozen=True)
@@ -111,7 +133,12 @@ def is_contiguous(graph: Graph, nodes: Sequence[int] | np.ndarray) -> bool:
 
 
 def check_feasibility(
-    graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray, *, contiguous: bool = True
+    graph: Graph,
+    cluster: Cluster,
+    device: Sequence[int] | np.ndarray,
+    *,
+    contiguous: bool = True,
+    guarantees: Guarantees | None = None,
 ) -> list[Violation]:
     """Every constraint the placement breaks (empty list: feasible).
 
@@ -123,6 +150,8 @@ def check_feasibility(
     contiguous : bool, default True
         Also require a contiguous split: each device's forward and backward parts contiguous,
         and the devices' forward parts orderable as a chain of ideals (no cycle among devices).
+    guarantees : Guarantees, optional
+        Check exactly these structural properties instead (overrides ``contiguous``).
 
     Returns
     -------
@@ -158,15 +187,20 @@ def check_feasibility(
                 f"{graph.describe(i)} is on {names[d]} but {graph.describe(other)} "
                 f"of the same color class is on {names[dev[other]]}",
             ))
-    if contiguous:
+    if guarantees is None:
+        guarantees = Guarantees.contiguous_split() if contiguous else Guarantees()
+    if guarantees.forward_contiguous or guarantees.backward_contiguous:
         label = dev * 2 + graph.backward.astype(np.int64)
         for lab, v in contiguity_violations(graph, label):
             part = "backward" if lab % 2 else "forward"
+            if not (guarantees.backward_contiguous if lab % 2 else guarantees.forward_contiguous):
+                continue
             violations.append(Violation(
                 "contiguity",
                 f"the {part} part of {names[lab // 2]} is not contiguous: "
                 f"a path leaves it through {graph.describe(v)} and comes back",
             ))
+    if guarantees.chain_order:
         cycle = device_order_cycle(graph, dev, np.flatnonzero(~graph.backward))
         if cycle:
             shown = " -> ".join(names[d] for d in [*cycle, cycle[0]])
@@ -174,3 +208,32 @@ def check_feasibility(
                 "order", f"the devices' forward parts wait on each other in a cycle ({shown}): no chain of ideals"
             ))
     return violations
+
+
+def check_fits(graph: Graph, cluster: Cluster) -> str | None:
+    """Why no placement can exist (some node or colocation class fits on no device), or None.
+
+    A class can go on a CPU core when the cluster has one (CPUs have no memory cap);
+    otherwise every node must be supported on accelerators and the class must fit in
+    the largest accelerator memory.
+
+    >>> from exactplace.core.graph import Graph, Node
+    >>> check_fits(Graph([Node(0, 1.0, None)], []), Cluster(1, cpus=0))
+    'Node 0 cannot run on an accelerator and the cluster has no CPU.'
+    """
+    if cluster.cpus > 0:
+        return None
+    unsupported = np.flatnonzero(~graph.supported)
+    if unsupported.size:
+        node = graph.describe(int(unsupported[0])).capitalize()
+        return f"{node} cannot run on an accelerator and the cluster has no CPU."
+    class_memory = np.bincount(graph.color, weights=graph.memory)
+    too_big = np.flatnonzero(class_memory > cluster.memory_limit.max())
+    if too_big.size:
+        c = int(too_big[0])
+        members = np.flatnonzero(graph.color == c)
+        what = (graph.describe(int(members[0])) if members.size == 1
+                else f"the color class of {graph.describe(int(members[0]))} ({members.size} nodes)")
+        return (f"{what[0].upper()}{what[1:]} needs {class_memory[c]:.6g} bytes, more than the largest accelerator "
+                f"({cluster.max_memory:.6g} bytes), and the cluster has no CPU.")
+    return None

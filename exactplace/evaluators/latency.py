@@ -24,7 +24,7 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import PlacementError
 from exactplace.core.graph import Graph
-from exactplace.evaluators.placement_array import as_device_array
+from exactplace.core.placement_array import as_device_array
 
 __all__ = ["LatencySchedule", "contiguous_pieces", "latency", "latency_schedule"]
 

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
-from exactplace.evaluators.placement_array import as_device_array
+from exactplace.core.placement_array import as_device_array
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["DeviceLoads", "device_loads", "max_load"]
 
@@ -43,6 +46,8 @@ class DeviceLoads:
 
     def to_frame(self, cluster: Cluster) -> pd.DataFrame:
         """One row per device: compute, communication, load, memory."""
+        import pandas as pd  # here, not at module level: ``import exactplace`` stays light
+
         return pd.DataFrame(
             {
                 "device": cluster.device_names(),

@@ -1,3 +1,1 @@
-"""Heuristic placers, used as baselines and warm starts; each registered with :func:`exactplace.solve`."""
-
-from exactplace.heuristics import greedy as greedy
+"""Heuristic placers, used as baselines and warm starts; the catalog (:mod:`exactplace.methods.catalog`) lists them."""

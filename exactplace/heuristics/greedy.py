@@ -1,17 +1,18 @@
 """The paper's greedy baseline (Appendix F): fill accelerators in topological order.
 
-1. Blocks: contract every colocation class, then the strongly connected components
-   that contraction creates (a block can only move as a whole).
-2. Fix a topological order of the blocks.
+1. Blocks: the units of the Appendix B contraction (:mod:`exactplace.core.contraction`):
+   colocation classes with their backward partners, fused along cycles (a block can only
+   move as a whole), the same units every method places.
+2. Fix a topological order of the blocks: lexicographic by unit number (units are numbered
+   by their first node position), so it is deterministic.
 3. Fill accelerator 0 with as many consecutive blocks as fit in its memory, then
    accelerator 1, and so on; a block that fits on no accelerator (too large, or holding
    a node unsupported on accelerators) and every block after the last accelerator is
    full goes to the CPU.
 
-Consecutive runs of a topological order are contiguous, so inference placements are
-contiguous. For training graphs the blocks are built from forward edges (backward
-nodes ride with their color class), as the paper's DP does; their backward parts are
-then not guaranteed contiguous.
+A block sent to the CPU between two blocks of one accelerator breaks that accelerator's
+run, so the placements are not guaranteed contiguous; the method promises only memory,
+support and colocation.
 """
 
 from __future__ import annotations
@@ -19,40 +20,39 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from exactplace.core.graph import Graph
+from exactplace.core.contraction import Contraction
 from exactplace.core.placement import Status
-from exactplace.methods.registry import Method, MethodResult, Problem, register
+from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["Greedy", "greedy_blocks"]
 
+#: Pure Python: ``Placement.solver`` names no external solver.
+SOLVER = "python"
 
-def greedy_blocks(graph: Graph) -> list[np.ndarray]:
-    """Inseparable blocks (colocation classes fused along cycles), in a topological order.
 
-    Each block is an array of node positions. The order is lexicographic by the smallest
-    node position of each block, among the valid ones, so it is deterministic.
+def greedy_blocks(contraction: Contraction) -> list[np.ndarray]:
+    """The contraction's units as arrays of node positions, in the greedy's topological order.
+
+    >>> from exactplace.core.contraction import contract
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(i, 1.0, 1.0) for i in range(3)], [(2, 0), (0, 1)])
+    >>> [b.tolist() for b in greedy_blocks(contract(g))]
+    [[2], [0], [1]]
     """
-    # Training: only forward->forward edges constrain the order (backward nodes follow their class).
-    keep = ~graph.backward[graph.src] if graph.is_training else np.ones(graph.m, dtype=bool)
-    classes = nx.DiGraph()
-    classes.add_nodes_from(np.unique(graph.color).tolist())
-    classes.add_edges_from(zip(graph.color[graph.src[keep]].tolist(), graph.color[graph.dst[keep]].tolist()))
-    condensed = nx.condensation(classes)
-    members = condensed.graph["mapping"]  # class -> component
-    component = np.array([members[c] for c in graph.color.tolist()])
-    first = {c: int(np.flatnonzero(component == c)[0]) for c in condensed.nodes}
-    order = list(nx.lexicographical_topological_sort(condensed, key=first.__getitem__))
-    return [np.flatnonzero(component == c) for c in order]
+    units = nx.DiGraph()
+    units.add_nodes_from(range(contraction.num_units))
+    units.add_edges_from(zip(contraction.src.tolist(), contraction.dst.tolist()))
+    members = np.argsort(contraction.unit, kind="stable")
+    bounds = np.searchsorted(contraction.unit[members], np.arange(contraction.num_units + 1))
+    return [members[bounds[u]:bounds[u + 1]] for u in nx.lexicographical_topological_sort(units)]
 
 
-@register
 class Greedy(Method):
     """Greedy contiguous fill in topological order (paper Appendix F)."""
 
     name = "greedy"
     objectives = ("throughput", "latency")
     exact = False
-    contiguous = False  # contiguous for inference graphs; see the module docstring for training
     description = "fill accelerators with consecutive blocks of a topological order; the rest on CPU"
 
     def run(self, problem: Problem) -> MethodResult:
@@ -60,7 +60,7 @@ class Greedy(Method):
         device = np.empty(graph.n, dtype=np.int64)
         cpu = cluster.accelerators if cluster.cpus else None
         current, used = 0, 0.0
-        for block in greedy_blocks(graph):
+        for block in greedy_blocks(problem.contraction):
             size = float(graph.memory[block].sum())
             fits_somewhere = bool(graph.supported[block].all()) and size <= cluster.memory_limit.max(initial=0.0)
             while fits_somewhere and current < cluster.accelerators and used + size > cluster.memory_limit[current]:
@@ -72,5 +72,5 @@ class Greedy(Method):
                 device[block] = cpu
             else:
                 reason = {"reason": "accelerators full, no CPU"}
-                return MethodResult(None, Status.NO_SOLUTION, solver="greedy", info=reason)
-        return MethodResult(device, Status.FEASIBLE, solver="greedy")
+                return MethodResult(None, Status.NO_SOLUTION, solver=SOLVER, info=reason)
+        return MethodResult(device, Status.FEASIBLE, solver=SOLVER)

@@ -1,6 +1,7 @@
-"""Method registry and the :func:`solve` front door."""
+"""The method layer: the :class:`Method` base, the catalog and registry, and the :func:`solve` front door."""
 
+from exactplace.methods.base import Method, MethodResult, Problem
 from exactplace.methods.front_door import solve
-from exactplace.methods.registry import Method, MethodResult, Problem, available_methods, register, registered_methods
+from exactplace.methods.registry import available_methods, register, registered_methods
 
 __all__ = ["Method", "MethodResult", "Problem", "available_methods", "register", "registered_methods", "solve"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +13,6 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import (
     ExactplaceError,
-    InfeasibleError,
     ParameterError,
     PlacementError,
     SolverUnavailableError,
@@ -20,48 +20,20 @@ from exactplace.core.errors import (
 )
 from exactplace.core.graph import Graph
 from exactplace.core.io import Workload
-from exactplace.core.placement import Placement, Status
+from exactplace.core.objectives import OBJECTIVES, SCORING_OPTIONS
+from exactplace.core.params import Real, validate_options
+from exactplace.core.placement import Limit, Placement, Status
+from exactplace.core.placement_array import as_device_array
 from exactplace.evaluators import check_feasibility, evaluate
-from exactplace.evaluators.placement_array import as_device_array
-from exactplace.methods.registry import OBJECTIVES, Method, MethodResult, Problem, get_method, registered_methods
+from exactplace.evaluators.feasibility import check_fits
+from exactplace.methods.base import OBJECTIVE_OPTIONS, Method, MethodResult, Problem
+from exactplace.methods.catalog import AUTO_ORDER
+from exactplace.methods.registry import get_method, registered_methods
 
-__all__ = ["AUTO_ORDER", "EVALUATOR_OPTIONS", "check_fits", "solve"]
+__all__ = ["solve"]
 
-#: Options that change the objective itself; every method sees them and the evaluator scores with them.
-EVALUATOR_OPTIONS: dict[str, tuple[str, ...]] = {"throughput": ("overlap", "gpipe"), "latency": ()}
-
-#: ``method="auto"`` tries these in order and takes the first that is available and suited to the instance.
-AUTO_ORDER: dict[str, tuple[str, ...]] = {"throughput": ("dp", "dpl", "greedy"), "latency": ("greedy",)}
-
-
-def check_fits(graph: Graph, cluster: Cluster) -> None:
-    """Raise :class:`InfeasibleError` if some node or colocation class fits on no device.
-
-    A class can go on a CPU core when the cluster has one (CPUs have no memory cap);
-    otherwise every node must be supported on accelerators and the class must fit in
-    the largest accelerator memory.
-    """
-    if cluster.cpus > 0:
-        return
-    if cluster.accelerators == 0:
-        raise InfeasibleError("The cluster has no device.")
-    unsupported = np.flatnonzero(~graph.supported)
-    if unsupported.size:
-        raise InfeasibleError(
-            f"{graph.describe(int(unsupported[0])).capitalize()} cannot run on an accelerator "
-            "and the cluster has no CPU."
-        )
-    class_memory = np.bincount(graph.color, weights=graph.memory)
-    too_big = np.flatnonzero(class_memory > cluster.memory_limit.max())
-    if too_big.size:
-        c = int(too_big[0])
-        members = np.flatnonzero(graph.color == c)
-        what = (graph.describe(int(members[0])) if members.size == 1
-                else f"the color class of {graph.describe(int(members[0]))} ({members.size} nodes)")
-        raise InfeasibleError(
-            f"{what[0].upper()}{what[1:]} needs {class_memory[c]:.6g} bytes, more than the largest accelerator "
-            f"({cluster.max_memory:.6g} bytes), and the cluster has no CPU."
-        )
+_TIME_LIMIT = Real(low=0, low_closed=False, finite=False)
+_REL_GAP = Real(low=0, high=1, high_closed=False)
 
 
 def _warm_start_array(graph: Graph, cluster: Cluster, warm_start: Any) -> np.ndarray | None:
@@ -101,13 +73,56 @@ def _warm_start_devices(graph: Graph, cluster: Cluster, warm_start: Any) -> np.n
     return as_device_array(graph, cluster, warm_start)
 
 
-def _choose(problem: Problem) -> type[Method]:
+def _declarers(name: str) -> list[str]:
+    return [m for m, cls in registered_methods().items() if name in cls.options]
+
+
+def _check_options(objective: str, method: str, options: Mapping[str, Any]) -> None:
+    """Every option is known and its value valid, whichever method ends up running."""
+    objective_options = {k: OBJECTIVE_OPTIONS[k] for k in OBJECTIVE_OPTIONS if k in SCORING_OPTIONS[objective]}
     methods = registered_methods()
+    for key, value in options.items():
+        if key in objective_options:
+            validate_options({key: value}, objective_options, "solve")
+            continue
+        declarers = _declarers(key)
+        if not declarers:
+            known = sorted({*objective_options, *(o for cls in methods.values() for o in cls.options)})
+            raise ParameterError(
+                f"solve has no option {key!r} for objective {objective!r}; the options are {known}."
+            )
+        if method != "auto" and key not in methods[method].options:
+            raise ParameterError(
+                f"Method {method!r} takes no option {key!r}; the methods that take it: {', '.join(declarers)}."
+            )
+        validate_options({key: value}, methods[method if method != "auto" else declarers[0]].options, "solve")
+
+
+def _choose(problem: Problem) -> tuple[type[Method], dict[str, str]]:
+    """``method="auto"``: the first method of ``AUTO_ORDER`` that can run the problem, and why others were not."""
+    methods = registered_methods()
+    passed_over: dict[str, str] = {}
+    own = [k for k in problem.options if k not in OBJECTIVE_OPTIONS]
     for name in AUTO_ORDER[problem.objective]:
-        cls = methods.get(name)
-        if cls is not None and cls.available() and cls.suitable(problem):
-            return cls
-    raise SolverUnavailableError(f"No available method suits objective {problem.objective!r} on this instance.")
+        cls = methods[name]
+        reason = None
+        if not cls.available():
+            reason = f"not installed (needs {', '.join(cls.missing())})"
+        elif any(k not in cls.options for k in own):
+            reason = f"takes no option {next(k for k in own if k not in cls.options)!r}"
+        else:
+            try:
+                cls.check(problem)
+                reason = cls.unsuited(problem)
+            except ParameterError as error:
+                reason = str(error)
+        if reason is None:
+            return cls, passed_over
+        passed_over[name] = reason
+    reasons = "; ".join(f"{name}: {why}" for name, why in passed_over.items())
+    raise SolverUnavailableError(
+        f"No method can solve this {problem.objective!r} problem with method='auto' ({reasons})."
+    )
 
 
 def solve(
@@ -116,7 +131,7 @@ def solve(
     objective: str = "throughput",
     method: str = "auto",
     time_limit: float | None = None,
-    gap: float = 0.01,
+    rel_gap: float = 0.01,
     warm_start: Placement | np.ndarray | Mapping[int, Any] | None = None,
     **options: Any,
 ) -> Placement:
@@ -133,28 +148,31 @@ def solve(
         ``"latency"`` minimizes single-sample latency.
     method : str, default "auto"
         A registered method (``exactplace.available_methods()``). ``"auto"`` takes the
-        first available of ``AUTO_ORDER[objective]`` that suits the instance (for
-        throughput: the exact DP when the ideals fit in memory, else DPL, else greedy).
+        first of ``AUTO_ORDER[objective]`` that is installed, takes the given options and
+        suits the instance (for throughput: the exact DP when the ideals fit in memory,
+        else DPL, else greedy); ``info["passed_over"]`` says why earlier ones were not used.
     time_limit : float, optional
-        Seconds; the method returns its best placement when it runs out (``limit="time"``).
-    gap : float, default 0.01
-        Relative optimality gap at which MIP methods may stop.
+        Seconds; the method returns its best placement when it runs out (``limit=Limit.TIME``).
+    rel_gap : float, default 0.01
+        Relative optimality gap at which methods with a bound may stop (the achieved gap
+        is ``Placement.gap``). The old name ``gap=`` still works, with a DeprecationWarning.
     warm_start : Placement, device array or {node id: device}, optional
         A starting placement for methods that use one.
     **options
-        ``overlap`` / ``gpipe`` (throughput objective variants), plus method-specific options.
+        ``overlap`` / ``gpipe`` (throughput objective variants), plus method-specific
+        options (``exactplace methods`` lists them with their constraints).
 
     Returns
     -------
     Placement
         Its ``objective`` is recomputed by the evaluator, never taken from the method.
+        An instance without any feasible placement is returned with status
+        ``infeasible`` and the reason in ``info["reason"]``, never raised.
 
     Raises
     ------
     ParameterError
-        An invalid parameter (the message names it).
-    InfeasibleError
-        Some node or colocation class fits on no device.
+        An invalid parameter or option (the message names it).
     SolverUnavailableError
         The method needs a module that is not installed.
 
@@ -167,56 +185,66 @@ def solve(
     >>> p.status.value, p.objective > 0
     ('feasible', True)
     """
+    if "gap" in options:
+        warnings.warn("solve(gap=...) is deprecated; use rel_gap=...", DeprecationWarning, stacklevel=2)
+        rel_gap = options.pop("gap")
     if isinstance(graph, Workload):
         cluster = cluster if cluster is not None else graph.cluster
         graph = graph.graph
     check_param(isinstance(graph, Graph), "graph", "solve", "a Graph or a Workload", type(graph).__name__)
     check_param(isinstance(cluster, Cluster), "cluster", "solve", "a Cluster (required with a bare Graph)", cluster)
-    check_param(objective in OBJECTIVES, "objective", "solve", f"one of {list(OBJECTIVES)}", objective)
+    check_param(isinstance(objective, str) and objective in OBJECTIVES, "objective", "solve",
+                f"one of {list(OBJECTIVES)}", objective)
     check_param(isinstance(method, str), "method", "solve", "a method name", method)
-    check_param(
-        time_limit is None or (isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool)
-                               and time_limit > 0 and not math.isnan(time_limit)),
-        "time_limit", "solve", "a positive number or None", time_limit,
-    )
-    check_param(
-        isinstance(gap, (int, float)) and not isinstance(gap, bool) and 0 <= gap < 1,
-        "gap", "solve", "a number in [0, 1)", gap,
-    )
+    if method != "auto":
+        get_method(method, objective)
+    check_param(time_limit is None or _TIME_LIMIT.accepts(time_limit), "time_limit", "solve",
+                "a positive number or None", time_limit)
+    check_param(_REL_GAP.accepts(rel_gap), "rel_gap", "solve", "a number in [0, 1)", rel_gap)
+    _check_options(objective, method, options)
     start = time.monotonic()
-    deadline = None if time_limit is None or math.isinf(time_limit) else start + time_limit
+    deadline = None if time_limit is None or math.isinf(time_limit) else start + float(time_limit)
     # Every parameter is checked before the instance itself (check_fits), so a bad call is
     # reported as such even on a hopeless instance.
     warm = _warm_start_array(graph, cluster, warm_start)
-    problem = Problem(graph, cluster, objective, deadline, float(gap), warm, dict(options))
-    cls = _choose(problem) if method == "auto" else get_method(method, objective)
-    allowed = set(EVALUATOR_OPTIONS[objective]) | set(cls.option_names)
-    for key in options:
-        check_param(key in allowed, key, "solve", f"one of the options of method {cls.name!r}: {sorted(allowed)}", key)
-    for key in EVALUATOR_OPTIONS[objective]:
-        if key in options:
-            check_param(isinstance(options[key], (bool, np.bool_)), key, "solve", "True or False", options[key])
-    check_fits(graph, cluster)
-    if not cls.available():
-        raise SolverUnavailableError(f"Method {cls.name!r} needs {', '.join(cls.requires)}, which is not installed.")
+    problem = Problem(graph, cluster, objective, deadline, float(rel_gap), warm, dict(options))
+    passed_over: dict[str, str] = {}
+    if method == "auto":
+        cls, passed_over = _choose(problem)
+    else:
+        cls = get_method(method, objective)
+        if not cls.available():
+            raise SolverUnavailableError(
+                f"Method {cls.name!r} needs {', '.join(cls.missing())}, which is not installed."
+            )
+        cls.check(problem)
+    extra = {"passed_over": passed_over} if passed_over else {}
+    reason = check_fits(graph, cluster)
+    if reason is not None:
+        result = MethodResult(None, Status.INFEASIBLE, info={"reason": reason})
+        return _referee(problem, cls, result, time.monotonic() - start, extra)
 
     try:
         result = cls().run(problem)
     except KeyboardInterrupt:
         # Ctrl-C during a method that does not handle it itself: keep the warm start, if any.
-        result = MethodResult(warm, Status.FEASIBLE if warm is not None else Status.NO_SOLUTION, limit="interrupt")
+        status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
+        result = MethodResult(warm, status, limit=Limit.INTERRUPT)
     wall = time.monotonic() - start
-    return _referee(problem, cls, result, wall)
+    return _referee(problem, cls, result, wall, extra)
 
 
-def _referee(problem: Problem, cls: type[Method], result: MethodResult, wall: float) -> Placement:
+def _referee(
+    problem: Problem, cls: type[Method], result: MethodResult, wall: float, extra: Mapping[str, Any]
+) -> Placement:
     graph, cluster = problem.graph, problem.cluster
-    evaluator_options = {k: problem.options[k] for k in EVALUATOR_OPTIONS[problem.objective] if k in problem.options}
+    evaluator_options = {k: problem.options[k] for k in SCORING_OPTIONS[problem.objective]
+                         if k in problem.options}
     objective_value = None
     device = result.device
     if device is not None:
         device = as_device_array(graph, cluster, device).copy()
-        violations = check_feasibility(graph, cluster, device, contiguous=cls.contiguous)
+        violations = check_feasibility(graph, cluster, device, guarantees=cls.promises(problem))
         if violations:
             raise ExactplaceError(
                 f"Method {cls.name!r} returned an infeasible placement ({len(violations)} violations), "
@@ -231,6 +259,7 @@ def _referee(problem: Problem, cls: type[Method], result: MethodResult, wall: fl
     return Placement(
         graph=graph, cluster=cluster, device=device, objective_name=problem.objective,
         objective=objective_value, status=result.status, method=cls.name, solver=result.solver,
-        bound=result.bound, limit=result.limit, wall_seconds=wall, timings=result.timings,
-        info={**result.info, "options": dict(problem.options)},
+        bound=result.bound, limit=result.limit, space=result.space or cls.space, wall_seconds=wall,
+        trace=tuple(result.trace), timings=result.timings,
+        info={**result.info, **extra, "options": dict(problem.options)},
     )

@@ -1,96 +1,28 @@
 """The registry of placement methods behind :func:`exactplace.solve`.
 
-Each backend is one small class (cvxpy's adapter pattern): it declares its name, the
-objectives it handles, whether it is exact, and the modules it needs; availability is
-tested with :func:`importlib.util.find_spec`, so importing exactplace loads no solver.
-A backend registers itself with :func:`register`; ``solve`` never changes.
+Built-in methods come from the explicit catalog (:mod:`exactplace.methods.catalog`),
+loaded on first use; :func:`register` adds a user's own :class:`~exactplace.methods.base.Method`
+subclass. Availability is tested with :func:`importlib.util.find_spec`, so listing the
+methods loads no solver.
 """
 
 from __future__ import annotations
 
-import importlib.util
-from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+import importlib
 
-import numpy as np
-
-from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ParameterError
-from exactplace.core.graph import Graph
-from exactplace.core.placement import Status
+from exactplace.core.objectives import OBJECTIVES
+from exactplace.methods.base import Method
+from exactplace.methods.catalog import BUILTIN_METHODS
 
-__all__ = ["Method", "MethodResult", "Problem", "available_methods", "get_method", "register", "registered_methods"]
-
-OBJECTIVES = ("throughput", "latency")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """What a method is asked to solve; options are already validated by ``solve``.
-
-    ``deadline`` is a ``time.monotonic()`` instant (None: no time limit); methods stop
-    by then and return their best placement with ``limit="time"``.
-    """
-
-    graph: Graph
-    cluster: Cluster
-    objective: str
-    deadline: float | None = None
-    gap: float = 0.01
-    warm_start: np.ndarray | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class MethodResult:
-    """What a method returns; ``solve`` turns it into a :class:`Placement`.
-
-    The objective is deliberately absent: ``solve`` recomputes it with the evaluator.
-    """
-
-    device: np.ndarray | None
-    status: Status
-    bound: float | None = None
-    limit: str | None = None
-    solver: str = ""
-    timings: dict[str, float] = field(default_factory=dict)
-    info: dict[str, Any] = field(default_factory=dict)
-
-
-class Method(ABC):
-    """One placement method. Subclasses set the class attributes and implement :meth:`run`."""
-
-    name: ClassVar[str]
-    objectives: ClassVar[tuple[str, ...]]
-    exact: ClassVar[bool] = False
-    requires: ClassVar[tuple[str, ...]] = ()
-    description: ClassVar[str] = ""
-    option_names: ClassVar[tuple[str, ...]] = ()
-    contiguous: ClassVar[bool] = True
-    """Whether the method's placements are contiguous (Definition 3.1); ``solve`` checks it."""
-
-    @classmethod
-    def available(cls) -> bool:
-        """True when every module in ``requires`` can be imported (checked without importing)."""
-        return all(importlib.util.find_spec(module) is not None for module in cls.requires)
-
-    @classmethod
-    def suitable(cls, problem: Problem) -> bool:
-        """Whether ``method="auto"`` should pick this method for ``problem`` (e.g. few enough ideals)."""
-        return True
-
-    @abstractmethod
-    def run(self, problem: Problem) -> MethodResult:
-        """Solve ``problem``; honour ``problem.deadline`` and KeyboardInterrupt."""
-
+__all__ = ["available_methods", "get_method", "register", "registered_methods"]
 
 _REGISTRY: dict[str, type[Method]] = {}
 
 
 def register(cls: type[Method]) -> type[Method]:
-    """Class decorator adding a method to the registry under ``cls.name``."""
+    """Add a method to the registry under ``cls.name`` (usable as a class decorator)."""
+    registered_methods()  # built-ins first, so a user method cannot silently shadow one
     if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
         raise ValueError(f"A method named {cls.name!r} is already registered.")
     unknown = set(cls.objectives) - set(OBJECTIVES)
@@ -100,15 +32,12 @@ def register(cls: type[Method]) -> type[Method]:
     return cls
 
 
-def _load_builtin_methods() -> None:
-    # Importing the packages runs their @register decorators; solver modules stay unimported.
-    import exactplace.backends
-    import exactplace.heuristics  # noqa: F401
-
-
 def registered_methods() -> dict[str, type[Method]]:
-    """Every registered method, available or not."""
-    _load_builtin_methods()
+    """Every registered method, available or not: the catalog's, in preference order, then the user's."""
+    for name, target in BUILTIN_METHODS.items():
+        if name not in _REGISTRY:
+            module, _, attribute = target.partition(":")
+            _REGISTRY[name] = getattr(importlib.import_module(module), attribute)
     return dict(_REGISTRY)
 
 

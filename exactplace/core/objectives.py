@@ -1,0 +1,17 @@
+"""The objectives exactplace optimizes, and the options that change how each is scored.
+
+This is the one list every layer reads: the evaluators dispatch on it, ``solve`` and the
+CLI validate against it, and methods declare a subset of it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["OBJECTIVES", "SCORING_OPTIONS"]
+
+#: ``"throughput"``: max-load, the time per sample of pipelined execution (paper §3).
+#: ``"latency"``: the time of one sample under the §4 invocation semantics. Lower is better for both.
+OBJECTIVES: tuple[str, ...] = ("throughput", "latency")
+
+#: Options that change the objective itself; the evaluator scores every placement with them.
+#: ``overlap``: communication overlaps compute (Appendix C.1); ``gpipe``: max FW + max BW (training).
+SCORING_OPTIONS: dict[str, tuple[str, ...]] = {"throughput": ("overlap", "gpipe"), "latency": ()}

@@ -1,0 +1,175 @@
+"""What every placement method is built on: the :class:`Problem` it is given, the
+:class:`MethodResult` it returns, and the :class:`Method` base class declaring what it
+handles, which options it takes and what it guarantees.
+
+This module imports only the core model and the evaluators, never a backend, so a method
+module can import it without cycles; the built-in methods are listed in
+:mod:`exactplace.methods.catalog`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.contraction import Contraction, contract
+from exactplace.core.graph import Graph
+from exactplace.core.params import Boolean, Integer, Option
+from exactplace.core.placement import Limit, Space, Status, TracePoint
+from exactplace.evaluators.feasibility import Guarantees
+
+__all__ = ["OBJECTIVE_OPTIONS", "THREADS", "Method", "MethodResult", "Problem", "usable_cpus"]
+
+#: The options that change an objective (see :mod:`exactplace.core.objectives`), declared once.
+OBJECTIVE_OPTIONS: dict[str, Option] = {
+    "overlap": Option("overlap", Boolean(), False, "communication overlaps compute: load = max(comm, compute)"),
+    "gpipe": Option("gpipe", Boolean(), False, "training: score max FW + max BW (GPipe) instead of max (FW + BW)"),
+}
+
+
+def usable_cpus() -> int:
+    """The CPU cores this process may use (its affinity mask where the OS has one)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+#: The ``threads`` option, shared by every method that runs worker threads (default: the usable cores).
+THREADS = Option("threads", Integer(low=1, high=1024), None, "worker threads (default: the usable CPU cores)")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What a method is asked to solve; ``solve`` has validated every field and option.
+
+    ``deadline`` is a ``time.monotonic()`` instant (None: no time limit); methods stop by
+    then and return their best placement with ``limit=Limit.TIME``. ``rel_gap`` is the
+    relative gap at which a method with a bound may stop. Preparation shared by several
+    methods (the contraction; the DP's ideal counts in ``cache``) is computed once per problem.
+    """
+
+    graph: Graph
+    cluster: Cluster
+    objective: str
+    deadline: float | None = None
+    rel_gap: float = 0.01
+    warm_start: np.ndarray | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @cached_property
+    def contraction(self) -> Contraction:
+        """The Appendix B contraction of the graph for this cluster's memory (computed once)."""
+        return contract(self.graph, self.cluster.memory_cap)
+
+    def option(self, name: str) -> Any:
+        """An objective option's value (False when not given)."""
+        return self.options.get(name, OBJECTIVE_OPTIONS[name].default if name in OBJECTIVE_OPTIONS else None)
+
+
+@dataclass
+class MethodResult:
+    """What a method returns; ``solve`` referees it and turns it into a :class:`Placement`.
+
+    The objective is deliberately absent: ``solve`` recomputes it with the evaluator.
+    ``bound`` is a dual bound over ``space`` (None: the method's class default space);
+    ``trace`` records (seconds, incumbent, bound) as the solve progressed.
+    """
+
+    device: np.ndarray | None
+    status: Status
+    bound: float | None = None
+    limit: Limit | None = None
+    solver: str = ""
+    space: Space | None = None
+    trace: list[TracePoint] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Method(ABC):
+    """One placement method. Subclasses set the class attributes and implement :meth:`run`.
+
+    Attributes
+    ----------
+    name : str
+        The name ``solve(method=...)`` takes.
+    objectives : tuple of str
+        The objectives it optimizes (from :data:`exactplace.core.objectives.OBJECTIVES`).
+    exact : bool
+        True when it proves optimality over its ``space``.
+    space : Space or None
+        The placements it searches (None for heuristics).
+    guarantee : Guarantees
+        What its placements always satisfy beyond memory, support and colocation; the
+        referee checks exactly this on every result.
+    requires : tuple of str
+        Modules it needs; availability is tested without importing them.
+    options : mapping of str to Option
+        The method-specific options it takes, with their constraints and defaults.
+    """
+
+    name: ClassVar[str]
+    objectives: ClassVar[tuple[str, ...]]
+    exact: ClassVar[bool] = False
+    space: ClassVar[Space | None] = None
+    guarantee: ClassVar[Guarantees] = Guarantees()
+    requires: ClassVar[tuple[str, ...]] = ()
+    description: ClassVar[str] = ""
+    options: ClassVar[Mapping[str, Option]] = {}
+
+    @classmethod
+    def missing(cls) -> list[str]:
+        """The modules in ``requires`` that cannot be imported (checked without importing them)."""
+        missing = []
+        for module in cls.requires:
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                missing.append(module)
+        return missing
+
+    @classmethod
+    def available(cls) -> bool:
+        """True when every module in ``requires`` is installed."""
+        return not cls.missing()
+
+    @classmethod
+    def check(cls, problem: Problem) -> None:
+        """Raise ParameterError when the method cannot handle this problem's options or cluster.
+
+        Called for an explicitly chosen method; under ``method="auto"`` the message is the
+        reason the method is passed over. By default every problem is accepted.
+        """
+        return
+
+    @classmethod
+    def unsuited(cls, problem: Problem) -> str | None:
+        """Why ``method="auto"`` should pass over this method on ``problem`` (too large, ...), or None."""
+        return None
+
+    @classmethod
+    def promises(cls, problem: Problem) -> Guarantees:
+        """What this run's placement will satisfy (``guarantee`` unless an option changes it)."""
+        return cls.guarantee
+
+    @classmethod
+    def setting(cls, problem: Problem, name: str) -> Any:
+        """The value of one of the method's own options: the given one, else its declared default."""
+        return problem.options.get(name, cls.options[name].default)
+
+    @abstractmethod
+    def run(self, problem: Problem) -> MethodResult:
+        """Solve ``problem``; honour ``problem.deadline`` and KeyboardInterrupt."""

@@ -1,0 +1,22 @@
+"""The one explicit catalog of built-in methods (cvxpy's ``defines.py``).
+
+``BUILTIN_METHODS`` maps each method name to ``"module:Class"``; the module is imported
+only when the method is listed or used, and importing it loads no solver. ``AUTO_ORDER``
+is ``method="auto"``'s preference order per objective: the first available method that
+takes the given options, accepts the problem and suits its size is used.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AUTO_ORDER", "BUILTIN_METHODS"]
+
+BUILTIN_METHODS: dict[str, str] = {
+    "dp": "exactplace.backends.dp:DP",
+    "dpl": "exactplace.backends.dp:DPL",
+    "greedy": "exactplace.heuristics.greedy:Greedy",
+}
+
+AUTO_ORDER: dict[str, tuple[str, ...]] = {
+    "throughput": ("dp", "dpl", "greedy"),
+    "latency": ("greedy",),
+}

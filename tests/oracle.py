@@ -1,0 +1,131 @@
+"""The one brute-force oracle of the test suite: optima of tiny instances by enumeration.
+
+Every placement up to renaming identical devices (``strategies.canonical_placements``) is
+checked with plain bitmasks and sets, and scored by the evaluators (which test_max_load and
+test_latency check against naive references). Feasibility notions, from loosest to tightest:
+
+``any``
+    support, memory and colocation only (the non-contiguous methods' space).
+``contiguous``
+    also Definition 3.1 for each device's forward and backward part.
+``chain``
+    also an acyclic quotient of the forward parts: the devices can be ordered so that each
+    forward part is the difference of two nested ideals. A *contiguous split*, what
+    ``check_feasibility(contiguous=True)`` accepts.
+``units``
+    the DP's space (``Space.CHAIN``): colour classes share a device and the device quotient
+    of the forward colour-class graph is acyclic, where that class graph has the forward
+    edges plus, for each backward edge ``ub -> vb`` touching a backward-only (orphaned) class,
+    the mirrored edge ``class(vb) -> class(ub)``.
+
+Then ``any <= contiguous <= chain``. On inference graphs ``units == chain``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import networkx as nx
+import numpy as np
+from strategies import canonical_placements
+
+from exactplace import Cluster, Graph, PlacementError, evaluate
+
+__all__ = ["Optima", "brute_force_optima", "class_graph_edges", "is_unit_chain"]
+
+
+class Optima(NamedTuple):
+    """Brute-force optima of one instance per feasibility notion (None: no such placement)."""
+
+    any: float | None
+    contiguous: float | None
+    chain: float | None
+    units: float | None
+
+
+def class_graph_edges(graph: Graph) -> list[tuple[int, int]]:
+    """Edges of the forward colour-class graph, with the mirrored orphan edges (module docstring)."""
+    color, forward = graph.color.tolist(), (~graph.backward).tolist()
+    has_forward = {c for c, f in zip(color, forward) if f}
+    edges = []
+    for s, d in zip(graph.src.tolist(), graph.dst.tolist()):
+        cs, cd = color[s], color[d]
+        if cs == cd:
+            continue
+        if forward[s] and forward[d]:
+            edges.append((cs, cd))
+        elif not forward[s] and not forward[d] and (cs not in has_forward or cd not in has_forward):
+            edges.append((cd, cs))
+    return edges
+
+
+def _acyclic(edges: set[tuple[int, int]]) -> bool:
+    remaining = set(edges)
+    while remaining:
+        sources = {u for u, _ in remaining} - {v for _, v in remaining}
+        if not sources:
+            return False
+        remaining = {(u, v) for u, v in remaining if u not in sources}
+    return True
+
+
+def is_unit_chain(graph: Graph, device: np.ndarray, edges: list[tuple[int, int]] | None = None) -> bool:
+    """Classes colocated and the device quotient of the class graph acyclic (the DP's space)."""
+    edges = class_graph_edges(graph) if edges is None else edges
+    device_of_class: dict[int, int] = {}
+    for c, d in zip(graph.color.tolist(), device.tolist()):
+        if device_of_class.setdefault(c, d) != d:
+            return False
+    return _acyclic({(device_of_class[a], device_of_class[b]) for a, b in edges
+                     if device_of_class[a] != device_of_class[b]})
+
+
+def brute_force_optima(graph: Graph, cluster: Cluster, objective: str, **options: bool) -> Optima:
+    """Enumerate every placement up to renaming identical devices; see the module docstring.
+
+    ``options`` (``overlap``, ``gpipe``) are passed to the evaluator.
+    """
+    n, k = graph.n, cluster.accelerators
+    digraph = graph.to_networkx()
+    ids = graph.ids.tolist()
+    position = {node_id: i for i, node_id in enumerate(ids)}
+    ancestors = [sum(1 << position[a] for a in nx.ancestors(digraph, v)) for v in ids]
+    descendants = [sum(1 << position[d] for d in nx.descendants(digraph, v)) for v in ids]
+    forward = [(u, v) for u, v in zip(graph.src.tolist(), graph.dst.tolist())
+               if not graph.backward[u] and not graph.backward[v]]
+    class_edges = class_graph_edges(graph)
+
+    def contiguous(mask: int) -> bool:
+        return not any(
+            not mask >> v & 1 and ancestors[v] & mask and descendants[v] & mask for v in range(n)
+        )
+
+    best: dict[str, float | None] = dict.fromkeys(Optima._fields)
+
+    def record(kind: str, value: float) -> None:
+        if best[kind] is None or value < best[kind]:
+            best[kind] = value
+
+    for device in canonical_placements(graph, cluster):
+        on_accelerator = device < k
+        if np.any(on_accelerator & ~graph.supported):
+            continue
+        used = np.bincount(device[on_accelerator], weights=graph.memory[on_accelerator], minlength=k)[:k]
+        if np.any(used > cluster.memory * (1 + 1e-9) + 1e-9):
+            continue
+        try:
+            value = evaluate(graph, cluster, device, objective, **options)
+        except PlacementError:  # latency: the subgraphs wait on each other forever
+            continue
+        record("any", value)
+        if is_unit_chain(graph, device, class_edges):
+            record("units", value)
+        label = [int(device[i]) * 2 + int(graph.backward[i]) for i in range(n)]
+        masks: dict[int, int] = {}
+        for i, lab in enumerate(label):
+            masks[lab] = masks.get(lab, 0) | 1 << i
+        if all(contiguous(mask) for mask in masks.values()):
+            record("contiguous", value)
+            if _acyclic({(int(device[u]), int(device[v])) for u, v in forward if device[u] != device[v]}):
+                record("chain", value)
+    return Optima(**best)
