@@ -1,0 +1,129 @@
+"""Replay on CUDA GPUs: a stream per GPU, calibrated spin kernels, real copies, events for timing.
+
+Not exercised in CI (no GPU there): this path needs ``torch.cuda.is_available()``. The host enqueues
+every operation asynchronously, in an order where each ``recv`` follows its ``send``; a receiving
+stream waits on the sender's event, so the GPUs themselves enforce the dependencies and overlap
+samples as a pipeline does. An accelerator's send copies the group's tensor (sized from the measured
+bandwidth) into pinned host memory and the receiver copies it in, so communication is a real copy.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.errors import ParameterError, PlacementError
+from exactplace.core.graph import Graph
+from exactplace.runtime.programs import Op, device_programs, latency_blocks
+
+__all__ = ["replay_cuda"]
+
+
+def replay_cuda(graph: Graph, cluster: Cluster, dev: np.ndarray, *, mode: str, samples: int, repeats: int,
+                time_unit: float, predicted: float) -> Any:
+    """Replay on GPUs; accelerator ``d`` of the placement runs on the ``i``-th GPU (i = rank of d among used)."""
+    from exactplace.runtime.engine import ReplayResult
+    from exactplace.runtime.kernels import CudaKernels
+
+    if np.any(dev >= cluster.accelerators):
+        raise ParameterError("CUDA replay runs accelerator nodes on GPUs; this placement also uses CPU cores. "
+                             "Replay it on virtual devices (devices='cpu:N').")
+    kernels = CudaKernels()
+    used = np.unique(dev).tolist()
+    if len(used) > kernels.count:
+        raise PlacementError(f"The placement uses {len(used)} accelerators but {kernels.count} GPUs are available.")
+    gpu = {d: i for i, d in enumerate(used)}
+    names = cluster.device_names()
+    torch = kernels.torch
+    runs, busy_runs = [], []
+    for _ in range(repeats + 1):  # the first run warms up (allocations, lazy CUDA init) and is dropped
+        if mode == "pipelined":
+            overall, busy = _pipelined(kernels, device_programs(graph, cluster, dev), gpu, samples, time_unit)
+        else:
+            overall, busy = _single(kernels, graph, cluster, dev, gpu, samples, time_unit)
+        runs.append(overall / time_unit)
+        busy_runs.append({d: b / time_unit for d, b in busy.items()})
+    torch.cuda.synchronize()
+    runs, busy_runs = runs[1:], busy_runs[1:]
+    from exactplace.evaluators import device_loads
+
+    loads = device_loads(graph, cluster, dev).load()
+    return ReplayResult(
+        mode=mode, measured=statistics.median(runs), predicted=float(predicted),
+        per_device={names[d]: (statistics.median(r[d] for r in busy_runs), float(loads[d])) for d in used},
+        repeats=tuple(runs), time_unit=time_unit, devices=f"cuda:{len(used)}", samples=samples,
+    )
+
+
+def _enqueue(kernels: Any, op: Op, g: int, unit: float, host: dict[int, Any], sent: dict[int, Any],
+             payloads: dict[int, Any]) -> tuple[Any, Any]:
+    if op.kind == "compute":
+        return kernels.compute(g, op.cost * unit)
+    if op.kind == "send":
+        start = kernels.event(g)
+        with kernels.torch.cuda.stream(kernels.streams[g]):
+            host[op.item].copy_(payloads[op.item], non_blocking=True)
+        end = kernels.event(g)
+        sent[op.item] = end
+        return start, end
+    start, end, _ = kernels.transfer(g, host[op.item], wait=sent[op.item])
+    return start, end
+
+
+def _buffers(kernels: Any, ops: list[tuple[int, Op]], unit: float) -> tuple[dict[int, Any], dict[int, Any]]:
+    payloads = {op.item: kernels.payload(g, op.cost * unit) for g, op in ops if op.kind == "send"}
+    host = {item: kernels.torch.empty_like(p, device="cpu").pin_memory() for item, p in payloads.items()}
+    return payloads, host
+
+
+def _pipelined(kernels: Any, programs: dict[int, list[Op]], gpu: dict[int, int], samples: int, unit: float
+               ) -> tuple[float, dict[int, float]]:
+    payloads, host = _buffers(kernels, [(gpu[d], op) for d, p in programs.items() for op in p], unit)
+    ends: dict[int, list[Any]] = {d: [] for d in programs}
+    spans: dict[int, list[tuple[Any, Any]]] = {d: [] for d in programs}
+    for _ in range(samples):
+        sent: dict[int, Any] = {}
+        position = dict.fromkeys(programs, 0)
+        while any(position[d] < len(programs[d]) for d in programs):
+            for d, program in programs.items():
+                # advance device d until it needs a group whose send is not enqueued yet
+                while position[d] < len(program):
+                    op = program[position[d]]
+                    if op.kind == "recv" and op.item not in sent:
+                        break
+                    spans[d].append(_enqueue(kernels, op, gpu[d], unit, host, sent, payloads))
+                    position[d] += 1
+        for d in programs:
+            ends[d].append(kernels.event(gpu[d]))
+    warm = min(len(programs), samples // 4)
+    per_device_rate = [kernels.elapsed(ends[d][warm - 1], ends[d][-1]) / (samples - warm) for d in programs]
+    busy = {d: sum(kernels.elapsed(a, b) for a, b in spans[d]) / samples for d in programs}
+    return max(per_device_rate), busy
+
+
+def _single(kernels: Any, graph: Graph, cluster: Cluster, dev: np.ndarray, gpu: dict[int, int], samples: int,
+            unit: float) -> tuple[float, dict[int, float]]:
+    blocks = latency_blocks(graph, cluster, dev)
+    payloads, host = _buffers(kernels, [(gpu[b.device], op) for b in blocks for op in b.ops], unit)
+    latencies, busy = [], {d: 0.0 for d in gpu}
+    for _ in range(samples):
+        kernels.torch.cuda.synchronize()
+        origin = time.perf_counter()
+        sent: dict[int, Any] = {}
+        finished: list[Any] = []
+        spans = []
+        for block in blocks:
+            g = gpu[block.device]
+            for p in block.after:
+                kernels.streams[g].wait_event(finished[p])
+            spans.extend((block.device, _enqueue(kernels, op, g, unit, host, sent, payloads)) for op in block.ops)
+            finished.append(kernels.event(g))
+        kernels.torch.cuda.synchronize()
+        latencies.append(time.perf_counter() - origin)
+        for d, (a, b) in spans:
+            busy[d] += kernels.elapsed(a, b) / samples
+    return statistics.median(latencies), busy

@@ -1,0 +1,315 @@
+"""Execute a placement for real and compare the measured times with the evaluators' predictions.
+
+Pipelined mode streams ``samples`` samples through one worker per device (the max-load model:
+time per sample in steady state); single mode runs one sample at a time through the §4 blocks
+(the latency model) and repeats it. See :mod:`exactplace.runtime.kernels` for how a kernel is
+made to last its modelled time, and :mod:`exactplace.runtime.programs` for what each device does.
+"""
+
+from __future__ import annotations
+
+import queue
+import statistics
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.errors import ExactplaceError, ParameterError, PlacementError, check_param
+from exactplace.core.graph import Graph
+from exactplace.runtime.programs import Block, Op, device_programs, latency_blocks
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["MODES", "ReplayResult", "parse_devices", "replay_synthetic"]
+
+MODES = ("pipelined", "single")
+#: On virtual devices a replay lasts about this many seconds per sample (pipelined) or per run (single).
+CPU_TARGET_SECONDS = 0.03
+_POLL = 0.05  # seconds a blocked worker waits before checking whether another worker failed
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """Measured against predicted, per device and overall, in the workload's time units.
+
+    Attributes
+    ----------
+    mode : str
+        ``"pipelined"`` (time per sample) or ``"single"`` (one sample's latency).
+    measured, predicted, ratio : float
+        Overall: the median over repeats of the measured value, the evaluator's value, and
+        measured / predicted.
+    per_device : dict
+        Device name -> (measured busy time per sample, predicted load), in model units.
+    repeats : tuple of float
+        The overall measurement of every repeat (model units): their spread is the noise.
+    time_unit : float
+        Seconds per model time unit used by the replay.
+    devices : str
+        What ran it: ``"cpu:3"`` (virtual devices) or ``"cuda:2"``.
+    outputs : object
+        Real-module replays only: the outputs of the split module (last sample).
+    """
+
+    mode: str
+    measured: float
+    predicted: float
+    per_device: dict[str, tuple[float, float]]
+    repeats: tuple[float, ...]
+    time_unit: float
+    devices: str
+    samples: int
+    outputs: Any = field(default=None, repr=False)
+
+    @property
+    def ratio(self) -> float:
+        """measured / predicted."""
+        return self.measured / self.predicted if self.predicted else float("nan")
+
+    @property
+    def noise(self) -> float:
+        """Relative spread of the repeats: (max - min) / median; 0 with one repeat."""
+        if len(self.repeats) < 2:
+            return 0.0
+        return (max(self.repeats) - min(self.repeats)) / statistics.median(self.repeats)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per device plus ``overall``: measured, predicted, ratio (model units)."""
+        import pandas as pd  # here: ``import exactplace`` stays light
+
+        rows = {name: values for name, values in self.per_device.items()}
+        rows["overall"] = (self.measured, self.predicted)
+        frame = pd.DataFrame.from_dict(rows, orient="index", columns=["measured", "predicted"])
+        frame["ratio"] = frame["measured"] / frame["predicted"].where(frame["predicted"] > 0)
+        frame.index.name = "device"
+        return frame
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (what ``exactplace replay --json`` prints)."""
+        return {
+            "mode": self.mode, "measured": self.measured, "predicted": self.predicted, "ratio": self.ratio,
+            "noise": self.noise, "repeats": list(self.repeats), "samples": self.samples,
+            "time_unit": self.time_unit, "devices": self.devices,
+            "per_device": {k: {"measured": m, "predicted": p} for k, (m, p) in self.per_device.items()},
+        }
+
+
+def parse_devices(devices: str, needed: int) -> tuple[str, int]:
+    """Resolve ``"auto"``, ``"cpu"``, ``"cpu:N"``, ``"cuda"`` or ``"cuda:N"`` to (kind, count).
+
+    ``needed`` is the number of devices the placement uses; a count that cannot hold it is an error.
+
+    >>> parse_devices("cpu:3", 3)
+    ('cpu', 3)
+    >>> parse_devices("cpu:2", 3)
+    Traceback (most recent call last):
+    ...
+    exactplace.core.errors.PlacementError: The placement uses 3 devices but devices='cpu:2' offers 2.
+    """
+    check_param(isinstance(devices, str), "devices", "replay", "'auto', 'cpu', 'cpu:N', 'cuda' or 'cuda:N'", devices)
+    kind, _, count_text = devices.partition(":")
+    if kind == "auto":
+        from exactplace.runtime.kernels import require_torch
+
+        kind = "cuda" if require_torch().cuda.is_available() else "cpu"
+        count_text = ""
+    check_param(kind in ("cpu", "cuda") and (count_text == "" or count_text.isdigit()), "devices", "replay",
+                "'auto', 'cpu', 'cpu:N', 'cuda' or 'cuda:N'", devices)
+    if kind == "cuda":
+        from exactplace.runtime.kernels import require_torch
+
+        available = require_torch().cuda.device_count()
+        if available == 0:
+            raise ParameterError(f"devices={devices!r} asks for CUDA, but no CUDA device is available.")
+        count = int(count_text) if count_text else available
+        if count > available:
+            raise ParameterError(f"devices={devices!r} asks for {count} GPUs; {available} are available.")
+    else:
+        count = int(count_text) if count_text else needed
+    if count < needed:
+        raise PlacementError(f"The placement uses {needed} devices but devices={devices!r} offers {count}.")
+    return kind, count
+
+
+def replay_synthetic(
+    graph: Graph,
+    cluster: Cluster,
+    dev: np.ndarray,
+    *,
+    devices: str = "auto",
+    mode: str = "pipelined",
+    samples: int = 24,
+    repeats: int = 3,
+    time_unit: float | None = None,
+) -> ReplayResult:
+    """Replay a placement of a workload without real operators (see :func:`exactplace.replay`)."""
+    from exactplace.evaluators import device_loads, max_load
+    from exactplace.evaluators.latency import latency
+
+    check_param(mode in MODES, "mode", "replay", f"one of {list(MODES)}", mode)
+    check_param(isinstance(samples, int) and not isinstance(samples, bool) and samples >= (4 if mode == "pipelined"
+                else 1), "samples", "replay", "an integer >= 4 (pipelined) or >= 1 (single)", samples)
+    check_param(isinstance(repeats, int) and repeats >= 1, "repeats", "replay", "a positive integer", repeats)
+    used = np.unique(dev).tolist()
+    kind, _ = parse_devices(devices, len(used))
+    predicted = max_load(graph, cluster, dev) if mode == "pipelined" else latency(graph, cluster, dev)
+    if not np.isfinite(predicted):
+        raise PlacementError("The placement puts a node that is unsupported on accelerators on one.")
+    if time_unit is None:
+        time_unit = CPU_TARGET_SECONDS / predicted if kind == "cpu" and predicted > 0 else 1e-3
+    check_param(time_unit > 0, "time_unit", "replay", "a positive number of seconds per model unit", time_unit)
+    names = cluster.device_names()
+    loads = device_loads(graph, cluster, dev).load()
+    if kind == "cuda":
+        from exactplace.runtime.cuda import replay_cuda
+
+        return replay_cuda(graph, cluster, dev, mode=mode, samples=samples, repeats=repeats, time_unit=time_unit,
+                           predicted=predicted)
+    from exactplace.runtime.kernels import CpuKernels
+
+    kernels = CpuKernels()
+    runs = []
+    for _ in range(repeats):
+        if mode == "pipelined":
+            runs.append(_pipelined_cpu(kernels, device_programs(graph, cluster, dev), samples, time_unit))
+        else:
+            runs.append(_single_cpu(kernels, latency_blocks(graph, cluster, dev), samples, time_unit))
+    overall = [r[0] / time_unit for r in runs]
+    busy = {d: statistics.median(r[1][d] for r in runs) / time_unit for d in used}
+    if mode == "pipelined":
+        expected = {d: float(loads[d]) for d in used}
+    else:
+        expected = {d: sum(op.cost for b in latency_blocks(graph, cluster, dev) if b.device == d for op in b.ops)
+                    for d in used}
+    return ReplayResult(
+        mode=mode, measured=statistics.median(overall), predicted=float(predicted),
+        per_device={names[d]: (busy[d], expected[d]) for d in used}, repeats=tuple(overall),
+        time_unit=time_unit, devices=f"cpu:{len(used)}", samples=samples,
+    )
+
+
+class _Workers:
+    """Threads that run ``target(arg)`` each; the first exception stops the others and is re-raised."""
+
+    def __init__(self) -> None:
+        self.failed = threading.Event()
+        self.errors: list[BaseException] = []
+
+    def get(self, box: queue.SimpleQueue) -> Any:
+        while True:
+            try:
+                return box.get(timeout=_POLL)
+            except queue.Empty:
+                if self.failed.is_set():
+                    raise _Stopped from None
+
+    def run(self, target: Callable[[Any], None], args: Sequence[Any]) -> None:
+        def guarded(arg: Any) -> None:
+            try:
+                target(arg)
+            except _Stopped:
+                pass
+            except BaseException as error:  # surfaced in the caller's thread below
+                self.errors.append(error)
+                self.failed.set()
+
+        threads = [threading.Thread(target=guarded, args=(a,), daemon=True) for a in args]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if self.errors:
+            error = self.errors[0]
+            if isinstance(error, ExactplaceError):
+                raise error
+            raise RuntimeError(f"A replay worker failed: {error!r}") from error
+
+
+class _Stopped(Exception):
+    """Raised in a worker when another worker failed."""
+
+
+def _pipelined_cpu(kernels: Any, programs: dict[int, list[Op]], samples: int, unit: float
+                   ) -> tuple[float, dict[int, float]]:
+    """Stream ``samples`` samples through one thread per device; returns (steady seconds per sample, busy)."""
+    boxes: dict[tuple[int, int], queue.SimpleQueue] = {}
+    for program in programs.values():
+        for op in program:
+            if op.kind == "send":
+                for r in op.receivers:
+                    boxes[(op.item, r)] = queue.SimpleQueue()
+    payloads = {op.item: kernels.payload(op.cost * unit) for p in programs.values() for op in p if op.kind == "send"}
+    finish = {d: [0.0] * samples for d in programs}
+    busy = {d: [0.0] * samples for d in programs}
+    workers = _Workers()
+    start_gate = threading.Barrier(len(programs))
+
+    def work(d: int) -> None:
+        start_gate.wait()
+        for s in range(samples):
+            spent = 0.0
+            for op in programs[d]:
+                if op.kind == "recv":
+                    data = workers.get(boxes[(op.item, d)])
+                    begin, end, _ = kernels.transfer(op.cost * unit, data)
+                elif op.kind == "compute":
+                    begin, end = kernels.compute(op.cost * unit)
+                else:
+                    begin, end, data = kernels.transfer(op.cost * unit, payloads[op.item])
+                    for r in op.receivers:
+                        boxes[(op.item, r)].put(data)
+                spent += end - begin
+            busy[d][s] = spent
+            finish[d][s] = kernels.now()
+
+    workers.run(work, list(programs))
+    done = [max(finish[d][s] for d in programs) for s in range(samples)]
+    # Steady state: skip the pipeline's fill (one sample per device, at most a quarter of the samples).
+    warm = min(len(programs), samples // 4)
+    per_sample = (done[-1] - done[warm - 1]) / (samples - warm) if warm else done[-1] / samples
+    steady = {d: statistics.fmean(busy[d][warm:]) for d in programs}
+    return per_sample, steady
+
+
+def _single_cpu(kernels: Any, blocks: list[Block], samples: int, unit: float) -> tuple[float, dict[int, float]]:
+    """Run one sample ``samples`` times through the §4 blocks; returns (median latency, busy per device)."""
+    payloads = {op.item: kernels.payload(op.cost * unit) for b in blocks for op in b.ops if op.kind == "send"}
+    latencies, busy_runs = [], []
+    # Enough threads for every block to wait at once (the model assumes enough CPU cores); blocks are
+    # submitted in an order where each follows the blocks it waits for, so a smaller pool cannot deadlock.
+    with ThreadPoolExecutor(max_workers=min(len(blocks), 256)) as pool:
+        for _ in range(samples):
+            done = [threading.Event() for _ in blocks]
+            spent = [0.0] * len(blocks)
+            ends = [0.0] * len(blocks)
+            origin = kernels.now()
+
+            def run(b: int, done: list[threading.Event] = done, spent: list[float] = spent,
+                    ends: list[float] = ends) -> None:
+                for p in blocks[b].after:
+                    done[p].wait()
+                total = 0.0
+                for op in blocks[b].ops:
+                    if op.kind == "compute":
+                        begin, end = kernels.compute(op.cost * unit)
+                    else:
+                        begin, end, _ = kernels.transfer(op.cost * unit, payloads[op.item])
+                    total += end - begin
+                spent[b], ends[b] = total, kernels.now()
+                done[b].set()
+
+            for future in [pool.submit(run, b) for b in range(len(blocks))]:
+                future.result()
+            latencies.append(max(ends) - origin)
+            per_device: dict[int, float] = {}
+            for b, block in enumerate(blocks):
+                per_device[block.device] = per_device.get(block.device, 0.0) + spent[b]
+            busy_runs.append(per_device)
+    busy = {d: statistics.median(r[d] for r in busy_runs) for d in busy_runs[0]}
+    return statistics.median(latencies), busy

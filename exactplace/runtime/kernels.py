@@ -1,0 +1,204 @@
+"""Kernels that take a given time on a device: the building blocks of a replay.
+
+A replay turns every node into a *compute* kernel and every edge that crosses devices into a
+*transfer* kernel, each lasting the time the cost model gives it (scaled by ``time_unit``
+seconds per model unit). Two implementations share one interface:
+
+* :class:`CpuKernels` (virtual devices, what CI runs): one worker thread per device over CPU
+  tensors. A compute kernel runs a small tensor operation, then waits for the rest of its
+  modelled time in ``time.sleep`` (which releases the GIL, so workers overlap as devices do); a
+  transfer copies a tensor whose size is the modelled bytes (cost x the measured copy
+  bandwidth, capped so replays stay light), then waits for the rest of its time. The median
+  overshoot of ``time.sleep`` on this machine is measured once and subtracted, so a kernel
+  lasts its modelled time even when the scheduler wakes threads late.
+* :class:`CudaKernels` (when ``torch.cuda.is_available()``): a stream per GPU; compute kernels
+  are ``torch.cuda._sleep`` spins calibrated in cycles per second, transfers copy tensors of the
+  modelled size between the GPU and pinned host memory, and timing uses CUDA events.
+
+Both import torch inside their constructor: ``import exactplace`` never loads it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+__all__ = ["CpuKernels", "CudaKernels", "require_torch"]
+
+#: Transfers copy at most this many bytes: the time is the model's, the copy keeps the data path real.
+MAX_TRANSFER_BYTES = 1 << 20
+
+
+def require_torch() -> Any:
+    """Import torch, or raise :class:`~exactplace.core.errors.SolverUnavailableError` saying how to get it.
+
+    >>> require_torch().__name__ in ("torch",)  # doctest: +SKIP
+    True
+    """
+    try:
+        import torch
+    except ImportError:
+        from exactplace.core.errors import SolverUnavailableError
+
+        raise SolverUnavailableError(
+            "Replay and from_torch need PyTorch: pip install 'exactplace[torch]'."
+        ) from None
+    return torch
+
+
+def sleep_overshoot(samples: int = 40, request: float = 1e-3) -> float:
+    """Median extra time ``time.sleep(request)`` takes on this machine, in seconds.
+
+    >>> 0 <= sleep_overshoot(samples=5) < 0.1
+    True
+    """
+    extra = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        time.sleep(request)
+        extra.append(time.perf_counter() - start - request)
+    return max(0.0, statistics.median(extra))
+
+
+class CpuKernels:
+    """Virtual devices: worker threads over CPU tensors (see the module docstring).
+
+    Parameters
+    ----------
+    bandwidth : float or None
+        Bytes per second of a tensor copy; measured when None.
+
+    Examples
+    --------
+    >>> k = CpuKernels()                                  # doctest: +SKIP
+    >>> start, end = k.compute(0.002); end - start >= 0.0015  # doctest: +SKIP
+    True
+    """
+
+    kind = "cpu"
+
+    def __init__(self, bandwidth: float | None = None) -> None:
+        self.torch = require_torch()
+        self.overshoot = sleep_overshoot()
+        self._work = self.torch.ones(1024)
+        self.bandwidth = bandwidth if bandwidth is not None else self._copy_bandwidth()
+
+    def _copy_bandwidth(self) -> float:
+        source = self.torch.ones(MAX_TRANSFER_BYTES // 4)
+        target = self.torch.empty_like(source)
+        times = []
+        for _ in range(7):
+            start = time.perf_counter()
+            target.copy_(source)
+            times.append(time.perf_counter() - start)
+        return MAX_TRANSFER_BYTES / max(statistics.median(times), 1e-9)
+
+    def now(self) -> float:
+        """Seconds on the clock every worker shares."""
+        return time.perf_counter()
+
+    def _wait_until(self, deadline: float) -> None:
+        remaining = deadline - time.perf_counter() - self.overshoot
+        if remaining > 0:
+            time.sleep(remaining)
+
+    def compute(self, seconds: float) -> tuple[float, float]:
+        """Run a small tensor operation lasting ``seconds`` in all; returns (start, end)."""
+        start = time.perf_counter()
+        self.torch.mul(self._work, 1.0)
+        self._wait_until(start + seconds)
+        return start, time.perf_counter()
+
+    def payload(self, seconds: float) -> Any:
+        """A tensor of the bytes a transfer of ``seconds`` moves (capped at MAX_TRANSFER_BYTES)."""
+        count = int(min(seconds * self.bandwidth, MAX_TRANSFER_BYTES) // 4)
+        return self.torch.ones(max(count, 1))
+
+    def transfer(self, seconds: float, payload: Any) -> tuple[float, float, Any]:
+        """Copy ``payload`` and last ``seconds`` in all; returns (start, end, the copy)."""
+        start = time.perf_counter()
+        copy = payload.clone()
+        self._wait_until(start + seconds)
+        return start, time.perf_counter(), copy
+
+
+class CudaKernels:
+    """A stream per GPU, ``torch.cuda._sleep`` compute kernels and timed copies (not run in CI).
+
+    Kernels are enqueued asynchronously; ``compute`` and ``transfer`` return CUDA events
+    (start, end) instead of clock readings, and :meth:`elapsed` turns a pair into seconds
+    once the work is done.
+    """
+
+    kind = "cuda"
+
+    def __init__(self) -> None:
+        self.torch = require_torch()
+        torch = self.torch
+        self.count = torch.cuda.device_count()
+        self.streams = {d: torch.cuda.Stream(device=d) for d in range(self.count)}
+        self.cycles_per_second = self._calibrate()
+        self.bandwidth = self._bandwidth()
+
+    def _calibrate(self) -> float:
+        torch = self.torch
+        cycles = 10_000_000
+        torch.cuda._sleep(cycles)  # warm-up
+        times = []
+        for _ in range(5):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        return cycles / statistics.median(times)
+
+    def _bandwidth(self) -> float:
+        torch = self.torch
+        host = torch.ones(MAX_TRANSFER_BYTES // 4).pin_memory()
+        device = host.to("cuda:0")
+        times = []
+        for _ in range(5):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            host.copy_(device, non_blocking=True)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        return MAX_TRANSFER_BYTES / max(statistics.median(times), 1e-9)
+
+    def event(self, gpu: int) -> Any:
+        """A timing event recorded now on ``gpu``'s stream."""
+        event = self.torch.cuda.Event(enable_timing=True)
+        event.record(self.streams[gpu])
+        return event
+
+    def compute(self, gpu: int, seconds: float) -> tuple[Any, Any]:
+        """Enqueue a spin of ``seconds`` on ``gpu``'s stream; returns (start, end) events."""
+        start = self.event(gpu)
+        with self.torch.cuda.stream(self.streams[gpu]):
+            self.torch.cuda._sleep(max(int(seconds * self.cycles_per_second), 0))
+        return start, self.event(gpu)
+
+    def payload(self, gpu: int, seconds: float) -> Any:
+        """A GPU tensor of the bytes a transfer of ``seconds`` moves."""
+        count = int(min(seconds * self.bandwidth, 64 * MAX_TRANSFER_BYTES) // 4)
+        return self.torch.ones(max(count, 1), device=f"cuda:{gpu}")
+
+    def transfer(self, gpu: int, payload: Any, wait: Any = None) -> tuple[Any, Any, Any]:
+        """Copy ``payload`` onto ``gpu`` (after event ``wait``); returns (start, end, the copy)."""
+        stream = self.streams[gpu]
+        if wait is not None:
+            stream.wait_event(wait)
+        start = self.event(gpu)
+        with self.torch.cuda.stream(stream):
+            copy = payload.to(f"cuda:{gpu}", non_blocking=True, copy=True)
+        return start, self.event(gpu), copy
+
+    @staticmethod
+    def elapsed(start: Any, end: Any) -> float:
+        """Seconds between two recorded events (synchronizes on ``end``)."""
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3

@@ -1,0 +1,154 @@
+"""What each device does for one sample of a placement: the programs a replay executes.
+
+A device's program lists its operations in the graph's topological order: ``recv`` (an input
+group arriving from another device), ``compute`` (a node) and ``send`` (a group leaving for other
+devices). Accelerators pay each crossing communication group once when it arrives and once when
+it leaves; CPUs read RAM and pay nothing, exactly as the max-load evaluator counts, so the sum of
+a program's seconds is the device's load (:func:`exactplace.evaluators.device_loads`).
+
+For single-sample latency (paper §4) the unit of execution is a *block*: each contiguous piece of
+an accelerator's set (copies its inputs in, runs its nodes, copies its outputs out) and each CPU
+node on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.errors import PlacementError
+from exactplace.core.graph import Graph
+
+__all__ = ["Block", "Op", "device_programs", "latency_blocks"]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation of a program: ``kind`` is ``recv``, ``compute`` or ``send``; ``cost`` in model units."""
+
+    kind: str
+    cost: float
+    item: int
+    """The node (compute) or communication group (recv, send)."""
+    receivers: tuple[int, ...] = ()
+    """Send only: the devices (or blocks) the group goes to."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """A unit of single-sample execution on one device, with the blocks it waits for."""
+
+    device: int
+    ops: tuple[Op, ...]
+    after: tuple[int, ...]
+
+
+def _node_cost(graph: Graph, cluster: Cluster, dev: np.ndarray, v: int) -> float:
+    d = int(dev[v])
+    if d < cluster.accelerators:
+        if not graph.supported[v]:
+            raise PlacementError(f"{graph.describe(v).capitalize()} cannot run on an accelerator but is placed on "
+                                 f"{cluster.device_name(d)}.")
+        return float(graph.acc_time[v]) / float(cluster.speed[d])
+    return float(graph.cpu_time[v])
+
+
+def _program(graph: Graph, cluster: Cluster, dev: np.ndarray, unit: np.ndarray, members: list[int],
+             on_accelerator: bool) -> list[Op]:
+    """Ops of one unit (a device, or a block) holding ``members`` (topological order)."""
+    member = np.zeros(graph.n, dtype=bool)
+    member[members] = True
+    ops: list[Op] = []
+    received: set[int] = set()
+    receivers: dict[int, set[int]] = {}
+    for e in np.flatnonzero(member[graph.src] & (unit[graph.dst] != unit[graph.src])).tolist():
+        receivers.setdefault(int(graph.edge_group[e]), set()).add(int(unit[graph.dst[e]]))
+    leaving: dict[int, list[int]] = {}
+    for g in sorted(receivers):
+        leaving.setdefault(int(graph.group_source[g]), []).append(g)
+    incoming: dict[int, list[int]] = {}
+    for e in np.flatnonzero(member[graph.dst] & (unit[graph.dst] != unit[graph.src])).tolist():
+        incoming.setdefault(int(graph.dst[e]), []).append(int(graph.edge_group[e]))
+    for v in members:
+        for g in incoming.get(v, []):
+            if g not in received:
+                received.add(g)
+                ops.append(Op("recv", float(graph.group_cost[g]) if on_accelerator else 0.0, g))
+        ops.append(Op("compute", _node_cost(graph, cluster, dev, v), v))
+        for g in leaving.get(v, []):
+            ops.append(Op("send", float(graph.group_cost[g]) if on_accelerator else 0.0, g,
+                          tuple(sorted(receivers[g]))))
+    return ops
+
+
+def device_programs(graph: Graph, cluster: Cluster, dev: np.ndarray) -> dict[int, list[Op]]:
+    """Program of every device that holds a node, for pipelined (max-load) replay.
+
+    Examples
+    --------
+    >>> from exactplace.core.graph import Node
+    >>> g = Graph([Node(1, 5.0, 1.0, comm=0.5), Node(2, 6.0, 2.0, comm=0.5)], [(1, 2)])
+    >>> programs = device_programs(g, Cluster(accelerators=2, cpus=1), np.array([0, 1]))
+    >>> [(op.kind, op.cost) for op in programs[0]], [(op.kind, op.cost) for op in programs[1]]
+    ([('compute', 1.0), ('send', 0.5)], [('recv', 0.5), ('compute', 2.0)])
+    """
+    order = graph.topological_order.tolist()
+    return {
+        int(d): _program(graph, cluster, dev, dev, [v for v in order if dev[v] == d], int(d) < cluster.accelerators)
+        for d in np.unique(dev).tolist()
+    }
+
+
+def latency_blocks(graph: Graph, cluster: Cluster, dev: np.ndarray) -> list[Block]:
+    """Blocks of single-sample (§4) execution, in an order where every block follows those it waits for.
+
+    Examples
+    --------
+    >>> from exactplace.core.graph import Node
+    >>> g = Graph([Node(1, 4.0, 1.0, comm=0.5), Node(2, 3.0, 2.0, comm=0.5), Node(3, 1.0, 1.0)], [(1, 2), (2, 3)])
+    >>> [(b.device, [op.kind for op in b.ops], b.after)
+    ...  for b in latency_blocks(g, Cluster(accelerators=1, cpus=1), np.array([1, 0, 1]))]
+    [(1, ['compute', 'send'], ()), (0, ['recv', 'compute', 'send'], (0,)), (1, ['recv', 'compute'], (1,))]
+    """
+    import networkx as nx
+
+    from exactplace.evaluators.latency import contiguous_pieces
+
+    k = cluster.accelerators
+    block = np.empty(graph.n, dtype=np.int64)
+    block_device: list[int] = []
+    serial: list[tuple[int, int]] = []
+    for d in range(k):
+        member = dev == d
+        if member.any():
+            pieces = contiguous_pieces(graph, member)
+            first, count = len(block_device), int(pieces.max())
+            block[member] = first + pieces[member] - 1
+            block_device.extend([d] * count)
+            serial.extend((first + p, first + p + 1) for p in range(count - 1))
+    for v in np.flatnonzero(dev >= k).tolist():
+        block[v] = len(block_device)
+        block_device.append(int(dev[v]))
+    order_graph = nx.DiGraph()
+    order_graph.add_nodes_from(range(len(block_device)))
+    crossing = block[graph.src] != block[graph.dst]
+    order_graph.add_edges_from(zip(block[graph.src][crossing].tolist(), block[graph.dst][crossing].tolist()))
+    order_graph.add_edges_from(serial)
+    try:
+        order = list(nx.lexicographical_topological_sort(order_graph))
+    except nx.NetworkXUnfeasible:
+        raise PlacementError("No invocation order exists: accelerator subgraphs wait on each other in a cycle.") \
+            from None
+    renumber = {b: i for i, b in enumerate(order)}
+    new_block = np.array([renumber[int(b)] for b in block.tolist()], dtype=np.int64)
+    topo = graph.topological_order.tolist()
+    blocks = []
+    for b in order:
+        members = [v for v in topo if block[v] == b]
+        d = block_device[b]
+        ops = _program(graph, cluster, dev, new_block, members, d < k)
+        after = tuple(sorted(renumber[p] for p in order_graph.predecessors(b)))
+        blocks.append(Block(device=d, ops=tuple(ops), after=after))
+    return blocks
