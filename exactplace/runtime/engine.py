@@ -173,13 +173,16 @@ def replay_synthetic(
                            predicted=predicted)
     from exactplace.runtime.kernels import CpuKernels
 
-    kernels = CpuKernels()
+    from exactplace.runtime.kernels import one_thread_per_op
+
     runs = []
-    for _ in range(repeats):
-        if mode == "pipelined":
-            runs.append(_pipelined_cpu(kernels, device_programs(graph, cluster, dev), samples, time_unit))
-        else:
-            runs.append(_single_cpu(kernels, latency_blocks(graph, cluster, dev), samples, time_unit))
+    with one_thread_per_op():
+        kernels = CpuKernels()
+        for _ in range(repeats):
+            if mode == "pipelined":
+                runs.append(_pipelined_cpu(kernels, device_programs(graph, cluster, dev), samples, time_unit))
+            else:
+                runs.append(_single_cpu(kernels, latency_blocks(graph, cluster, dev), samples, time_unit))
     overall = [r[0] / time_unit for r in runs]
     busy = {d: statistics.median(r[1][d] for r in runs) / time_unit for d in used}
     if mode == "pipelined":

@@ -1,0 +1,363 @@
+"""Place real PyTorch models: :func:`from_torch` captures, profiles and returns a :class:`TorchGraph`.
+
+Capture uses ``torch.fx.symbolic_trace``: every ``call_module`` / ``call_function`` /
+``call_method`` node of the traced graph becomes one node (placeholders, constants and the output
+do not). Each node is profiled on CPU and on the target device (warm-up, repeats, median), in
+milliseconds. Memory is the node's parameters and buffers plus its output (the activation an
+accelerator holds; for training also the parameters' gradients). Communication of a node's output
+follows a bandwidth model fitted by least squares on measured copies, t = a * bytes + b (as Baechi
+and FastT do). With ``training=True`` every forward node gets a backward partner (timed with
+autograd), colocated with it through a shared color class, with the mirrored edges.
+
+torch is imported inside the functions: ``import exactplace`` never loads it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from exactplace.core.errors import GraphError, check_param
+from exactplace.core.graph import Graph, Node
+
+__all__ = ["TorchGraph", "fit_bandwidth", "from_torch"]
+
+COMPUTE_OPS = ("call_module", "call_function", "call_method")
+GRANULARITIES = ("operator", "module")
+
+
+class TorchGraph(Graph):
+    """A :class:`~exactplace.core.graph.Graph` that remembers the module it was captured from.
+
+    Every method, evaluator and ``write_workload`` treat it as a plain Graph; :func:`exactplace.replay`
+    and :mod:`exactplace.export` also use the captured module.
+
+    Attributes
+    ----------
+    module : torch.fx.GraphModule
+        The traced module; node ``i < forward_count`` is its compute node ``fx_names[i]``.
+    fx_names : tuple of str
+        fx node name of each forward node, by position.
+    targets : tuple of str or None
+        Qualified submodule name of each forward ``call_module`` node (None for functions).
+    example_inputs : tuple
+        The inputs it was profiled with.
+    bandwidth : tuple of float
+        The fitted model (a seconds per byte, b seconds): communication time = a * bytes + b.
+    """
+
+    def __init__(self, nodes: Sequence[Node], edges: Sequence[tuple[int, int, float]], *, module: Any,
+                 fx_names: Sequence[str], targets: Sequence[str | None], example_inputs: tuple[Any, ...],
+                 bandwidth: tuple[float, float], device: str) -> None:
+        object.__setattr__(self, "module", module)
+        object.__setattr__(self, "fx_names", tuple(fx_names))
+        object.__setattr__(self, "targets", tuple(targets))
+        object.__setattr__(self, "example_inputs", tuple(example_inputs))
+        object.__setattr__(self, "bandwidth", bandwidth)
+        object.__setattr__(self, "profile_device", device)
+        super().__init__(nodes, edges)
+
+    @property
+    def forward_count(self) -> int:
+        """Number of forward nodes (positions ``0..forward_count-1``, in the module's program order)."""
+        return len(self.fx_names)
+
+
+def _torch() -> Any:
+    from exactplace.runtime.kernels import require_torch
+
+    return require_torch()
+
+
+def _tensors(value: Any) -> list[Any]:
+    torch = _torch()
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    return []
+
+
+def _nbytes(value: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in _tensors(value))
+
+
+def _move(value: Any, device: str) -> Any:
+    torch = _torch()
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, tuple):
+        return tuple(_move(v, device) for v in value)
+    if isinstance(value, list):
+        return [_move(v, device) for v in value]
+    if isinstance(value, dict):
+        return {k: _move(v, device) for k, v in value.items()}
+    return value
+
+
+def _timed(function: Callable[[], Any], device: str, warmup: int, repeats: int,
+           statistic: Callable[[list[float]], float] = statistics.median) -> float:
+    """Milliseconds of ``function`` (median of ``repeats`` after ``warmup`` calls; CUDA synchronized)."""
+    torch = _torch()
+    cuda = device.startswith("cuda")
+    for _ in range(warmup):
+        function()
+    times = []
+    for _ in range(repeats):
+        if cuda:
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        function()
+        if cuda:
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - start)
+    return 1e3 * statistic(times)
+
+
+def fit_bandwidth(device: str = "cpu", sizes: Sequence[int] = (1 << 14, 1 << 18, 1 << 21, 1 << 23, 1 << 24),
+                  repeats: int = 7) -> tuple[float, float]:
+    """Fit t = a * bytes + b (milliseconds) to measured copies between ``device`` and host memory.
+
+    On CPU the copy is a tensor clone in RAM; on CUDA, device -> host and back, halved. Each size
+    takes the fastest of its repeats (contention from other processes only ever adds time), and
+    both coefficients are clipped at zero (a negative intercept is noise).
+
+    Examples
+    --------
+    >>> a, b = fit_bandwidth("cpu", sizes=(1 << 12, 1 << 16, 1 << 20), repeats=3)  # doctest: +SKIP
+    >>> a > 0 and b >= 0                                                              # doctest: +SKIP
+    True
+    """
+    torch = _torch()
+    measured = []
+    tensors = [torch.ones(size // 4, device=device) for size in sizes]
+    for tensor in tensors:  # one untimed pass: the first copies pay for allocator and thread start-up
+        tensor.clone().cpu()
+    for tensor in tensors:
+        if device.startswith("cuda"):
+            measured.append(_timed(lambda t=tensor: t.cpu().to(device), device, 1, repeats, min) / 2)
+        else:
+            measured.append(_timed(lambda t=tensor: t.clone(), device, 1, repeats, min))
+    a, b = np.polyfit(np.array(sizes, dtype=float), np.array(measured), 1)
+    return max(float(a), 0.0), max(float(b), 0.0)
+
+
+def from_torch(
+    module: Any,
+    example_inputs: Sequence[Any],
+    training: bool = False,
+    device: str = "cpu",
+    *,
+    granularity: str = "operator",
+    warmup: int = 2,
+    repeats: int = 5,
+    bandwidth: tuple[float, float] | None = None,
+) -> TorchGraph:
+    """Capture ``module`` with torch.fx, profile every node and return a graph every method accepts.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    example_inputs : sequence
+        Positional inputs of one sample (batch).
+    training : bool
+        Add backward nodes (timed with autograd), colocated with their forward partners.
+    device : str
+        Where accelerator times are measured (``"cuda:0"``, or ``"cpu"``: then accelerator and CPU
+        times are the same measurement).
+    granularity : {"operator", "module"}
+        ``"module"`` colocates every function / method node with the compute node that feeds it, so
+        splits fall only at submodule calls, which :mod:`exactplace.export` can express.
+    warmup, repeats : int
+        Profiling: calls before timing, and timed calls (median).
+    bandwidth : (a, b), optional
+        Communication model in milliseconds per byte and milliseconds; fitted when None.
+
+    Returns
+    -------
+    TorchGraph
+        Times in milliseconds, memory in bytes; node ids are positions (forward nodes first, in
+        program order; backward node of forward node ``i`` has id ``forward_count + i``).
+
+    Raises
+    ------
+    GraphError
+        The module cannot be traced by torch.fx (the message gives torch's reason).
+    """
+    torch = _torch()
+    import torch.fx
+
+    check_param(isinstance(module, torch.nn.Module), "module", "from_torch", "a torch.nn.Module", module)
+    check_param(granularity in GRANULARITIES, "granularity", "from_torch", f"one of {list(GRANULARITIES)}",
+                granularity)
+    check_param(isinstance(example_inputs, (tuple, list)), "example_inputs", "from_torch", "a tuple of inputs",
+                example_inputs)
+    try:
+        traced = torch.fx.symbolic_trace(module)
+    except Exception as error:  # torch raises TraceError, TypeError, ... for untraceable code
+        raise GraphError(f"from_torch could not trace {type(module).__name__} with torch.fx: {error}") from None
+    from exactplace.runtime.kernels import one_thread_per_op
+
+    traced.eval() if not training else traced.train()
+    with one_thread_per_op():  # a CPU node's time is its time on one core
+        cpu_times, outputs = _profile(traced, tuple(example_inputs), "cpu", warmup, repeats)
+        a, b = bandwidth if bandwidth is not None else fit_bandwidth(device)
+        acc_times = cpu_times if device == "cpu" else _profile(traced, tuple(example_inputs), device, warmup,
+                                                                 repeats)[0]
+
+    fx_nodes = [n for n in traced.graph.nodes if n.op in COMPUTE_OPS]
+    position = {n.name: i for i, n in enumerate(fx_nodes)}
+    parameters = _parameter_bytes(traced, fx_nodes, training)
+    edges: list[tuple[int, int, float]] = []
+    color: list[int] = list(range(len(fx_nodes)))
+    comm = []
+    for i, n in enumerate(fx_nodes):
+        size = _nbytes(outputs[n.name])
+        comm.append(a * size + b if size else 0.0)
+        sources = [position[p.name] for p in n.all_input_nodes if p.name in position]
+        edges.extend((j, i, comm[j]) for j in sorted(set(sources)))
+    if granularity == "module":
+        color = _module_colors(fx_nodes)
+    nodes = []
+    for i, n in enumerate(fx_nodes):
+        activation = _nbytes(outputs[n.name])
+        nodes.append(Node(i, cpu_time=cpu_times[n.name], acc_time=acc_times[n.name], memory=parameters[i] + activation,
+                          comm=comm[i], color=color[i] if (training or granularity == "module") else None,
+                          name=n.name))
+    if training:
+        with one_thread_per_op():
+            backward = _backward_times(traced, tuple(example_inputs), fx_nodes, device, warmup, repeats)
+        count = len(fx_nodes)
+        for i, n in enumerate(fx_nodes):
+            nodes.append(Node(count + i, cpu_time=backward[i], acc_time=backward[i], memory=0.0, comm=comm[i],
+                              color=color[i], backward=True, name=f"{n.name}.backward"))
+        for u, v, c in list(edges):
+            edges.append((count + v, count + u, comm[v]))
+        edges.extend((i, count + i, 0.0) for i in range(count))
+    targets = [str(n.target) if n.op == "call_module" else None for n in fx_nodes]
+    return TorchGraph(nodes, edges, module=traced, fx_names=[n.name for n in fx_nodes], targets=targets,
+                      example_inputs=tuple(example_inputs), bandwidth=(a, b), device=device)
+
+
+def _module_colors(fx_nodes: list[Any]) -> list[int]:
+    """Color of each node when splits may fall only at submodule calls.
+
+    A function or method node joins the latest submodule call before it in program order (nodes
+    before the first call join that first call), so every device holds whole program-order
+    segments that start at a submodule call.
+    """
+    modules = [i for i, n in enumerate(fx_nodes) if n.op == "call_module"]
+    if not modules:
+        return [0] * len(fx_nodes)
+    color, current = [], modules[0]
+    for i, n in enumerate(fx_nodes):
+        if n.op == "call_module":
+            current = i
+        color.append(current)
+    return color
+
+
+def _profile(traced: Any, inputs: tuple[Any, ...], device: str, warmup: int, repeats: int
+             ) -> tuple[dict[str, float], dict[str, Any]]:
+    """Run the traced module once on ``device``, timing every compute node; returns (ms per node, outputs)."""
+    import copy
+
+    import torch.fx
+
+    torch = _torch()
+    moved = copy.deepcopy(traced).to(device)
+    times: dict[str, float] = {}
+    outputs: dict[str, Any] = {}
+
+    class Profiler(torch.fx.Interpreter):
+        def run_node(self, n: Any) -> Any:
+            if n.op not in COMPUTE_OPS:
+                return super().run_node(n)
+            with torch.no_grad():
+                times[n.name] = _timed(lambda: super(Profiler, self).run_node(n), device, warmup, repeats)
+                result = super().run_node(n)
+            outputs[n.name] = result
+            return result
+
+    Profiler(moved).run(*_move(inputs, device))
+    return times, outputs
+
+
+def _parameter_bytes(traced: Any, fx_nodes: list[Any], training: bool) -> list[float]:
+    """Bytes of the parameters and buffers each node owns (called module, or constants it reads)."""
+    factor = 2 if training else 1  # training also holds the gradient of every parameter
+    owned = []
+    seen: set[str] = set()
+    for n in fx_nodes:
+        total = 0.0
+        if n.op == "call_module":
+            sub = traced.get_submodule(n.target)
+            total += sum(p.numel() * p.element_size() for p in sub.parameters()) * factor
+            total += sum(b.numel() * b.element_size() for b in sub.buffers())
+        for p in n.all_input_nodes:
+            if p.op == "get_attr" and p.target not in seen:
+                seen.add(p.target)  # a constant read by several nodes is counted at its first reader
+                value = _attribute(traced, p.target)
+                total += _nbytes(value) * (factor if getattr(value, "requires_grad", False) else 1)
+        owned.append(total)
+    return owned
+
+
+def _attribute(module: Any, qualified: str) -> Any:
+    value = module
+    for part in qualified.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _backward_times(traced: Any, inputs: tuple[Any, ...], fx_nodes: list[Any], device: str, warmup: int,
+                    repeats: int) -> list[float]:
+    """Milliseconds of each node's backward: autograd through the node alone, from its recorded inputs."""
+    import copy
+
+    import torch.fx
+
+    torch = _torch()
+    moved = copy.deepcopy(traced).to(device)
+    values: dict[str, Any] = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n: Any) -> Any:
+            result = super().run_node(n)
+            values[n.name] = result
+            return result
+
+    with torch.no_grad():
+        Recorder(moved).run(*_move(inputs, device))
+    times = []
+    for n in fx_nodes:
+        def leaf(value: Any) -> Any:
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                return value.detach().requires_grad_(True)
+            return value
+
+        args = torch.fx.node.map_arg(n.args, lambda p: leaf(values[p.name]))
+        kwargs = torch.fx.node.map_arg(n.kwargs, lambda p: leaf(values[p.name]))
+        interpreter = torch.fx.Interpreter(moved)
+        function = getattr(interpreter, n.op)
+        with torch.enable_grad():
+            result = function(n.target, args, kwargs)
+        grads = [t for t in _tensors(result) if t.requires_grad]
+        if not grads:
+            times.append(0.0)
+            continue
+
+        def step(args: Any = args, kwargs: Any = kwargs, function: Any = function, n: Any = n) -> None:
+            with torch.enable_grad():
+                out = [t for t in _tensors(function(n.target, args, kwargs)) if t.requires_grad]
+                torch.autograd.backward(out, [torch.ones_like(t) for t in out])
+
+        forward_only = _timed(lambda: function(n.target, args, kwargs), device, warmup, repeats)
+        times.append(max(_timed(step, device, warmup, repeats) - forward_only, 0.0))
+    return times
