@@ -1,0 +1,161 @@
+"""Export a placement of a real module (a graph from :func:`exactplace.from_torch`) to other frameworks.
+
+* :func:`pipelining_split_spec`: ``torch.distributed.pipelining`` split points.
+* :func:`deepspeed_parts`: the ``parts`` boundaries of a DeepSpeed ``PipelineModule`` over an ``nn.Sequential``.
+* :func:`accelerate_device_map`: an accelerate / transformers ``device_map``.
+
+All three need the placement to be a *pipeline*: in the module's program order, each device holds
+one consecutive run of nodes. Each framework can also only cut at certain points (a submodule call,
+a layer boundary); where a placement cannot be expressed, :class:`ExportError` says which node or
+device is at fault instead of returning a plan that would run something else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from exactplace.core.errors import PlacementError
+
+__all__ = ["ExportError", "Stage", "accelerate_device_map", "deepspeed_parts", "pipeline_stages",
+           "pipelining_split_spec"]
+
+
+class ExportError(PlacementError):
+    """The placement cannot be expressed in the target framework's terms."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A consecutive run of forward nodes (program order) on one device: positions ``first..last``."""
+
+    device: int
+    first: int
+    last: int
+
+
+def _devices(graph: Any, placement: Any) -> np.ndarray:
+    if not hasattr(graph, "fx_names"):
+        raise ExportError("Exports need a graph from exactplace.from_torch (it remembers the module).")
+    device = getattr(placement, "device", placement)
+    if device is None:
+        raise ExportError("The placement has no devices: nothing to export.")
+    device = np.asarray(device)
+    if device.shape != (graph.n,):
+        raise ExportError(f"The placement has {device.shape[0]} devices for a graph of {graph.n} nodes.")
+    return device[: graph.forward_count]
+
+
+def pipeline_stages(graph: Any, placement: Any) -> list[Stage]:
+    """The pipeline stages of a placement, or ExportError when a device holds two separate runs.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> g = SimpleNamespace(fx_names=("a", "b", "c"), n=3, forward_count=3)
+    >>> pipeline_stages(g, [0, 0, 1])
+    [Stage(device=0, first=0, last=1), Stage(device=1, first=2, last=2)]
+    >>> pipeline_stages(g, [0, 1, 0])
+    Traceback (most recent call last):
+    ...
+    exactplace.export.ExportError: The placement is not a pipeline: device 0 runs 'a' and again 'c' after device 1 ran 'b'.
+    """
+    device = _devices(graph, placement)
+    stages: list[Stage] = []
+    for i, d in enumerate(device.tolist()):
+        if stages and stages[-1].device == d:
+            stages[-1] = Stage(d, stages[-1].first, i)
+            continue
+        earlier = [s for s in stages if s.device == d]
+        if earlier:
+            raise ExportError(
+                f"The placement is not a pipeline: device {d} runs {graph.fx_names[earlier[0].first]!r} and again "
+                f"{graph.fx_names[i]!r} after device {stages[-1].device} ran {graph.fx_names[stages[-1].last]!r}."
+            )
+        stages.append(Stage(d, i, i))
+    return stages
+
+
+def _module_call(graph: Any, position: int) -> str | None:
+    """The submodule a forward node calls, if it calls one exactly once in the whole module."""
+    target = graph.targets[position]
+    if target is None or graph.targets.count(target) != 1:
+        return None
+    return target
+
+
+def pipelining_split_spec(graph: Any, placement: Any) -> dict[str, Any]:
+    """Split points for ``torch.distributed.pipelining.pipeline(module, mb_args, split_spec=...)``.
+
+    A stage starting with a submodule call splits at its BEGINNING; otherwise a previous stage
+    ending with one splits at its END. A boundary between two function nodes has no split point.
+
+    Returns
+    -------
+    dict
+        Submodule qualified name -> ``SplitPoint``; one entry per stage after the first.
+    """
+    from torch.distributed.pipelining import SplitPoint
+
+    stages = pipeline_stages(graph, placement)
+    spec: dict[str, Any] = {}
+    for previous, stage in zip(stages, stages[1:]):
+        begins, ends = _module_call(graph, stage.first), _module_call(graph, previous.last)
+        if begins is not None:
+            spec[begins] = SplitPoint.BEGINNING
+        elif ends is not None and ends not in spec:
+            spec[ends] = SplitPoint.END
+        else:
+            raise ExportError(
+                f"torch.distributed.pipelining can only split at a submodule called once: the stage boundary "
+                f"between {graph.fx_names[previous.last]!r} (device {previous.device}) and "
+                f"{graph.fx_names[stage.first]!r} (device {stage.device}) falls between other operations. "
+                "Capture with from_torch(..., granularity='module') to keep splits at submodule calls."
+            )
+    return spec
+
+
+def deepspeed_parts(graph: Any, placement: Any) -> list[int]:
+    """``parts`` of a DeepSpeed ``PipelineModule(layers=list(module), num_stages=len(parts) - 1)``.
+
+    Stage ``i`` holds layers ``parts[i]..parts[i+1]-1``. The module must be an ``nn.Sequential``
+    (DeepSpeed pipelines a list of layers) whose layers are each called once, in order.
+    """
+    stages = pipeline_stages(graph, placement)
+    layers = [graph.targets[i] for i in range(graph.forward_count)]
+    if any(t is None or "." in t or not t.isdigit() for t in layers) or layers != [str(i) for i in range(len(layers))]:
+        raise ExportError(
+            "DeepSpeed's PipelineModule pipelines a list of layers: the module must be an nn.Sequential whose "
+            "layers are called once each, in order, with nothing between them."
+        )
+    return [stage.first for stage in stages] + [len(layers)]
+
+
+def accelerate_device_map(graph: Any, placement: Any) -> dict[str, int | str]:
+    """A ``device_map`` (submodule name -> GPU index or ``"cpu"``) for accelerate's ``dispatch_model``.
+
+    accelerate places modules and runs any other operation where its inputs are, so every stage
+    must start with a submodule call and a submodule called from two devices cannot be mapped.
+    Accelerator ``d`` of the placement becomes GPU ``d``.
+    """
+    stages = pipeline_stages(graph, placement)
+    cluster_accelerators = getattr(placement, "cluster", None)
+    k = cluster_accelerators.accelerators if cluster_accelerators is not None else None
+    device_map: dict[str, int | str] = {}
+    for stage in stages:
+        if graph.targets[stage.first] is None and stage.first > 0:
+            raise ExportError(
+                f"accelerate runs {graph.fx_names[stage.first]!r} where its inputs are, not on device "
+                f"{stage.device}: a stage must start with a submodule call."
+            )
+        where: int | str = stage.device if k is None or stage.device < k else "cpu"
+        for i in range(stage.first, stage.last + 1):
+            target = graph.targets[i]
+            if target is None:
+                continue
+            if device_map.get(target, where) != where:
+                raise ExportError(f"Submodule {target!r} is called on two devices ({device_map[target]} and {where}).")
+            device_map[target] = where
+    return device_map
