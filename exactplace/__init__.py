@@ -30,8 +30,8 @@ __all__ = [
     "Cluster", "CycleError", "ExactplaceError", "Graph", "GraphError", "InputFormatError",
     "Limit", "Node", "ParameterError", "Placement", "PlacementError", "SolverUnavailableError", "Space", "Status",
     "TooManyIdealsError", "Workload", "available_methods", "check_feasibility", "count_ideals",
-    "device_loads", "evaluate", "is_contiguous", "max_load", "read_split", "read_workload",
-    "shipped_workloads", "solve", "workload_path", "write_workload",
+    "device_loads", "evaluate", "from_torch", "is_contiguous", "max_load", "read_split", "read_workload",
+    "replay", "shipped_workloads", "solve", "workload_path", "write_workload",
 ]
 
 
@@ -41,4 +41,13 @@ def __getattr__(name: str) -> object:
         from exactplace.backends.ideals import count_ideals
 
         return count_ideals
+    # replay and from_torch need torch, which is imported only when they are called.
+    if name == "replay":
+        from exactplace.runtime import replay
+
+        return replay
+    if name == "from_torch":
+        from exactplace.frontends.torch import from_torch
+
+        return from_torch
     raise AttributeError(f"module 'exactplace' has no attribute {name!r}")

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from exactplace.core.errors import PlacementError
+from exactplace.core.placement import Placement
 
 __all__ = ["ExportError", "Stage", "accelerate_device_map", "deepspeed_parts", "pipeline_stages",
            "pipelining_split_spec"]
@@ -39,12 +40,12 @@ class Stage:
 def _devices(graph: Any, placement: Any) -> np.ndarray:
     if not hasattr(graph, "fx_names"):
         raise ExportError("Exports need a graph from exactplace.from_torch (it remembers the module).")
-    device = getattr(placement, "device", placement)
+    device = placement.device if isinstance(placement, Placement) else placement
     if device is None:
         raise ExportError("The placement has no devices: nothing to export.")
     device = np.asarray(device)
     if device.shape != (graph.n,):
-        raise ExportError(f"The placement has {device.shape[0]} devices for a graph of {graph.n} nodes.")
+        raise ExportError(f"The placement has shape {device.shape}; the graph has {graph.n} nodes.")
     return device[: graph.forward_count]
 
 
@@ -138,11 +139,11 @@ def accelerate_device_map(graph: Any, placement: Any) -> dict[str, int | str]:
 
     accelerate places modules and runs any other operation where its inputs are, so every stage
     must start with a submodule call and a submodule called from two devices cannot be mapped.
-    Accelerator ``d`` of the placement becomes GPU ``d``.
+    Accelerator ``d`` of the placement becomes GPU ``d``; CPU devices become ``"cpu"`` (given a
+    :class:`~exactplace.Placement`; a bare device array has no cluster to tell them apart).
     """
     stages = pipeline_stages(graph, placement)
-    cluster_accelerators = getattr(placement, "cluster", None)
-    k = cluster_accelerators.accelerators if cluster_accelerators is not None else None
+    k = placement.cluster.accelerators if isinstance(placement, Placement) else None
     device_map: dict[str, int | str] = {}
     for stage in stages:
         if graph.targets[stage.first] is None and stage.first > 0:

@@ -224,11 +224,14 @@ def from_torch(
         edges.extend((j, i, comm[j]) for j in sorted(set(sources)))
     if granularity == "module":
         color = _module_colors(fx_nodes)
+    consumed = {u for u, _, _ in edges}
     nodes = []
     for i, n in enumerate(fx_nodes):
         activation = _nbytes(outputs[n.name])
+        # The model charges communication on edges; an output nothing in the graph reads has none
+        # (and the workload format, which stores costs on edges only, could not keep it).
         nodes.append(Node(i, cpu_time=cpu_times[n.name], acc_time=acc_times[n.name], memory=parameters[i] + activation,
-                          comm=comm[i], color=color[i] if (training or granularity == "module") else None,
+                          comm=comm[i] if i in consumed else 0.0, color=color[i] if (training or granularity == "module") else None,
                           name=n.name))
     if training:
         with one_thread_per_op():

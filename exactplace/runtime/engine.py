@@ -158,9 +158,12 @@ def replay_synthetic(
     check_param(isinstance(repeats, int) and repeats >= 1, "repeats", "replay", "a positive integer", repeats)
     used = np.unique(dev).tolist()
     kind, _ = parse_devices(devices, len(used))
+    wrong = np.flatnonzero(~graph.supported & (dev < cluster.accelerators))
+    if wrong.size:
+        v = int(wrong[0])
+        raise PlacementError(f"{graph.describe(v).capitalize()} cannot run on an accelerator but is placed on "
+                             f"{cluster.device_name(int(dev[v]))}.")
     predicted = max_load(graph, cluster, dev) if mode == "pipelined" else latency(graph, cluster, dev)
-    if not np.isfinite(predicted):
-        raise PlacementError("The placement puts a node that is unsupported on accelerators on one.")
     if time_unit is None:
         time_unit = CPU_TARGET_SECONDS / predicted if kind == "cpu" and predicted > 0 else 1e-3
     check_param(time_unit > 0, "time_unit", "replay", "a positive number of seconds per model unit", time_unit)

@@ -1,0 +1,144 @@
+"""from_torch -> solve -> replay and export, on a small transformer block and a small CNN built here."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import exactplace as ep
+from exactplace import export
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+pipelining = pytest.importorskip("torch.distributed.pipelining")
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block: attention and an MLP, each with a residual connection."""
+
+    def __init__(self, width: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.fc1, self.act, self.fc2 = nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.fc2(self.act(self.fc1(self.ln2(x))))
+
+
+def cnn() -> nn.Module:
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(16, 10),
+    )
+
+
+MODELS = {"block": (Block, (2, 16, 32)), "cnn": (cnn, (2, 3, 16, 16))}
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def captured(request: pytest.FixtureRequest) -> tuple[nn.Module, torch.Tensor, ep.Graph]:
+    torch.manual_seed(0)
+    build, shape = MODELS[request.param]
+    module, x = build().eval(), torch.randn(*shape)
+    return module, x, ep.from_torch(module, (x,), granularity="module", repeats=3)
+
+
+def three_stage_cluster(graph: ep.Graph) -> ep.Cluster:
+    # memory for about 40% of the model per accelerator: greedy must split too
+    return ep.Cluster(accelerators=3, memory=0.4 * float(graph.memory.sum()), cpus=1)
+
+
+def test_captured_graph_is_a_normal_graph(captured, tmp_path) -> None:
+    module, x, graph = captured
+    assert isinstance(graph, ep.Graph) and graph.n == graph.forward_count and not graph.is_training
+    assert np.all(graph.cpu_time > 0) and np.all(graph.supported)
+    parameters = sum(p.numel() * p.element_size() for p in module.parameters())
+    assert graph.memory.sum() >= parameters  # parameters + activations
+    cluster = three_stage_cluster(graph)
+    path = tmp_path / "model.json"
+    ep.write_workload(ep.Workload(graph, cluster), path)
+    assert ep.read_workload(path).graph == graph
+
+
+@pytest.mark.parametrize("method", ["dp", "greedy"])
+def test_solve_replay_and_export_reproduce_the_module(captured, method: str) -> None:
+    module, x, graph = captured
+    placement = ep.solve(graph, three_stage_cluster(graph), method=method)
+    assert placement.has_solution and len(set(placement.device.tolist())) >= 2
+    expected = module(x)
+    for mode in ("pipelined", "single"):
+        result = ep.replay(graph, placement, devices="cpu", mode=mode, samples=4, repeats=1)
+        torch.testing.assert_close(result.outputs, expected)
+        assert result.measured > 0 and result.predicted == pytest.approx(ep.evaluate(
+            graph, placement.cluster, placement.device, "throughput" if mode == "pipelined" else "latency"))
+    spec = export.pipelining_split_spec(graph, placement)
+    stages = export.pipeline_stages(graph, placement)
+    assert len(spec) == len(stages) - 1
+    pipe = pipelining.pipeline(copy.deepcopy(module), (x,), split_spec=spec)  # pipeline() patches the module
+    assert pipe.num_stages == len(stages)
+    out = pipe(x)
+    torch.testing.assert_close(out[0] if isinstance(out, tuple) else out, expected)
+    device_map = export.accelerate_device_map(graph, placement)
+    names = placement.cluster.device_names()
+    for i in range(graph.forward_count):
+        if graph.targets[i] is not None:
+            where = device_map[graph.targets[i]]
+            assert names[placement.device[i]] == (f"acc{where}" if isinstance(where, int) else "cpu0")
+
+
+def test_deepspeed_parts_of_a_sequential() -> None:
+    torch.manual_seed(0)
+    module, x = cnn().eval(), torch.randn(2, 3, 16, 16)
+    graph = ep.from_torch(module, (x,), repeats=1)
+    device = np.array([0] * 3 + [1] * 4 + [2] * 4)
+    assert export.deepspeed_parts(graph, device) == [0, 3, 7, 11]
+    block = ep.from_torch(Block().eval(), (torch.randn(2, 4, 32),), repeats=1)
+    with pytest.raises(export.ExportError, match="nn.Sequential"):
+        export.deepspeed_parts(block, np.zeros(block.n, dtype=int))
+
+
+def test_exports_refuse_what_they_cannot_express() -> None:
+    torch.manual_seed(0)
+    block = ep.from_torch(Block().eval(), (torch.randn(2, 4, 32),), repeats=1)  # operator granularity
+    names = list(block.fx_names)
+    # a device that comes back after another: not a pipeline
+    device = np.zeros(block.n, dtype=int)
+    device[names.index("attn")] = 1
+    with pytest.raises(export.ExportError, match="not a pipeline: device 0 runs 'ln1' and again"):
+        export.pipelining_split_spec(block, device)
+    # a boundary between the getitem and the residual add: no submodule call there
+    device = np.zeros(block.n, dtype=int)
+    device[names.index("add"):] = 1
+    with pytest.raises(export.ExportError, match="between 'getitem' .* and 'add'"):
+        export.pipelining_split_spec(block, device)
+    with pytest.raises(export.ExportError, match="accelerate runs 'add' where its inputs are"):
+        export.accelerate_device_map(block, device)
+
+
+def test_training_capture_colocates_backward_partners() -> None:
+    torch.manual_seed(0)
+    module, x = cnn(), torch.randn(2, 3, 16, 16)
+    graph = ep.from_torch(module, (x,), training=True, repeats=1)
+    count = graph.forward_count
+    assert graph.is_training and graph.n == 2 * count
+    assert all(graph.color[i] == graph.color[count + i] for i in range(count))
+    assert graph.backward[count:].all() and not graph.backward[:count].any()
+    placement = ep.solve(graph, three_stage_cluster(graph), method="dp")
+    assert all(placement.device[i] == placement.device[count + i] for i in range(count))
+    result = ep.replay(graph, placement, devices="cpu", mode="single", samples=2, repeats=1)
+    torch.testing.assert_close(result.outputs, module(x))
+
+
+def test_untraceable_module_is_a_graph_error() -> None:
+    class Branchy(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x if x.sum() > 0 else -x
+
+    with pytest.raises(ep.GraphError, match="could not trace Branchy"):
+        ep.from_torch(Branchy(), (torch.ones(2),))

@@ -1,0 +1,105 @@
+"""Replay of synthetic workloads (no real operators) on virtual CPU devices, and its exact model.
+
+The timing bars (issue 11): time per sample within 25% of max-load, single-sample latency within 25%
+of the latency evaluator, on 3 virtual devices. Noise measured on the 2-core CI machine under a load
+average of 4-9 (other agents): repeats of one replay spread by 1-3% and the ratio stayed within
+0.99-1.02 (benchmarks/RESULTS.md, "Replay"); 25% is the issue's bar, and one retry guards against a
+scheduler stall of the shared machine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import exactplace as ep
+from exactplace.evaluators import device_loads
+from exactplace.evaluators.latency import latency
+from exactplace.runtime.programs import device_programs, latency_blocks
+from strategies import placed_instances
+
+pytest.importorskip("torch")
+
+
+def synthetic() -> tuple[ep.Graph, ep.Cluster, np.ndarray]:
+    """12 nodes with a few skip edges; the exact DP spreads them over 2 accelerators and 1 CPU."""
+    rng = np.random.default_rng(0)
+    nodes = [ep.Node(i, float(rng.uniform(2, 6)), float(rng.uniform(0.5, 2)), comm=float(rng.uniform(0.1, 0.5)))
+             for i in range(12)]
+    edges = [(i, i + 1) for i in range(11)] + [(0, 3), (4, 7), (6, 9)]
+    graph, cluster = ep.Graph(nodes, edges), ep.Cluster(accelerators=2, cpus=1)
+    placement = ep.solve(graph, cluster, method="dp")
+    return graph, cluster, placement.device
+
+
+def within_bar(run, attempts: int = 2) -> ep.runtime.ReplayResult:
+    for _ in range(attempts):
+        result = run()
+        if abs(result.ratio - 1) <= 0.25:
+            break
+    return result
+
+
+@pytest.mark.parametrize("mode", ["pipelined", "single"])
+def test_replay_on_three_virtual_devices_matches_the_evaluator(mode: str) -> None:
+    graph, cluster, device = synthetic()
+    assert len(set(device.tolist())) == 3
+    result = within_bar(lambda: ep.replay(ep.Workload(graph, cluster), device, devices="cpu:3", mode=mode,
+                                          samples=16 if mode == "pipelined" else 6, repeats=3))
+    expected = ep.max_load(graph, cluster, device) if mode == "pipelined" else latency(graph, cluster, device)
+    assert result.predicted == pytest.approx(expected)
+    assert abs(result.ratio - 1) <= 0.25, result.to_frame()
+    frame = result.to_frame()
+    assert list(frame.columns) == ["measured", "predicted", "ratio"]
+    assert set(frame.index) == {"acc0", "acc1", "cpu0", "overall"}
+    assert result.to_dict()["ratio"] == result.ratio and result.devices == "cpu:3"
+
+
+def test_too_few_devices_is_a_clear_error() -> None:
+    graph, cluster, device = synthetic()
+    with pytest.raises(ep.PlacementError, match="uses 3 devices but devices='cpu:2' offers 2"):
+        ep.replay(graph, device, cluster=cluster, devices="cpu:2")
+    with pytest.raises(ep.ParameterError, match="'mode' parameter of replay"):
+        ep.replay(graph, device, cluster=cluster, devices="cpu", mode="batch")
+    with pytest.raises(ep.ParameterError, match="'devices' parameter of replay"):
+        ep.replay(graph, device, cluster=cluster, devices="tpu:2")
+
+
+def test_unsupported_node_on_an_accelerator_is_refused() -> None:
+    graph = ep.Graph([ep.Node(1, 1.0, None), ep.Node(2, 1.0, 1.0)], [(1, 2)])
+    with pytest.raises(ep.PlacementError, match="Node 1 cannot run on an accelerator but is placed on acc0"):
+        ep.replay(graph, [0, 1], cluster=ep.Cluster(2, cpus=1), devices="cpu")
+
+
+@settings(max_examples=40)
+@given(placed_instances())
+def test_device_programs_cost_exactly_the_max_load_model(instance) -> None:
+    """What the workers execute per sample is, op for op, the evaluator's load of each device."""
+    graph, cluster, device = instance
+    if not np.all(np.isfinite(ep.device_loads(graph, cluster, device).load())):
+        return
+    loads = device_loads(graph, cluster, device).load()
+    for d, program in device_programs(graph, cluster, device).items():
+        assert sum(op.cost for op in program) == pytest.approx(loads[d])
+        assert [op.item for op in program if op.kind == "compute"] == [
+            v for v in graph.topological_order.tolist() if device[v] == d]
+
+
+@settings(max_examples=40)
+@given(placed_instances())
+def test_latency_blocks_simulate_to_the_latency_evaluator(instance) -> None:
+    """Blocks run as soon as the blocks they wait for end, for the sum of their ops: that is §4's latency."""
+    graph, cluster, device = instance
+    if not np.all(np.isfinite(ep.device_loads(graph, cluster, device).load())):
+        return
+    try:
+        expected = latency(graph, cluster, device)
+    except ep.PlacementError:
+        with pytest.raises(ep.PlacementError):
+            latency_blocks(graph, cluster, device)
+        return
+    end: list[float] = []
+    for block in latency_blocks(graph, cluster, device):
+        end.append(max((end[b] for b in block.after), default=0.0) + sum(op.cost for op in block.ops))
+    assert max(end) == pytest.approx(expected)
