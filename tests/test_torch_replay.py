@@ -103,3 +103,21 @@ def test_latency_blocks_simulate_to_the_latency_evaluator(instance) -> None:
     for block in latency_blocks(graph, cluster, device):
         end.append(max((end[b] for b in block.after), default=0.0) + sum(op.cost for op in block.ops))
     assert max(end) == pytest.approx(expected)
+
+
+def test_cli_replay_ends_with_json(tmp_path, capsys) -> None:
+    import json
+
+    from exactplace.cli.main import main
+
+    plan = tmp_path / "plan.json"
+    assert main(["solve", "layer_bert24_inference", "--method", "greedy", "--out", str(plan)]) == 0
+    capsys.readouterr()
+    assert main(["replay", "layer_bert24_inference", str(plan), "--devices", "cpu", "--samples", "6",
+                 "--repeats", "1", "--json"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    last = json.loads(out[-1])
+    assert {"measured", "predicted", "ratio"} <= set(last) and last["predicted"] > 0
+    assert any(line.startswith("overall") for line in out)
+    assert main(["replay", "layer_bert24_inference", str(plan), "--devices", "cpu:1"]) == 2
+    assert "offers 1" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""``exactplace solve | evaluate | info | methods``.
+"""``exactplace solve | evaluate | info | methods`` (and ``replay | regress``, from replay_commands).
 
 Errors in the input become one readable line on stderr and exit status 2, never a
 traceback; Ctrl-C exits with status 130.
@@ -163,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     methods = commands.add_parser("methods", help="list the placement methods")
     methods.set_defaults(run=_command_methods)
+
+    from exactplace.cli.replay_commands import add_commands
+
+    add_commands(commands, workload_help)
     return parser
 
 
