@@ -111,7 +111,7 @@ def test_cli_replay_ends_with_json(tmp_path, capsys) -> None:
     from exactplace.cli.main import main
 
     plan = tmp_path / "plan.json"
-    assert main(["solve", "layer_bert24_inference", "--method", "greedy", "--out", str(plan)]) == 0
+    assert main(["solve", "layer_bert24_inference", "--method", "dp", "--out", str(plan)]) == 0
     capsys.readouterr()
     assert main(["replay", "layer_bert24_inference", str(plan), "--devices", "cpu", "--samples", "6",
                  "--repeats", "1", "--json"]) == 0
