@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -160,7 +161,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     record: dict[str, Any] = {"key": job["key"], "workload": job["workload_name"], "method": job["method"],
                               "objective": job["objective"], "status": None, "value": None, "bound": None,
                               "wall_seconds": None, "measured": None, "predicted": None, "ratio": None,
-                              "noise": None, "replay": None, "error": None}
+                              "noise": None, "replay": None, "error": None,
+                              "worker": f"{platform.node()}:{os.getpid()}"}
     try:
         workload = workload_from_dict(job["workload"], name=job["workload_name"])
         start = time.perf_counter()
@@ -206,10 +208,15 @@ def _map_ray(address: str) -> Callable[[list[dict[str, Any]]], list[dict[str, An
         raise SolverUnavailableError("--ray needs Ray: pip install 'exactplace[ray]'.") from None
 
     def mapper(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        started = not ray.is_initialized()
         ray.init(address=None if address == "local" else address, ignore_reinit_error=True,
                  include_dashboard=False, log_to_driver=False)
-        task = ray.remote(run_job)
-        return ray.get([task.remote(job) for job in jobs])
+        try:
+            task = ray.remote(run_job)
+            return ray.get([task.remote(job) for job in jobs])
+        finally:
+            if started:
+                ray.shutdown()  # a local cluster started here ends with the suite
 
     return mapper
 

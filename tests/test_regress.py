@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -84,3 +85,6 @@ def test_ray_fan_out_gathers_one_report(suite) -> None:
     pytest.importorskip("ray")
     assert main(["regress", str(suite), "--update-baseline"]) == 0
     assert main(["regress", str(suite), "--ray", "local"]) == 0
+    report = json.loads((suite.parent / "small.report.json").read_text())
+    workers = {r["worker"].rsplit(":", 1)[1] for r in report["results"]}
+    assert str(os.getpid()) not in workers  # the jobs ran in Ray's worker processes

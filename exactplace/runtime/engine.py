@@ -258,19 +258,25 @@ def _pipelined_cpu(kernels: Any, programs: dict[int, list[Op]], samples: int, un
 
     def work(d: int) -> None:
         start_gate.wait()
+        clock = kernels.now()  # the device's clock: when its next kernel may start
         for s in range(samples):
             spent = 0.0
             for op in programs[d]:
                 if op.kind == "recv":
-                    data = workers.get(boxes[(op.item, d)])
-                    begin, end, _ = kernels.transfer(op.cost * unit, data)
+                    data, posted = workers.get(boxes[(op.item, d)])
+                    begin = kernels.now()
+                    clock = max(clock, posted)
+                    clock, _ = kernels.transfer(op.cost * unit, data, clock)
                 elif op.kind == "compute":
-                    begin, end = kernels.compute(op.cost * unit)
+                    begin = kernels.now()
+                    clock = kernels.compute(op.cost * unit, clock)
                 else:
-                    begin, end, data = kernels.transfer(op.cost * unit, payloads[op.item])
+                    begin = kernels.now()
+                    clock, data = kernels.transfer(op.cost * unit, payloads[op.item], clock)
+                    posted = kernels.now()  # real time: a late sender delays its receivers
                     for r in op.receivers:
-                        boxes[(op.item, r)].put(data)
-                spent += end - begin
+                        boxes[(op.item, r)].put((data, posted))
+                spent += kernels.now() - begin
             busy[d][s] = spent
             finish[d][s] = kernels.now()
 
@@ -300,14 +306,14 @@ def _single_cpu(kernels: Any, blocks: list[Block], samples: int, unit: float) ->
                     ends: list[float] = ends) -> None:
                 for p in blocks[b].after:
                     done[p].wait()
-                total = 0.0
+                clock = max([origin] + [ends[p] for p in blocks[b].after])
+                begin = kernels.now()
                 for op in blocks[b].ops:
                     if op.kind == "compute":
-                        begin, end = kernels.compute(op.cost * unit)
+                        clock = kernels.compute(op.cost * unit, clock)
                     else:
-                        begin, end, _ = kernels.transfer(op.cost * unit, payloads[op.item])
-                    total += end - begin
-                spent[b], ends[b] = total, kernels.now()
+                        clock, _ = kernels.transfer(op.cost * unit, payloads[op.item], clock)
+                spent[b], ends[b] = kernels.now() - begin, kernels.now()
                 done[b].set()
 
             for future in [pool.submit(run, b) for b in range(len(blocks))]:

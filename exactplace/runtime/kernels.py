@@ -8,9 +8,11 @@ seconds per model unit). Two implementations share one interface:
   tensors. A compute kernel runs a small tensor operation, then waits for the rest of its
   modelled time in ``time.sleep`` (which releases the GIL, so workers overlap as devices do); a
   transfer copies a tensor whose size is the modelled bytes (cost x the measured copy
-  bandwidth, capped so replays stay light), then waits for the rest of its time. The median
-  overshoot of ``time.sleep`` on this machine is measured once and subtracted, so a kernel
-  lasts its modelled time even when the scheduler wakes threads late.
+  bandwidth, capped so replays stay light), then waits for the rest of its time. Each kernel
+  waits until a deadline on its device's clock (the previous kernel's end, or its input's
+  arrival, plus its modelled time), and the median overshoot of ``time.sleep`` on this machine
+  is measured once and subtracted, so kernels last their modelled times even when they are far
+  shorter than the OS's sleep granularity or the scheduler wakes threads late.
 * :class:`CudaKernels` (when ``torch.cuda.is_available()``): a stream per GPU; compute kernels
   are ``torch.cuda._sleep`` spins calibrated in cycles per second, transfers copy tensors of the
   modelled size between the GPU and pinned host memory, and timing uses CUDA events.
@@ -91,7 +93,8 @@ class CpuKernels:
     Examples
     --------
     >>> k = CpuKernels()                                  # doctest: +SKIP
-    >>> start, end = k.compute(0.002); end - start >= 0.0015  # doctest: +SKIP
+    >>> start = k.now(); end = k.compute(0.002, start)    # doctest: +SKIP
+    >>> k.now() - start >= 0.0015                         # doctest: +SKIP
     True
     """
 
@@ -122,24 +125,28 @@ class CpuKernels:
         if remaining > 0:
             time.sleep(remaining)
 
-    def compute(self, seconds: float) -> tuple[float, float]:
-        """Run a small tensor operation lasting ``seconds`` in all; returns (start, end)."""
-        start = time.perf_counter()
+    def compute(self, seconds: float, start: float) -> float:
+        """Run a small tensor operation and wait until ``start + seconds``; returns that end time.
+
+        ``start`` is when the kernel may begin on its device's clock: the end of the device's
+        previous kernel, or when its input arrived. Chaining deadlines this way keeps the OS's sleep
+        granularity from adding up over many short kernels; a device that fell behind (a stall)
+        only catches up by skipping waits, never by running a kernel's work faster.
+        """
         self.torch.mul(self._work, 1.0)
         self._wait_until(start + seconds)
-        return start, time.perf_counter()
+        return start + seconds
 
     def payload(self, seconds: float) -> Any:
         """A tensor of the bytes a transfer of ``seconds`` moves (capped at MAX_TRANSFER_BYTES)."""
         count = int(min(seconds * self.bandwidth, MAX_TRANSFER_BYTES) // 4)
         return self.torch.ones(max(count, 1))
 
-    def transfer(self, seconds: float, payload: Any) -> tuple[float, float, Any]:
-        """Copy ``payload`` and last ``seconds`` in all; returns (start, end, the copy)."""
-        start = time.perf_counter()
+    def transfer(self, seconds: float, payload: Any, start: float) -> tuple[float, Any]:
+        """Copy ``payload`` and wait until ``start + seconds``; returns (that end time, the copy)."""
         copy = payload.clone()
         self._wait_until(start + seconds)
-        return start, time.perf_counter(), copy
+        return start + seconds, copy
 
 
 class CudaKernels:
