@@ -12,7 +12,8 @@ Suite format (YAML)::
 
     name: nightly
     tolerance: {value: 1.0e-6, measured: 0.25}   # relative; optional (these are the defaults)
-    replay: {devices: auto, mode: pipelined, samples: 16}   # optional: omit to skip replays
+    replay: {devices: auto, samples: 16, repeats: 3}  # optional: omit to skip replays; throughput
+                                                      # replays pipelined, latency one sample at a time
     cases:
       - workload: layer_bert24_inference          # a shipped name, or a path relative to the suite
         methods: [dp, greedy]
@@ -39,7 +40,7 @@ __all__ = ["DEFAULT_TOLERANCE", "Finding", "Suite", "compare", "load_suite", "re
            "write_reports"]
 
 DEFAULT_TOLERANCE = {"value": 1e-6, "measured": 0.25}
-_REPLAY_KEYS = {"devices", "mode", "samples", "repeats"}
+_REPLAY_KEYS = {"devices", "samples", "repeats"}
 
 
 @dataclass(frozen=True)
@@ -173,19 +174,22 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         record["value"] = _finite(placement.objective)
         record["bound"] = _finite(placement.bound)
         if job["replay"] is not None and placement.has_solution:
-            record.update(_replay(workload, placement, job["replay"]))
+            record.update(_replay(workload, placement, job["objective"], job["replay"]))
     except ExactplaceError as error:
         record["error"] = f"{type(error).__name__}: {error}"
     return record
 
 
-def _replay(workload: Any, placement: Any, settings: dict[str, Any]) -> dict[str, Any]:
+def _replay(workload: Any, placement: Any, objective: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """Replay in the mode that measures the objective: pipelined for throughput, single for latency."""
     from exactplace.runtime import replay
 
+    pipelined = objective == "throughput"
+    samples = settings.get("samples", 16)
     try:
         result = replay(workload, placement, devices=settings.get("devices", "auto"),
-                        mode=settings.get("mode", "pipelined"), samples=settings.get("samples", 16),
-                        repeats=settings.get("repeats", 3))
+                        mode="pipelined" if pipelined else "single",
+                        samples=samples if pipelined else max(samples // 4, 3), repeats=settings.get("repeats", 3))
     except SolverUnavailableError as error:
         return {"replay": f"skipped: {error}"}
     return {"measured": result.measured, "predicted": result.predicted, "ratio": result.ratio,

@@ -142,3 +142,22 @@ def test_untraceable_module_is_a_graph_error() -> None:
 
     with pytest.raises(ep.GraphError, match="could not trace Branchy"):
         ep.from_torch(Branchy(), (torch.ones(2),))
+
+
+def test_readme_torch_example_prints_its_comments() -> None:
+    """The README's ``python torch`` blocks run (with torch) and print what their comments say."""
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python torch\n(.*?)```", readme, flags=re.S)
+    assert blocks
+    for block in blocks:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(block, "README.md", "exec"), {})
+        promised = [line.split("# ", 1)[1].split("  ")[0].strip()
+                    for line in block.splitlines() if line.startswith("print(") and "# " in line]
+        assert printed.getvalue().splitlines() == promised

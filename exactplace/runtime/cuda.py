@@ -24,7 +24,7 @@ __all__ = ["replay_cuda"]
 
 
 def replay_cuda(graph: Graph, cluster: Cluster, dev: np.ndarray, *, mode: str, samples: int, repeats: int,
-                time_unit: float, predicted: float) -> Any:
+                time_unit: float, predicted: float, expected: dict[int, float]) -> Any:
     """Replay on GPUs; accelerator ``d`` of the placement runs on the ``i``-th GPU (i = rank of d among used)."""
     from exactplace.runtime.engine import ReplayResult
     from exactplace.runtime.kernels import CudaKernels
@@ -49,12 +49,9 @@ def replay_cuda(graph: Graph, cluster: Cluster, dev: np.ndarray, *, mode: str, s
         busy_runs.append({d: b / time_unit for d, b in busy.items()})
     torch.cuda.synchronize()
     runs, busy_runs = runs[1:], busy_runs[1:]
-    from exactplace.evaluators import device_loads
-
-    loads = device_loads(graph, cluster, dev).load()
     return ReplayResult(
         mode=mode, measured=statistics.median(runs), predicted=float(predicted),
-        per_device={names[d]: (statistics.median(r[d] for r in busy_runs), float(loads[d])) for d in used},
+        per_device={names[d]: (statistics.median(r[d] for r in busy_runs), expected[d]) for d in used},
         repeats=tuple(runs), time_unit=time_unit, devices=f"cuda:{len(used)}", samples=samples,
     )
 

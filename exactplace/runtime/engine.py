@@ -168,12 +168,17 @@ def replay_synthetic(
         time_unit = CPU_TARGET_SECONDS / predicted if kind == "cpu" and predicted > 0 else 1e-3
     check_param(time_unit > 0, "time_unit", "replay", "a positive number of seconds per model unit", time_unit)
     names = cluster.device_names()
-    loads = device_loads(graph, cluster, dev).load()
+    if mode == "pipelined":
+        loads = device_loads(graph, cluster, dev).load()
+        expected = {d: float(loads[d]) for d in used}
+    else:
+        expected = {d: sum(op.cost for b in latency_blocks(graph, cluster, dev) if b.device == d for op in b.ops)
+                    for d in used}
     if kind == "cuda":
         from exactplace.runtime.cuda import replay_cuda
 
         return replay_cuda(graph, cluster, dev, mode=mode, samples=samples, repeats=repeats, time_unit=time_unit,
-                           predicted=predicted)
+                           predicted=predicted, expected=expected)
     from exactplace.runtime.kernels import CpuKernels
 
     from exactplace.runtime.kernels import one_thread_per_op
@@ -188,11 +193,6 @@ def replay_synthetic(
                 runs.append(_single_cpu(kernels, latency_blocks(graph, cluster, dev), samples, time_unit))
     overall = [r[0] / time_unit for r in runs]
     busy = {d: statistics.median(r[1][d] for r in runs) / time_unit for d in used}
-    if mode == "pipelined":
-        expected = {d: float(loads[d]) for d in used}
-    else:
-        expected = {d: sum(op.cost for b in latency_blocks(graph, cluster, dev) if b.device == d for op in b.ops)
-                    for d in used}
     return ReplayResult(
         mode=mode, measured=statistics.median(overall), predicted=float(predicted),
         per_device={names[d]: (busy[d], expected[d]) for d in used}, repeats=tuple(overall),
