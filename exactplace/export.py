@@ -12,6 +12,7 @@ device is at fault instead of returning a plan that would run something else.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +62,7 @@ def pipeline_stages(graph: Any, placement: Any) -> list[Stage]:
     >>> pipeline_stages(g, [0, 1, 0])
     Traceback (most recent call last):
     ...
-    exactplace.export.ExportError: The placement is not a pipeline: device 0 runs 'a' and again 'c' after device 1 ran 'b'.
+    exactplace.export.ExportError: The placement is not a pipeline: device 0 runs 'a' and again 'c' after ...
     """
     device = _devices(graph, placement)
     stages: list[Stage] = []
@@ -102,7 +103,7 @@ def pipelining_split_spec(graph: Any, placement: Any) -> dict[str, Any]:
 
     stages = pipeline_stages(graph, placement)
     spec: dict[str, Any] = {}
-    for previous, stage in zip(stages, stages[1:]):
+    for previous, stage in itertools.pairwise(stages):
         begins, ends = _module_call(graph, stage.first), _module_call(graph, previous.last)
         if begins is not None:
             spec[begins] = SplitPoint.BEGINNING

@@ -55,7 +55,7 @@ def three_stage_cluster(graph: ep.Graph) -> ep.Cluster:
 
 
 def test_captured_graph_is_a_normal_graph(captured, tmp_path) -> None:
-    module, x, graph = captured
+    module, _, graph = captured
     assert isinstance(graph, ep.Graph) and graph.n == graph.forward_count and not graph.is_training
     assert np.all(graph.cpu_time > 0) and np.all(graph.supported)
     parameters = sum(p.numel() * p.element_size() for p in module.parameters())
@@ -99,7 +99,7 @@ def test_deepspeed_parts_of_a_sequential() -> None:
     device = np.array([0] * 3 + [1] * 4 + [2] * 4)
     assert export.deepspeed_parts(graph, device) == [0, 3, 7, 11]
     block = ep.from_torch(Block().eval(), (torch.randn(2, 4, 32),), repeats=1)
-    with pytest.raises(export.ExportError, match="nn.Sequential"):
+    with pytest.raises(export.ExportError, match=r"nn\.Sequential"):
         export.deepspeed_parts(block, np.zeros(block.n, dtype=int))
 
 
@@ -115,7 +115,7 @@ def test_exports_refuse_what_they_cannot_express() -> None:
     # a boundary between the getitem and the residual add: no submodule call there
     device = np.zeros(block.n, dtype=int)
     device[names.index("add"):] = 1
-    with pytest.raises(export.ExportError, match="between 'getitem' .* and 'add'"):
+    with pytest.raises(export.ExportError, match=r"between 'getitem' .* and 'add'"):
         export.pipelining_split_spec(block, device)
     with pytest.raises(export.ExportError, match="accelerate runs 'add' where its inputs are"):
         export.accelerate_device_map(block, device)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from strategies import placed_instances
 
 import exactplace as ep
 from exactplace.evaluators import device_loads
 from exactplace.evaluators.latency import latency
 from exactplace.runtime.programs import device_programs, latency_blocks
-from strategies import placed_instances
 
 pytest.importorskip("torch")
 

@@ -191,7 +191,6 @@ def from_torch(
         The module cannot be traced by torch.fx (the message gives torch's reason).
     """
     torch = _torch()
-    import torch.fx
 
     check_param(isinstance(module, torch.nn.Module), "module", "from_torch", "a torch.nn.Module", module)
     check_param(granularity in GRANULARITIES, "granularity", "from_torch", f"one of {list(GRANULARITIES)}",
@@ -230,9 +229,10 @@ def from_torch(
         activation = _nbytes(outputs[n.name])
         # The model charges communication on edges; an output nothing in the graph reads has none
         # (and the workload format, which stores costs on edges only, could not keep it).
-        nodes.append(Node(i, cpu_time=cpu_times[n.name], acc_time=acc_times[n.name], memory=parameters[i] + activation,
-                          comm=comm[i] if i in consumed else 0.0, color=color[i] if (training or granularity == "module") else None,
-                          name=n.name))
+        colored = training or granularity == "module"
+        nodes.append(Node(i, cpu_time=cpu_times[n.name], acc_time=acc_times[n.name],
+                          memory=parameters[i] + activation, comm=comm[i] if i in consumed else 0.0,
+                          color=color[i] if colored else None, name=n.name))
     if training:
         with one_thread_per_op():
             backward = _backward_times(traced, tuple(example_inputs), fx_nodes, device, warmup, repeats)
@@ -240,8 +240,8 @@ def from_torch(
         for i, n in enumerate(fx_nodes):
             nodes.append(Node(count + i, cpu_time=backward[i], acc_time=backward[i], memory=0.0, comm=comm[i],
                               color=color[i], backward=True, name=f"{n.name}.backward"))
-        for u, v, c in list(edges):
-            edges.append((count + v, count + u, comm[v]))
+        # the gradient of u's output flows from v's backward to u's backward: u's output size
+        edges.extend([(count + v, count + u, comm[u]) for u, v, _ in edges])
         edges.extend((i, count + i, 0.0) for i in range(count))
     targets = [str(n.target) if n.op == "call_module" else None for n in fx_nodes]
     return TorchGraph(nodes, edges, module=traced, fx_names=[n.name for n in fx_nodes], targets=targets,
@@ -361,6 +361,9 @@ def _backward_times(traced: Any, inputs: tuple[Any, ...], fx_nodes: list[Any], d
                 out = [t for t in _tensors(function(n.target, args, kwargs)) if t.requires_grad]
                 torch.autograd.backward(out, [torch.ones_like(t) for t in out])
 
-        forward_only = _timed(lambda: function(n.target, args, kwargs), device, warmup, repeats)
+        def forward(args: Any = args, kwargs: Any = kwargs, function: Any = function, n: Any = n) -> None:
+            function(n.target, args, kwargs)
+
+        forward_only = _timed(forward, device, warmup, repeats)
         times.append(max(_timed(step, device, warmup, repeats) - forward_only, 0.0))
     return times

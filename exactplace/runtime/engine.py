@@ -179,9 +179,7 @@ def replay_synthetic(
 
         return replay_cuda(graph, cluster, dev, mode=mode, samples=samples, repeats=repeats, time_unit=time_unit,
                            predicted=predicted, expected=expected)
-    from exactplace.runtime.kernels import CpuKernels
-
-    from exactplace.runtime.kernels import one_thread_per_op
+    from exactplace.runtime.kernels import CpuKernels, one_thread_per_op
 
     runs = []
     with one_thread_per_op():
@@ -303,7 +301,7 @@ def _single_cpu(kernels: Any, blocks: list[Block], samples: int, unit: float) ->
             origin = kernels.now()
 
             def run(b: int, done: list[threading.Event] = done, spent: list[float] = spent,
-                    ends: list[float] = ends) -> None:
+                    ends: list[float] = ends, origin: float = origin) -> None:
                 for p in blocks[b].after:
                     done[p].wait()
                 clock = max([origin] + [ends[p] for p in blocks[b].after])
