@@ -121,3 +121,14 @@ def test_cli_replay_ends_with_json(tmp_path, capsys) -> None:
     assert any(line.startswith("overall") for line in out)
     assert main(["replay", "layer_bert24_inference", str(plan), "--devices", "cpu:1"]) == 2
     assert "offers 1" in capsys.readouterr().err
+
+
+def test_replay_measures_execution_not_the_formula() -> None:
+    """Devices that send while they could compute: the replay runs copies and compute one after the
+    other, so it disagrees with the overlap model (max of the two) and agrees with the default (sum)."""
+    graph = ep.Graph([ep.Node(1, 9.0, 1.0, comm=2.0), ep.Node(2, 9.0, 1.0)], [(1, 2)])
+    cluster = ep.Cluster(accelerators=2, cpus=0)
+    result = within_bar(lambda: ep.replay(graph, [0, 1], cluster=cluster, devices="cpu:2", samples=12, repeats=2))
+    assert result.predicted == ep.max_load(graph, cluster, [0, 1]) == 3.0
+    assert abs(result.ratio - 1) <= 0.25
+    assert result.measured / ep.max_load(graph, cluster, [0, 1], overlap=True) > 1.25  # overlap predicts 2.0
