@@ -132,3 +132,76 @@ def test_replay_measures_execution_not_the_formula() -> None:
     assert result.predicted == ep.max_load(graph, cluster, [0, 1]) == 3.0
     assert abs(result.ratio - 1) <= 0.25
     assert result.measured / ep.max_load(graph, cluster, [0, 1], overlap=True) > 1.25  # overlap predicts 2.0
+
+
+class _Event:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def synchronize(self) -> None:
+        pass
+
+
+class _Buffer:
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+
+class FakeGpus:
+    """Stand-in for CudaKernels: each stream is a clock that runs its enqueued work in order."""
+
+    def __init__(self, count: int) -> None:
+        self.count, self.time = count, [0.0] * count
+
+    def event(self, g: int) -> _Event:
+        return _Event(self.time[g])
+
+    def _run(self, g: int, seconds: float) -> tuple[_Event, _Event]:
+        start = self.event(g)
+        self.time[g] += seconds
+        return start, self.event(g)
+
+    def compute(self, g: int, seconds: float) -> tuple[_Event, _Event]:
+        return self._run(g, seconds)
+
+    def buffers(self, g: int, seconds: float) -> tuple[_Buffer, _Buffer]:
+        return _Buffer(seconds), _Buffer(seconds)
+
+    def download(self, g: int, payload: _Buffer, host: _Buffer) -> tuple[_Event, _Event]:
+        return self._run(g, payload.seconds)
+
+    def upload(self, g: int, host: _Buffer, wait: _Event) -> tuple[_Event, _Event]:
+        self.wait(g, wait)
+        return self._run(g, host.seconds)
+
+    def wait(self, g: int, event: _Event) -> None:
+        self.time[g] = max(self.time[g], event.t)
+
+    def synchronize(self) -> None:
+        self.time = [max(self.time)] * self.count
+
+    @staticmethod
+    def elapsed(start: _Event, end: _Event) -> float:
+        return end.t - start.t
+
+
+@settings(max_examples=25)
+@given(placed_instances(supported=True, min_accelerators=1, max_cpus=0))
+def test_cuda_orchestration_on_stand_in_gpus(instance) -> None:
+    """The CUDA path (not run in CI: no GPU) enqueues each device's program in order, each receive
+    after its send; on streams that take exactly the modelled times it measures the evaluators' values."""
+    from exactplace.runtime.cuda import replay_cuda
+
+    graph, cluster, device = instance
+    if not graph.supported[device < cluster.accelerators].all():
+        return
+    try:
+        expected_latency = latency(graph, cluster, device)
+    except ep.PlacementError:
+        return
+    used = len(set(device.tolist()))
+    for mode, predicted in (("pipelined", ep.max_load(graph, cluster, device)), ("single", expected_latency)):
+        result = replay_cuda(graph, cluster, device, mode=mode, samples=8, repeats=1, time_unit=1.0,
+                             predicted=predicted, expected={d: 0.0 for d in set(device.tolist())},
+                             kernels=FakeGpus(used))
+        assert result.measured == pytest.approx(predicted) and result.devices == f"cuda:{used}"

@@ -10,7 +10,6 @@ bandwidth) into pinned host memory and the receiver copies it in, so communicati
 from __future__ import annotations
 
 import statistics
-import time
 from typing import Any
 
 import numpy as np
@@ -24,21 +23,25 @@ __all__ = ["replay_cuda"]
 
 
 def replay_cuda(graph: Graph, cluster: Cluster, dev: np.ndarray, *, mode: str, samples: int, repeats: int,
-                time_unit: float, predicted: float, expected: dict[int, float]) -> Any:
-    """Replay on GPUs; accelerator ``d`` of the placement runs on the ``i``-th GPU (i = rank of d among used)."""
+                time_unit: float, predicted: float, expected: dict[int, float], kernels: Any = None) -> Any:
+    """Replay on GPUs; accelerator ``d`` of the placement runs on the ``i``-th GPU (i = rank of d among used).
+
+    ``kernels`` defaults to :class:`~exactplace.runtime.kernels.CudaKernels`.
+    """
     from exactplace.runtime.engine import ReplayResult
-    from exactplace.runtime.kernels import CudaKernels
 
     if np.any(dev >= cluster.accelerators):
         raise ParameterError("CUDA replay runs accelerator nodes on GPUs; this placement also uses CPU cores. "
                              "Replay it on virtual devices (devices='cpu:N').")
-    kernels = CudaKernels()
+    if kernels is None:
+        from exactplace.runtime.kernels import CudaKernels
+
+        kernels = CudaKernels()
     used = np.unique(dev).tolist()
     if len(used) > kernels.count:
         raise PlacementError(f"The placement uses {len(used)} accelerators but {kernels.count} GPUs are available.")
     gpu = {d: i for i, d in enumerate(used)}
     names = cluster.device_names()
-    torch = kernels.torch
     runs, busy_runs = [], []
     for _ in range(repeats + 1):  # the first run warms up (allocations, lazy CUDA init) and is dropped
         if mode == "pipelined":
@@ -47,7 +50,7 @@ def replay_cuda(graph: Graph, cluster: Cluster, dev: np.ndarray, *, mode: str, s
             overall, busy = _single(kernels, graph, cluster, dev, gpu, samples, time_unit)
         runs.append(overall / time_unit)
         busy_runs.append({d: b / time_unit for d, b in busy.items()})
-    torch.cuda.synchronize()
+    kernels.synchronize()
     runs, busy_runs = runs[1:], busy_runs[1:]
     return ReplayResult(
         mode=mode, measured=statistics.median(runs), predicted=float(predicted),
@@ -56,30 +59,25 @@ def replay_cuda(graph: Graph, cluster: Cluster, dev: np.ndarray, *, mode: str, s
     )
 
 
-def _enqueue(kernels: Any, op: Op, g: int, unit: float, host: dict[int, Any], sent: dict[int, Any],
-             payloads: dict[int, Any]) -> tuple[Any, Any]:
+def _enqueue(kernels: Any, op: Op, g: int, unit: float, buffers: dict[int, tuple[Any, Any]],
+             sent: dict[int, Any]) -> tuple[Any, Any]:
     if op.kind == "compute":
         return kernels.compute(g, op.cost * unit)
+    payload, host = buffers[op.item]
     if op.kind == "send":
-        start = kernels.event(g)
-        with kernels.torch.cuda.stream(kernels.streams[g]):
-            host[op.item].copy_(payloads[op.item], non_blocking=True)
-        end = kernels.event(g)
+        start, end = kernels.download(g, payload, host)
         sent[op.item] = end
         return start, end
-    start, end, _ = kernels.transfer(g, host[op.item], wait=sent[op.item])
-    return start, end
+    return kernels.upload(g, host, sent[op.item])
 
 
-def _buffers(kernels: Any, ops: list[tuple[int, Op]], unit: float) -> tuple[dict[int, Any], dict[int, Any]]:
-    payloads = {op.item: kernels.payload(g, op.cost * unit) for g, op in ops if op.kind == "send"}
-    host = {item: kernels.torch.empty_like(p, device="cpu").pin_memory() for item, p in payloads.items()}
-    return payloads, host
+def _buffers(kernels: Any, ops: list[tuple[int, Op]], unit: float) -> dict[int, tuple[Any, Any]]:
+    return {op.item: kernels.buffers(g, op.cost * unit) for g, op in ops if op.kind == "send"}
 
 
 def _pipelined(kernels: Any, programs: dict[int, list[Op]], gpu: dict[int, int], samples: int, unit: float
                ) -> tuple[float, dict[int, float]]:
-    payloads, host = _buffers(kernels, [(gpu[d], op) for d, p in programs.items() for op in p], unit)
+    buffers = _buffers(kernels, [(gpu[d], op) for d, p in programs.items() for op in p], unit)
     ends: dict[int, list[Any]] = {d: [] for d in programs}
     spans: dict[int, list[tuple[Any, Any]]] = {d: [] for d in programs}
     for _ in range(samples):
@@ -92,11 +90,12 @@ def _pipelined(kernels: Any, programs: dict[int, list[Op]], gpu: dict[int, int],
                     op = program[position[d]]
                     if op.kind == "recv" and op.item not in sent:
                         break
-                    spans[d].append(_enqueue(kernels, op, gpu[d], unit, host, sent, payloads))
+                    spans[d].append(_enqueue(kernels, op, gpu[d], unit, buffers, sent))
                     position[d] += 1
         for d in programs:
             ends[d].append(kernels.event(gpu[d]))
     warm = min(len(programs), samples // 4)
+    # events of different GPUs cannot be compared: each device's own rate, the slowest is the pipeline's
     per_device_rate = [kernels.elapsed(ends[d][warm - 1], ends[d][-1]) / (samples - warm) for d in programs]
     busy = {d: sum(kernels.elapsed(a, b) for a, b in spans[d]) / samples for d in programs}
     return max(per_device_rate), busy
@@ -105,22 +104,23 @@ def _pipelined(kernels: Any, programs: dict[int, list[Op]], gpu: dict[int, int],
 def _single(kernels: Any, graph: Graph, cluster: Cluster, dev: np.ndarray, gpu: dict[int, int], samples: int,
             unit: float) -> tuple[float, dict[int, float]]:
     blocks = latency_blocks(graph, cluster, dev)
-    payloads, host = _buffers(kernels, [(gpu[b.device], op) for b in blocks for op in b.ops], unit)
+    buffers = _buffers(kernels, [(gpu[b.device], op) for b in blocks for op in b.ops], unit)
     latencies, busy = [], {d: 0.0 for d in gpu}
     for _ in range(samples):
-        kernels.torch.cuda.synchronize()
-        origin = time.perf_counter()
+        kernels.synchronize()
+        first = {g: kernels.event(g) for g in set(gpu.values())}
         sent: dict[int, Any] = {}
         finished: list[Any] = []
         spans = []
         for block in blocks:
             g = gpu[block.device]
             for p in block.after:
-                kernels.streams[g].wait_event(finished[p])
-            spans.extend((block.device, _enqueue(kernels, op, g, unit, host, sent, payloads)) for op in block.ops)
+                kernels.wait(g, finished[p])
+            spans.extend((block.device, _enqueue(kernels, op, g, unit, buffers, sent)) for op in block.ops)
             finished.append(kernels.event(g))
-        kernels.torch.cuda.synchronize()
-        latencies.append(time.perf_counter() - origin)
+        # every GPU's start event is recorded right after the synchronization: the sample's latency is
+        # the latest block end, each measured on its own GPU from that GPU's start
+        latencies.append(max(kernels.elapsed(first[gpu[b.device]], end) for b, end in zip(blocks, finished)))
         for d, (a, b) in spans:
             busy[d] += kernels.elapsed(a, b) / samples
     return statistics.median(latencies), busy

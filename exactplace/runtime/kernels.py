@@ -152,9 +152,10 @@ class CpuKernels:
 class CudaKernels:
     """A stream per GPU, ``torch.cuda._sleep`` compute kernels and timed copies (not run in CI).
 
-    Kernels are enqueued asynchronously; ``compute`` and ``transfer`` return CUDA events
-    (start, end) instead of clock readings, and :meth:`elapsed` turns a pair into seconds
-    once the work is done.
+    Kernels are enqueued asynchronously; ``compute``, ``download`` and ``upload`` return CUDA
+    events (start, end) instead of clock readings, and :meth:`elapsed` turns a pair into
+    seconds once the work is done. ``replay_cuda`` only uses these methods, so a stand-in with
+    the same methods can check its orchestration without a GPU (tests/test_torch_replay.py).
     """
 
     kind = "cuda"
@@ -208,20 +209,35 @@ class CudaKernels:
             self.torch.cuda._sleep(max(int(seconds * self.cycles_per_second), 0))
         return start, self.event(gpu)
 
-    def payload(self, gpu: int, seconds: float) -> Any:
-        """A GPU tensor of the bytes a transfer of ``seconds`` moves."""
+    def buffers(self, gpu: int, seconds: float) -> tuple[Any, Any]:
+        """A tensor on ``gpu`` of the bytes a copy of ``seconds`` moves, and a pinned host buffer like it."""
         count = int(min(seconds * self.bandwidth, 64 * MAX_TRANSFER_BYTES) // 4)
-        return self.torch.ones(max(count, 1), device=f"cuda:{gpu}")
+        payload = self.torch.ones(max(count, 1), device=f"cuda:{gpu}")
+        return payload, self.torch.empty(payload.shape, dtype=payload.dtype).pin_memory()
 
-    def transfer(self, gpu: int, payload: Any, wait: Any = None) -> tuple[Any, Any, Any]:
-        """Copy ``payload`` onto ``gpu`` (after event ``wait``); returns (start, end, the copy)."""
+    def download(self, gpu: int, payload: Any, host: Any) -> tuple[Any, Any]:
+        """Enqueue the copy of ``payload`` into pinned ``host`` memory on ``gpu``'s stream; (start, end) events."""
+        start = self.event(gpu)
+        with self.torch.cuda.stream(self.streams[gpu]):
+            host.copy_(payload, non_blocking=True)
+        return start, self.event(gpu)
+
+    def upload(self, gpu: int, host: Any, wait: Any) -> tuple[Any, Any]:
+        """Enqueue the copy of ``host`` onto ``gpu`` once event ``wait`` (its download) is done; (start, end)."""
         stream = self.streams[gpu]
-        if wait is not None:
-            stream.wait_event(wait)
+        stream.wait_event(wait)
         start = self.event(gpu)
         with self.torch.cuda.stream(stream):
-            copy = payload.to(f"cuda:{gpu}", non_blocking=True, copy=True)
-        return start, self.event(gpu), copy
+            host.to(f"cuda:{gpu}", non_blocking=True)
+        return start, self.event(gpu)
+
+    def wait(self, gpu: int, event: Any) -> None:
+        """Make ``gpu``'s stream wait for ``event`` (recorded on any GPU)."""
+        self.streams[gpu].wait_event(event)
+
+    def synchronize(self) -> None:
+        """Wait for every GPU."""
+        self.torch.cuda.synchronize()
 
     @staticmethod
     def elapsed(start: Any, end: Any) -> float:
