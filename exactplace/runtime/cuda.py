@@ -17,7 +17,7 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ParameterError, PlacementError
 from exactplace.core.graph import Graph
-from exactplace.runtime.programs import Op, device_programs, latency_blocks
+from exactplace.runtime.programs import Op, device_programs, latency_blocks, pipelined_schedule
 
 __all__ = ["replay_cuda"]
 
@@ -77,26 +77,36 @@ def _buffers(kernels: Any, ops: list[tuple[int, Op]], unit: float) -> dict[int, 
 
 def _pipelined(kernels: Any, programs: dict[int, list[Op]], gpu: dict[int, int], samples: int, unit: float
                ) -> tuple[float, dict[int, float]]:
+    """Enqueue every device's steps in :func:`pipelined_schedule` order, each receive after the send it
+    waits for; returns (seconds per sample, busy per device)."""
+    schedule = pipelined_schedule(programs, samples)
     buffers = _buffers(kernels, [(gpu[d], op) for d, p in programs.items() for op in p], unit)
-    ends: dict[int, list[Any]] = {d: [] for d in programs}
+    last: dict[int, dict[int, Any]] = {d: {} for d in programs}  # device -> sample -> end event of its last op
     spans: dict[int, list[tuple[Any, Any]]] = {d: [] for d in programs}
-    for _ in range(samples):
-        sent: dict[int, Any] = {}
-        position = dict.fromkeys(programs, 0)
-        while any(position[d] < len(programs[d]) for d in programs):
-            for d, program in programs.items():
-                # advance device d until it needs a group whose send is not enqueued yet
-                while position[d] < len(program):
-                    op = program[position[d]]
-                    if op.kind == "recv" and op.item not in sent:
-                        break
-                    spans[d].append(_enqueue(kernels, op, gpu[d], unit, buffers, sent))
-                    position[d] += 1
+    sent: dict[tuple[int, int], Any] = {}
+    position = dict.fromkeys(programs, 0)
+    while any(position[d] < len(schedule[d]) for d in programs):
         for d in programs:
-            ends[d].append(kernels.event(gpu[d]))
+            # advance device d until it needs a group whose send is not enqueued yet
+            while position[d] < len(schedule[d]):
+                step = schedule[d][position[d]]
+                op, g = step.op, gpu[d]
+                if op.kind == "recv" and (op.item, step.sample) not in sent:
+                    break
+                if op.kind == "compute":
+                    span = kernels.compute(g, op.cost * unit)
+                elif op.kind == "send":
+                    span = kernels.download(g, *buffers[op.item])
+                    sent[(op.item, step.sample)] = span[1]
+                else:
+                    span = kernels.upload(g, buffers[op.item][1], sent[(op.item, step.sample)])
+                spans[d].append(span)
+                last[d][step.sample] = span[1]
+                position[d] += 1
     warm = min(len(programs), samples // 4)
     # events of different GPUs cannot be compared: each device's own rate, the slowest is the pipeline's
-    per_device_rate = [kernels.elapsed(ends[d][warm - 1], ends[d][-1]) / (samples - warm) for d in programs]
+    per_device_rate = [kernels.elapsed(last[d][warm - 1], last[d][samples - 1]) / (samples - warm)
+                       for d in programs]
     busy = {d: sum(kernels.elapsed(a, b) for a, b in spans[d]) / samples for d in programs}
     return max(per_device_rate), busy
 

@@ -21,7 +21,7 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, ParameterError, PlacementError, check_param
 from exactplace.core.graph import Graph
-from exactplace.runtime.programs import Block, Op, device_programs, latency_blocks
+from exactplace.runtime.programs import Block, Op, device_programs, latency_blocks, pipelined_schedule
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -241,13 +241,18 @@ class _Stopped(Exception):
 
 def _pipelined_cpu(kernels: Any, programs: dict[int, list[Op]], samples: int, unit: float
                    ) -> tuple[float, dict[int, float]]:
-    """Stream ``samples`` samples through one thread per device; returns (steady seconds per sample, busy)."""
-    boxes: dict[tuple[int, int], queue.SimpleQueue] = {}
+    """Stream ``samples`` samples through one thread per device; returns (steady seconds per sample, busy).
+
+    Each worker runs its device's operations in the order of :func:`pipelined_schedule`.
+    """
+    schedule = pipelined_schedule(programs, samples)
+    boxes: dict[tuple[int, int, int], queue.SimpleQueue] = {}
     for program in programs.values():
         for op in program:
             if op.kind == "send":
                 for r in op.receivers:
-                    boxes[(op.item, r)] = queue.SimpleQueue()
+                    for sample in range(samples):
+                        boxes[(op.item, r, sample)] = queue.SimpleQueue()
     payloads = {op.item: kernels.payload(op.cost * unit) for p in programs.values() for op in p if op.kind == "send"}
     finish = {d: [0.0] * samples for d in programs}
     busy = {d: [0.0] * samples for d in programs}
@@ -257,26 +262,24 @@ def _pipelined_cpu(kernels: Any, programs: dict[int, list[Op]], samples: int, un
     def work(d: int) -> None:
         start_gate.wait()
         clock = kernels.now()  # the device's clock: when its next kernel may start
-        for s in range(samples):
-            spent = 0.0
-            for op in programs[d]:
-                if op.kind == "recv":
-                    data, posted = workers.get(boxes[(op.item, d)])
-                    begin = kernels.now()
-                    clock = max(clock, posted)
-                    clock, _ = kernels.transfer(op.cost * unit, data, clock)
-                elif op.kind == "compute":
-                    begin = kernels.now()
-                    clock = kernels.compute(op.cost * unit, clock)
-                else:
-                    begin = kernels.now()
-                    clock, data = kernels.transfer(op.cost * unit, payloads[op.item], clock)
-                    posted = kernels.now()  # real time: a late sender delays its receivers
-                    for r in op.receivers:
-                        boxes[(op.item, r)].put((data, posted))
-                spent += kernels.now() - begin
-            busy[d][s] = spent
-            finish[d][s] = kernels.now()
+        for step in schedule[d]:
+            op, sample = step.op, step.sample
+            if op.kind == "recv":
+                data, posted = workers.get(boxes[(op.item, d, sample)])
+                begin = kernels.now()
+                clock = max(clock, posted)
+                clock, _ = kernels.transfer(op.cost * unit, data, clock)
+            elif op.kind == "compute":
+                begin = kernels.now()
+                clock = kernels.compute(op.cost * unit, clock)
+            else:
+                begin = kernels.now()
+                clock, data = kernels.transfer(op.cost * unit, payloads[op.item], clock)
+                posted = kernels.now()  # real time: a late sender delays its receivers
+                for r in op.receivers:
+                    boxes[(op.item, r, sample)].put((data, posted))
+            busy[d][sample] += kernels.now() - begin
+            finish[d][sample] = kernels.now()
 
     workers.run(work, list(programs))
     done = [max(finish[d][s] for d in programs) for s in range(samples)]

@@ -21,7 +21,7 @@ from exactplace.core.cluster import Cluster
 from exactplace.core.errors import PlacementError
 from exactplace.core.graph import Graph
 
-__all__ = ["Block", "Op", "device_programs", "latency_blocks"]
+__all__ = ["Block", "Op", "Step", "device_programs", "latency_blocks", "pipelined_schedule"]
 
 
 @dataclass(frozen=True)
@@ -152,3 +152,90 @@ def latency_blocks(graph: Graph, cluster: Cluster, dev: np.ndarray) -> list[Bloc
         after = tuple(sorted(renumber[p] for p in order_graph.predecessors(b)))
         blocks.append(Block(device=d, ops=tuple(ops), after=after))
     return blocks
+
+
+@dataclass(frozen=True)
+class Step:
+    """One operation of one sample in a device's pipelined schedule, with its modelled start."""
+
+    sample: int
+    op: Op
+    start: float
+
+
+def pipelined_schedule(programs: dict[int, list[Op]], samples: int) -> dict[int, list[Step]]:
+    """The order in which each device runs its operations of ``samples`` streamed samples.
+
+    Every device is *work-conserving*: whenever it is free it starts, among the operations that are
+    ready (the sample's previous operation on this device is done and, for a ``recv``, the group has
+    arrived), the one that can start first, lowest sample first; operations of one sample keep
+    their program order. This is how a pipeline interleaves samples (for training, PipeDream's
+    forward of a later sample while an earlier one's gradients are on their way), so in steady state
+    the bottleneck device never idles and the time per sample is the max-load. Modelled costs decide
+    the order; the replay then measures what real execution in that order takes.
+
+    Examples
+    --------
+    >>> a, b = Op("compute", 1.0, 0), Op("send", 0.0, 7, (1,))
+    >>> programs = {0: [a, b], 1: [Op("recv", 0.0, 7), Op("compute", 2.0, 1)]}
+    >>> [(s.sample, s.op.kind, s.start) for s in pipelined_schedule(programs, 2)[1]]
+    [(0, 'recv', 1.0), (0, 'compute', 1.0), (1, 'recv', 3.0), (1, 'compute', 3.0)]
+    """
+    import heapq
+
+    devices = list(programs)
+    position = {d: [0] * samples for d in devices}  # next op of each sample on each device
+    ready_at = {d: [0.0] * samples for d in devices}  # when that op's sample-order predecessor ended
+    free = dict.fromkeys(devices, 0.0)
+    arrived: dict[tuple[int, int, int], float] = {}  # (group, receiver, sample) -> arrival
+    schedule: dict[int, list[Step]] = {d: [] for d in devices}
+    remaining = {d: len(programs[d]) * samples for d in devices}
+
+    def candidate(d: int) -> tuple[float, int] | None:
+        best = None
+        for s in range(samples):
+            i = position[d][s]
+            if i == len(programs[d]):
+                continue
+            op = programs[d][i]
+            ready = ready_at[d][s]
+            if op.kind == "recv":
+                key = (op.item, d, s)
+                if key not in arrived:
+                    continue
+                ready = max(ready, arrived[key])
+            start = max(free[d], ready)
+            if best is None or start < best[0]:
+                best = (start, s)
+            if start <= free[d]:
+                break  # the lowest sample that can start right away
+        return best
+
+    heap = [(c[0], d, c[1]) for d in devices if (c := candidate(d)) is not None]
+    heapq.heapify(heap)
+    while heap:
+        start, d, s = heapq.heappop(heap)
+        current = candidate(d)
+        if current is None or current != (start, s):
+            if current is not None:
+                heapq.heappush(heap, (current[0], d, current[1]))
+            continue
+        op = programs[d][position[d][s]]
+        end = start + op.cost
+        schedule[d].append(Step(s, op, start))
+        position[d][s] += 1
+        ready_at[d][s] = end
+        free[d] = end
+        remaining[d] -= 1
+        touched = {d}
+        if op.kind == "send":
+            for r in op.receivers:
+                arrived[(op.item, r, s)] = end
+                touched.add(r)
+        for t in touched:
+            if remaining[t] and (c := candidate(t)) is not None:
+                heapq.heappush(heap, (c[0], t, c[1]))
+    stuck = [d for d in devices if remaining[d]]
+    if stuck:
+        raise PlacementError(f"The placement deadlocks: device {stuck[0]} waits for data that never comes.")
+    return schedule
