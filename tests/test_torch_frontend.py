@@ -105,13 +105,18 @@ def test_deepspeed_parts_of_a_sequential() -> None:
 
 def test_exports_refuse_what_they_cannot_express() -> None:
     torch.manual_seed(0)
-    block = ep.from_torch(Block().eval(), (torch.randn(2, 4, 32),), repeats=1)  # operator granularity
+    module, x = Block().eval(), torch.randn(2, 4, 32)
+    block = ep.from_torch(module, (x,), repeats=1)  # operator granularity
     names = list(block.fx_names)
     # a device that comes back after another: not a pipeline
     device = np.zeros(block.n, dtype=int)
     device[names.index("attn")] = 1
     with pytest.raises(export.ExportError, match="not a pipeline: device 0 runs 'ln1' and again"):
         export.pipelining_split_spec(block, device)
+    # ... which replay still runs: device 0 holds two parts of the chain and interleaves samples
+    result = ep.replay(block, device, cluster=ep.Cluster(accelerators=2, cpus=0), devices="cpu", samples=4,
+                       repeats=1)
+    torch.testing.assert_close(result.outputs, module(x))
     # a boundary between the getitem and the residual add: no submodule call there
     device = np.zeros(block.n, dtype=int)
     device[names.index("add"):] = 1

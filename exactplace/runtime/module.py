@@ -184,20 +184,25 @@ class _nothing:
 
 def _pipelined(stages: list[tuple[str, list[Any]]], stage_device: dict[str, int], start_env: Any, run_stage: Any,
                finish: Any, samples: int, busy: dict[int, float]) -> tuple[float, Any]:
-    """One worker per device runs its parts, sample after sample; returns (seconds per sample, last outputs)."""
-    boxes = [queue.SimpleQueue() for _ in range(len(stages) + 1)]
-    for _ in range(samples):
-        boxes[0].put(start_env())
+    """One worker per device runs whichever of its parts has an input ready, lowest sample first (so a
+    device holding two parts of the chain interleaves samples instead of waiting); returns (seconds per
+    sample, last outputs)."""
+    devices = sorted(set(stage_device.values()))
+    inbox = {d: queue.PriorityQueue() for d in devices}
+    results: queue.SimpleQueue = queue.SimpleQueue()
+    for sample in range(samples):
+        inbox[stage_device[stages[0][0]]].put((sample, 0, start_env()))
     done: list[float] = []
     workers = _Workers()
 
     def work(device: int) -> None:
-        mine = [i for i, (name, _) in enumerate(stages) if stage_device[name] == device]
-        for _ in range(samples):
-            for i in mine:
-                env = workers.get(boxes[i])
-                busy[device] += run_stage(stages[i][0], stages[i][1], env) / samples
-                boxes[i + 1].put(env)
+        for _ in range(samples * sum(1 for name, _ in stages if stage_device[name] == device)):
+            sample, i, env = workers.get(inbox[device])
+            busy[device] += run_stage(stages[i][0], stages[i][1], env) / samples
+            if i + 1 < len(stages):
+                inbox[stage_device[stages[i + 1][0]]].put((sample, i + 1, env))
+            else:
+                results.put(env)
 
     outputs = None
     origin = time.perf_counter()
@@ -205,10 +210,10 @@ def _pipelined(stages: list[tuple[str, list[Any]]], stage_device: dict[str, int]
     def collect(_: int) -> None:
         nonlocal outputs
         for _ in range(samples):
-            outputs = finish(workers.get(boxes[-1]))
+            outputs = finish(workers.get(results))
             done.append(time.perf_counter())
 
-    workers.run(lambda d: collect(d) if d == -1 else work(d), [*sorted(set(stage_device.values())), -1])
-    warm = min(len(set(stage_device.values())), samples // 4)
+    workers.run(lambda d: collect(d) if d == -1 else work(d), [*devices, -1])
+    warm = min(len(devices), samples // 4)
     per_sample = (done[-1] - done[warm - 1]) / (samples - warm) if warm else (done[-1] - origin) / samples
     return per_sample, outputs
