@@ -31,6 +31,8 @@ __all__ = ["OBJECTIVE_OPTIONS", "THREADS", "Method", "MethodResult", "Problem", 
 OBJECTIVE_OPTIONS: dict[str, Option] = {
     "overlap": Option("overlap", Boolean(), False, "communication overlaps compute: load = max(comm, compute)"),
     "gpipe": Option("gpipe", Boolean(), False, "training: score max FW + max BW (GPipe) instead of max (FW + BW)"),
+    "contention": Option("contention", Boolean(), True,
+                         "makespan: transfers queue on one half-duplex channel per accelerator"),
 }
 
 

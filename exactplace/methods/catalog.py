@@ -14,9 +14,12 @@ BUILTIN_METHODS: dict[str, str] = {
     "dp": "exactplace.backends.dp:DP",
     "dpl": "exactplace.backends.dp:DPL",
     "greedy": "exactplace.heuristics.greedy:Greedy",
+    "m-topo": "exactplace.heuristics.m_topo:MTopo",
+    "m-etf": "exactplace.heuristics.m_etf:METF",
 }
 
 AUTO_ORDER: dict[str, tuple[str, ...]] = {
     "throughput": ("dp", "dpl", "greedy"),
     "latency": ("greedy",),
+    "makespan": ("m-etf",),
 }
