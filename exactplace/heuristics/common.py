@@ -24,9 +24,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import networkx as nx
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.contraction import Contraction
 from exactplace.core.graph import Graph
 from exactplace.core.params import Boolean, Integer, Option
 from exactplace.core.placement import Status
@@ -34,6 +36,7 @@ from exactplace.methods.base import MethodResult
 
 __all__ = [
     "CO_PLACEMENT", "FUSION", "SEED", "SOLVER", "Memory", "TaskGraph", "finish", "schedule_order", "task_graph",
+    "transfer", "unit_task_graph",
 ]
 
 #: Pure Python: ``Placement.solver`` names no external solver.
@@ -150,15 +153,59 @@ def task_graph(graph: Graph, fusion: bool) -> TaskGraph:
     )
 
 
+def unit_task_graph(graph: Graph, contraction: Contraction) -> TaskGraph:
+    """The units of the Appendix B contraction as tasks: each unit its own class, edges with group costs.
+
+    A unit holds whole colour classes (with their backward partners), so placing units never
+    splits a class. The edge cost between two units sums the costs of the communication groups
+    of the first that reach the second.
+
+    >>> from exactplace.core.contraction import contract
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(0, 1.0, 1.0, comm=0.5, color=3), Node(1, 1.0, 1.0, color=3), Node(2, 1.0, 1.0)],
+    ...           [(0, 2), (2, 1)])
+    >>> t = unit_task_graph(g, contract(g))
+    >>> t.members, t.succ
+    ([[0, 2, 1]], [[]])
+    """
+    size = contraction.num_units
+    members: list[list[int]] = [[] for _ in range(size)]
+    for v in graph.topological_order.tolist():
+        members[int(contraction.unit[v])].append(v)
+    cost: dict[tuple[int, int], float] = {}
+    for g in range(len(contraction.group_cost)):
+        a = int(contraction.group_source[g])
+        for b in contraction.group_target[contraction.group_ptr[g]:contraction.group_ptr[g + 1]].tolist():
+            if a != b:
+                cost[a, b] = cost.get((a, b), 0.0) + float(contraction.group_cost[g])
+    pred: list[list[tuple[int, float]]] = [[] for _ in range(size)]
+    succ: list[list[tuple[int, float]]] = [[] for _ in range(size)]
+    for a, b in set(zip(contraction.src.tolist(), contraction.dst.tolist())):
+        pred[b].append((a, cost.get((a, b), 0.0)))
+        succ[a].append((b, cost.get((a, b), 0.0)))
+    for lists in (pred, succ):
+        for items in lists:
+            items.sort()
+    digraph = nx.DiGraph()
+    digraph.add_nodes_from(range(size))
+    digraph.add_edges_from(zip(contraction.src.tolist(), contraction.dst.tolist()))
+    return TaskGraph(
+        members=members, acc_time=np.where(contraction.supported, contraction.acc_time, 0.0),
+        cpu_time=np.asarray(contraction.cpu_time, dtype=float), supported=np.asarray(contraction.supported),
+        memory=np.asarray(contraction.memory, dtype=float), color=np.arange(size), pred=pred, succ=succ,
+        order=list(nx.lexicographical_topological_sort(digraph)),
+    )
+
+
 class Memory:
     """Accelerator memory and colour-class devices, as tasks are placed (module docstring)."""
 
-    def __init__(self, graph: Graph, cluster: Cluster, tasks: TaskGraph, co_placement: bool) -> None:
+    def __init__(self, cluster: Cluster, tasks: TaskGraph, co_placement: bool) -> None:
         self.k = cluster.accelerators
         self.cpus = list(range(self.k, cluster.num_devices))
         self.free = cluster.memory_limit.astype(float).tolist()
-        self.class_memory = np.bincount(graph.color, weights=graph.memory).tolist()
-        self.class_supported = (np.bincount(graph.color, weights=~graph.supported) == 0).tolist()
+        self.class_memory = np.bincount(tasks.color, weights=tasks.memory).tolist()
+        self.class_supported = (np.bincount(tasks.color, weights=~tasks.supported) == 0).tolist()
         self.class_device: dict[int, int] = {}
         self.tasks = tasks
         self.co_placement = co_placement

@@ -149,6 +149,6 @@ class METF(Method):
     def run(self, problem: Problem) -> MethodResult:
         graph, cluster = problem.graph, problem.cluster
         tasks = task_graph(graph, self.setting(problem, "fusion"))
-        memory = Memory(graph, cluster, tasks, self.setting(problem, "co_placement"))
+        memory = Memory(cluster, tasks, self.setting(problem, "co_placement"))
         device, start = etf_schedule(cluster, tasks, memory)
         return finish(graph, cluster, tasks, device, schedule_order(tasks, start), {"tasks": tasks.size})

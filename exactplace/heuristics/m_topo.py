@@ -40,7 +40,7 @@ class MTopo(Method):
     def run(self, problem: Problem) -> MethodResult:
         graph, cluster = problem.graph, problem.cluster
         tasks = task_graph(graph, self.setting(problem, "fusion"))
-        memory = Memory(graph, cluster, tasks, self.setting(problem, "co_placement"))
+        memory = Memory(cluster, tasks, self.setting(problem, "co_placement"))
         k = cluster.accelerators
         cap = float(graph.memory.sum()) / max(k, 1) + float(tasks.memory.max(initial=0.0))
         used = [0.0] * k

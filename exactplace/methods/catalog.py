@@ -16,6 +16,9 @@ BUILTIN_METHODS: dict[str, str] = {
     "greedy": "exactplace.heuristics.greedy:Greedy",
     "m-topo": "exactplace.heuristics.m_topo:MTopo",
     "m-etf": "exactplace.heuristics.m_etf:METF",
+    "fastt": "exactplace.heuristics.fastt:FastT",
+    "celeritas": "exactplace.heuristics.celeritas:Celeritas",
+    "celeritas-order-place": "exactplace.heuristics.celeritas:CeleritasOrderPlace",
 }
 
 AUTO_ORDER: dict[str, tuple[str, ...]] = {
