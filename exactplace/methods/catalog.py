@@ -19,6 +19,8 @@ BUILTIN_METHODS: dict[str, str] = {
     "fastt": "exactplace.heuristics.fastt:FastT",
     "celeritas": "exactplace.heuristics.celeritas:Celeritas",
     "celeritas-order-place": "exactplace.heuristics.celeritas:CeleritasOrderPlace",
+    "local-search": "exactplace.heuristics.local_search:LocalSearch",
+    "pipedream": "exactplace.heuristics.pipedream:PipeDream",
 }
 
 AUTO_ORDER: dict[str, tuple[str, ...]] = {
