@@ -21,6 +21,7 @@ BUILTIN_METHODS: dict[str, str] = {
     "celeritas-order-place": "exactplace.heuristics.celeritas:CeleritasOrderPlace",
     "local-search": "exactplace.heuristics.local_search:LocalSearch",
     "pipedream": "exactplace.heuristics.pipedream:PipeDream",
+    "metis": "exactplace.heuristics.metis:Metis",
 }
 
 AUTO_ORDER: dict[str, tuple[str, ...]] = {
