@@ -14,6 +14,7 @@ BUILTIN_METHODS: dict[str, str] = {
     "dp": "exactplace.backends.dp:DP",
     "dpl": "exactplace.backends.dp:DPL",
     "greedy": "exactplace.heuristics.greedy:Greedy",
+    "mip": "exactplace.backends.mip:MIP",
     "m-topo": "exactplace.heuristics.m_topo:MTopo",
     "m-etf": "exactplace.heuristics.m_etf:METF",
     "fastt": "exactplace.heuristics.fastt:FastT",
