@@ -17,6 +17,7 @@ BUILTIN_METHODS: dict[str, str] = {
     "mip": "exactplace.backends.mip:MIP",
     "m-topo": "exactplace.heuristics.m_topo:MTopo",
     "m-etf": "exactplace.heuristics.m_etf:METF",
+    "m-sct": "exactplace.heuristics.m_sct:MSCT",
     "fastt": "exactplace.heuristics.fastt:FastT",
     "celeritas": "exactplace.heuristics.celeritas:Celeritas",
     "celeritas-order-place": "exactplace.heuristics.celeritas:CeleritasOrderPlace",
