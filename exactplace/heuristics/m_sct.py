@@ -11,9 +11,11 @@
    to its implementation: "urgent" is read per device, as above.
 
 The LP's makespan bound is reported in ``info["sct_bound"]``; it bounds every schedule only
-under the SCT assumption (communication no longer than computation) and with every edge
-paying its cost, which this model's free CPU-to-CPU edges do not, so it is not claimed as
-``bound``.
+under the SCT assumption (no edge costs more than any node computes) and when every edge
+between devices pays its cost, which this model's free CPU-to-CPU edges do not. The
+published graphs break the assumption (zero-time nodes with costly edges: on
+``layer_bert24_inference`` the "bound" exceeds the sum of all accelerator times), so it is
+not claimed as ``bound``.
 
 Examples
 --------

@@ -92,8 +92,8 @@ class Metis(Method):
             info.update(reason=f"memory repair found no room: {', '.join(names[d] for d in over.tolist())} overfull "
                                "(a heuristic's failure, not a proof of infeasibility)",
                         overfull={names[d]: float(used[d]) for d in over.tolist()}, best_effort=device.tolist())
-            return MethodResult(None, Status.NO_SOLUTION, solver="metis", info=info)
-        return MethodResult(device, Status.FEASIBLE, solver="metis", info=info)
+            return MethodResult(None, Status.NO_SOLUTION, solver="pymetis", info=info)
+        return MethodResult(device, Status.FEASIBLE, solver="pymetis", info=info)
 
     @staticmethod
     def _repair(part: np.ndarray, compute: np.ndarray, memory: np.ndarray, limit: np.ndarray, k: int,
