@@ -23,13 +23,14 @@ from exactplace.core.placement import Limit, Placement, Space, Status
 from exactplace.data import shipped_workloads, workload_path
 from exactplace.evaluators import check_feasibility, device_loads, evaluate, is_contiguous, max_load
 from exactplace.methods import available_methods, solve
+from exactplace.methods.compare import compare
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Cluster", "CycleError", "ExactplaceError", "Graph", "GraphError", "InputFormatError",
     "Limit", "Node", "ParameterError", "Placement", "PlacementError", "SolverUnavailableError", "Space", "Status",
-    "TooManyIdealsError", "Workload", "available_methods", "check_feasibility", "count_ideals",
+    "TooManyIdealsError", "Workload", "available_methods", "check_feasibility", "compare", "count_ideals",
     "device_loads", "evaluate", "is_contiguous", "max_load", "read_split", "read_workload",
     "sct_relaxation", "shipped_workloads", "solve", "workload_path", "write_workload",
 ]
