@@ -13,7 +13,9 @@ Choices the papers leave open, made once here for every placer:
 * Fusion (Baechi's safe rule, the default): an edge ``u -> v`` inside one colour class is
   contracted when ``u`` has at most one successor task or ``v`` at most one predecessor task
   in the current task graph, which can never close a cycle. A fused task runs its nodes back
-  to back, in topological order.
+  to back, in topological order, once every input of every member has arrived; so (our
+  choice) a forward node is never fused with a backward one, which would hold the forward
+  node back until the backward pass reaches it.
 * Memory-infeasible outcomes are never silent: when no device can take a node, it goes to
   the accelerator with the most free memory, and the result is ``no_solution`` with the
   best-effort placement in ``info["best_effort"]`` (device per node position) and the
@@ -111,7 +113,7 @@ def task_graph(graph: Graph, fusion: bool) -> TaskGraph:
         succs = [set(s.tolist()) for s in graph.successors]
         preds = [set(p.tolist()) for p in graph.predecessors]
         for u, v in zip(graph.src.tolist(), graph.dst.tolist()):
-            if graph.color[u] != graph.color[v]:
+            if graph.color[u] != graph.color[v] or graph.backward[u] != graph.backward[v]:
                 continue
             a, b = find(u), find(v)
             if a == b or not (len(succs[a]) <= 1 or len(preds[b]) <= 1) or b not in succs[a]:
