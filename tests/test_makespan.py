@@ -13,6 +13,8 @@ from strategies import clusters, dags, placements
 from exactplace import Cluster, Graph, Node, PlacementError, evaluate, solve
 from exactplace.evaluators import device_loads
 from exactplace.evaluators.makespan import makespan, simulate
+from exactplace.methods import registry
+from exactplace.methods.catalog import BUILTIN_METHODS
 
 TWO = Cluster(accelerators=2, cpus=1)
 
@@ -110,3 +112,16 @@ def test_simulator_against_brute_force_over_orders(case: tuple[Graph, Cluster, n
     assert np.allclose(derived.busy, loads.compute.sum(axis=1))
     assert np.allclose(derived.channel, loads.comm.sum(axis=1))
     assert derived.makespan >= derived.busy.max() - 1e-9
+
+
+@pytest.mark.parametrize("name", list(BUILTIN_METHODS))
+def test_every_method_takes_the_makespan_objective(name: str) -> None:
+    cls = registry.registered_methods()[name]
+    if not cls.available():
+        pytest.skip(f"{name} is not installed")
+    g = chain()
+    p = solve(g, TWO, objective="makespan", method=name, time_limit=10)
+    assert p.objective_name == "makespan" and p.has_solution
+    assert p.objective == evaluate(g, TWO, p.device, "makespan", order=p.info.get("order"))
+    if "makespan" not in cls.objectives:  # scored only: never claims optimality or a bound for makespan
+        assert p.status.value == "feasible" and p.bound is None and p.info["optimized"] == cls.objectives[0]
