@@ -69,10 +69,14 @@ class _State:
         self.receivers = receivers
         self.out_groups: list[list[int]] = [[] for _ in range(classes)]
         self.in_groups: list[list[int]] = [[] for _ in range(classes)]
+        self.received: list[dict[int, int]] = [{} for _ in range(classes)]  # class -> {group: its receiving edges}
         for g, c in enumerate(self.group_class):
             self.out_groups[c].append(g)
-            for r in set(receivers[g]):
-                self.in_groups[r].append(g)
+            for r in receivers[g]:
+                self.received[r][g] = self.received[r].get(g, 0) + 1
+        for r, groups in enumerate(self.received):
+            self.in_groups[r] = sorted(groups)
+        self.touched = [sorted(set(self.out_groups[c]) | set(self.in_groups[c])) for c in range(classes)]
         self.neighbours = [sorted({self.group_class[g] for g in self.in_groups[c]}
                                   | {r for g in self.out_groups[c] for r in receivers[g]}) for c in range(classes)]
 
@@ -90,8 +94,9 @@ class _State:
                 d = device[r]
                 self.count[g][d] = self.count[g].get(d, 0) + 1
         self.comm = [0.0] * self.num_devices
-        for g in range(len(self.cost)):
-            for d, c in self._charges(g, device[self.group_class[g]], self.count[g]):
+        self.charged = [self._charges(g, device[self.group_class[g]], self.count[g]) for g in range(len(self.cost))]
+        for charges in self.charged:
+            for d, c in charges:
                 self.comm[d] += c
 
     def _charges(self, g: int, source: int, count: dict[int, int]) -> list[tuple[int, float]]:
@@ -119,18 +124,17 @@ class _State:
         """Device -> (compute change, communication change) if class ``c`` moves to ``target``."""
         source = self.device[c]
         change: dict[int, list[float]] = {source: [-self.time[c][source], 0.0], target: [self.time[c][target], 0.0]}
-        groups = set(self.out_groups[c]) | set(self.in_groups[c])
-        for g in groups:
+        received = self.received[c]
+        for g in self.touched[c]:
             count = self.count[g]
-            src_dev = self.device[self.group_class[g]]
-            before = self._charges(g, src_dev, count)
-            moved = sum(1 for r in self.receivers[g] if r == c)
-            after_count = dict(count)
+            moved = received.get(g, 0)
             if moved:
-                after_count[source] -= moved
-                after_count[target] = after_count.get(target, 0) + moved
-            after = self._charges(g, target if self.group_class[g] == c else src_dev, after_count)
-            for d, cost in before:
+                count = dict(count)
+                count[source] -= moved
+                count[target] = count.get(target, 0) + moved
+            own = self.group_class[g] == c
+            after = self._charges(g, target if own else self.device[self.group_class[g]], count)
+            for d, cost in self.charged[g]:
                 change.setdefault(d, [0.0, 0.0])[1] -= cost
             for d, cost in after:
                 change.setdefault(d, [0.0, 0.0])[1] += cost
@@ -141,15 +145,16 @@ class _State:
         for d, (dc, dm) in self.delta(c, target).items():
             self.compute[d] += dc
             self.comm[d] += dm
-        for g in self.in_groups[c]:
-            moved = sum(1 for r in self.receivers[g] if r == c)
+        for g, moved in self.received[c].items():
             self.count[g][source] -= moved
             self.count[g][target] = self.count[g].get(target, 0) + moved
+        self.device[c] = target
+        for g in self.touched[c]:
+            self.charged[g] = self._charges(g, self.device[self.group_class[g]], self.count[g])
         if source < self.k:
             self.used[source] -= self.memory[c]
         if target < self.k:
             self.used[target] += self.memory[c]
-        self.device[c] = target
 
 
 class LocalSearch(Method):
