@@ -138,3 +138,10 @@ def test_m_sct_makespan_is_at_least_the_sct_bound(graph: Graph, k: int, contenti
     # edge between devices pays its cost: accelerators only (CPU to CPU is free in this model).
     p = solve(graph, Cluster(k, cpus=0), objective="makespan", method="m-sct", contention=contention)
     assert p.objective >= p.info["sct_bound"] * (1 - 1e-9) - 1e-9
+
+
+@pytest.mark.parametrize("name", HEURISTICS)
+def test_cpu_only_cluster(name: str) -> None:
+    g = Graph([Node(0, 1.0, 0.5, comm=0.1), Node(1, 2.0, None), Node(2, 1.0, 1.0)], [(0, 1), (0, 2)])
+    p = solve(g, Cluster(0, cpus=2), objective=_objective(name), method=name)
+    assert p.has_solution and set(p.device.tolist()) <= {0, 1}

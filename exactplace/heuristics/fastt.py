@@ -91,7 +91,7 @@ class FastT(Method):
         start = np.zeros(tasks.size)
         end = np.zeros(tasks.size)
         for t in sorted(range(tasks.size), key=lambda t: (-up[t], tasks.rank[t])):
-            if t in on_path and memory.fits(t, cp_device):
+            if t in on_path and cp_device >= 0 and memory.fits(t, cp_device):
                 options = [cp_device]
             else:
                 options = memory.candidates(t) or [memory.fallback(t)]
