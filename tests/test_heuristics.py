@@ -26,7 +26,8 @@ def _objective(name: str) -> str:
 
 
 @settings(max_examples=25)
-@given(any_graphs(), clusters(max_accelerators=3, max_cpus=2), st.sampled_from(HEURISTICS))
+@given(any_graphs(), st.one_of(clusters(max_accelerators=3, max_cpus=2), clusters(heterogeneous=True)),
+       st.sampled_from(HEURISTICS))
 def test_feasible_or_named_failure(graph: Graph, cluster: Cluster, name: str) -> None:
     cls = registry.registered_methods()[name]
     if name == "pipedream" and not cluster.is_homogeneous:
