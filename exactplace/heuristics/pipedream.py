@@ -23,6 +23,10 @@ branches into a path; here:
    paper leaves open: no data-parallel replication (this model has none); stages take the
    accelerators in id order, then the CPU cores.
 
+When no split of that path fits (a branch larger than an accelerator, and no CPU to take
+it), the DP runs again on the units one by one, in the same order (our choice: PipeDream
+itself would fail); ``info["fallback"]`` says so.
+
 Stages are consecutive runs of the path, so the placement is a contiguous chain split (its
 forward parts are; like ``dp``, backward parts are contiguous when the backward graph
 follows the forward one). Its value can never beat ``dp``'s optimum.
@@ -55,8 +59,10 @@ from exactplace.methods.base import Method, MethodResult, Problem
 __all__ = ["PipeDream", "path_contraction"]
 
 
-def path_contraction(contraction: Contraction) -> np.ndarray:
+def path_contraction(contraction: Contraction, branches: bool = True) -> np.ndarray:
     """The path node of every unit (steps 1 and 2 of the module docstring), numbered along the path.
+
+    ``branches=False``: every unit its own path node, in the same order (the fallback).
 
     >>> from exactplace.core.contraction import contract
     >>> from exactplace.core.graph import Graph, Node
@@ -75,7 +81,7 @@ def path_contraction(contraction: Contraction) -> np.ndarray:
     # Each edge that jumps over positions spans a branch, fork and join included; overlapping spans merge.
     reach = [-1] * m
     for a, b in digraph.edges:
-        if not free[a] and position[b] > position[a] + 1:
+        if branches and not free[a] and position[b] > position[a] + 1:
             reach[position[a]] = max(reach[position[a]], position[b])
     path = np.empty(m, dtype=np.int64)
     current, covered = -1, -1
@@ -105,9 +111,16 @@ class PipeDream(Method):
                     "False for method 'pipedream' (it scores FW + BW per stage)", problem.option("gpipe"))
 
     def run(self, problem: Problem) -> MethodResult:
+        result = self._split(problem, path_contraction(problem.contraction))
+        if result.device is None:  # no split of the branch path fits: single units, same order (docstring)
+            result = self._split(problem, path_contraction(problem.contraction, branches=False))
+            result.info["fallback"] = "single units"
+        return result
+
+    def _split(self, problem: Problem, path: np.ndarray) -> MethodResult:
+        """PipeDream's DP over ``path`` (step 3 of the module docstring)."""
         graph, cluster = problem.graph, problem.cluster
         contraction = problem.contraction
-        path = path_contraction(contraction)
         m = int(path.max()) + 1
         k, cpus = cluster.accelerators, cluster.cpus
         overlap = bool(problem.option("overlap"))
