@@ -23,31 +23,32 @@ from exactplace.core.placement import Limit, Placement, Space, Status
 from exactplace.data import shipped_workloads, workload_path
 from exactplace.evaluators import check_feasibility, device_loads, evaluate, is_contiguous, max_load
 from exactplace.methods import available_methods, solve
+from exactplace.methods.compare import compare
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Cluster", "CycleError", "ExactplaceError", "Graph", "GraphError", "InputFormatError",
     "Limit", "Node", "ParameterError", "Placement", "PlacementError", "SolverUnavailableError", "Space", "Status",
-    "TooManyIdealsError", "Workload", "available_methods", "check_feasibility", "count_ideals",
+    "TooManyIdealsError", "Workload", "available_methods", "check_feasibility", "compare", "count_ideals",
     "device_loads", "evaluate", "from_torch", "is_contiguous", "max_load", "read_split", "read_workload",
-    "replay", "shipped_workloads", "solve", "workload_path", "write_workload",
+    "replay", "sct_relaxation", "shipped_workloads", "solve", "workload_path", "write_workload",
 ]
 
 
+#: Public functions whose modules need heavy imports (the native extension, an LP solver, torch):
+#: loaded on first use, so ``import exactplace`` stays light.
+_LAZY = {
+    "count_ideals": "exactplace.backends.ideals",
+    "sct_relaxation": "exactplace.backends.sct",
+    "replay": "exactplace.runtime",
+    "from_torch": "exactplace.frontends.torch",
+}
+
+
 def __getattr__(name: str) -> object:
-    # count_ideals needs the native extension: load it on first use, so `import exactplace` stays light.
-    if name == "count_ideals":
-        from exactplace.backends.ideals import count_ideals
+    if name in _LAZY:
+        import importlib
 
-        return count_ideals
-    # replay and from_torch need torch, which is imported only when they are called.
-    if name == "replay":
-        from exactplace.runtime import replay
-
-        return replay
-    if name == "from_torch":
-        from exactplace.frontends.torch import from_torch
-
-        return from_torch
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'exactplace' has no attribute {name!r}")

@@ -19,6 +19,12 @@ test_latency check against naive references). Feasibility notions, from loosest 
     the mirrored edge ``class(vb) -> class(ub)``.
 
 Then ``any <= contiguous <= chain``. On inference graphs ``units == chain``.
+
+For the step-time simulator, :func:`replay_makespan` recomputes a schedule's makespan for a
+fixed execution order from the README-level rule alone (a node starts when its device is free
+and every input has arrived; contention-free; an edge of cost c delays by c per accelerator
+among its two ends), and :func:`brute_force_orders` takes the best makespan over every
+topological order of a tiny graph.
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ from strategies import canonical_placements
 
 from exactplace import Cluster, Graph, PlacementError, evaluate
 
-__all__ = ["Optima", "brute_force_optima", "class_graph_edges", "is_unit_chain"]
+__all__ = [
+    "Optima", "brute_force_optima", "brute_force_orders", "class_graph_edges", "is_unit_chain", "replay_makespan",
+]
 
 
 class Optima(NamedTuple):
@@ -129,3 +137,37 @@ def brute_force_optima(graph: Graph, cluster: Cluster, objective: str, **options
             if _acyclic({(int(device[u]), int(device[v])) for u, v in forward if device[u] != device[v]}):
                 record("chain", value)
     return Optima(**best)
+
+
+def replay_makespan(graph: Graph, cluster: Cluster, device: np.ndarray, order: list[int]) -> float:
+    """Contention-free makespan of ``device`` with every device running its nodes in ``order``."""
+    k = cluster.accelerators
+    free: dict[int, float] = {}
+    finish = [0.0] * graph.n
+    incoming: dict[int, list[tuple[int, float]]] = {}
+    for u, v, c in zip(graph.src.tolist(), graph.dst.tolist(), graph.edge_cost.tolist()):
+        incoming.setdefault(v, []).append((u, c))
+    for v in order:
+        d = int(device[v])
+        arrive = 0.0
+        for u, c in incoming.get(v, []):
+            du = int(device[u])
+            arrive = max(arrive, finish[u] + (0.0 if du == d else c * ((du < k) + (d < k))))
+        start = max(free.get(d, 0.0), arrive)
+        run = graph.acc_time[v] / cluster.speed[d] if d < k else graph.cpu_time[v]
+        finish[v] = start + float(run)
+        free[d] = finish[v]
+    return max(finish)
+
+
+def brute_force_orders(graph: Graph, cluster: Cluster, device: np.ndarray) -> tuple[float, list[list[int]]]:
+    """The least contention-free makespan over every topological order, and all those orders."""
+    orders = [list(o) for o in nx.all_topological_sorts(_position_digraph(graph))]
+    return min(replay_makespan(graph, cluster, device, o) for o in orders), orders
+
+
+def _position_digraph(graph: Graph) -> nx.DiGraph:
+    digraph = nx.DiGraph()
+    digraph.add_nodes_from(range(graph.n))
+    digraph.add_edges_from(zip(graph.src.tolist(), graph.dst.tolist()))
+    return digraph

@@ -1,4 +1,4 @@
-"""``exactplace solve | evaluate | info | methods`` (and ``replay | regress``, from replay_commands).
+"""``exactplace solve | evaluate | info | compare | methods`` (and ``replay | regress``, from replay_commands).
 
 Errors in the input become one readable line on stderr and exit status 2, never a
 traceback; Ctrl-C exits with status 130.
@@ -120,6 +120,40 @@ def _command_methods(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command_compare(args: argparse.Namespace) -> int:
+    from exactplace.methods.compare import COLUMNS, compare
+
+    workload = _workload(args.workload)
+    splits = {}
+    for spec in args.split:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise ExactplaceError(f"--split takes NAME=FILE; got {spec!r}.")
+        splits[name] = path
+    methods = args.methods.split(",") if args.methods else None
+    table = compare(workload, methods=methods, time_limit=args.time_limit, splits=splits)
+    print(f"workload {workload.name}: {workload.graph.n} nodes; bound {table.attrs.get('bound', 'none')}")
+    print(table.drop(columns="note").to_string(index=False, float_format=lambda x: f"{x:.6g}", na_rep="-"))
+    for method, note in zip(table["method"], table["note"]):
+        if note:
+            print(f"  {method}: {note}")
+    if args.json:
+        rows = table[list(COLUMNS[:7])].astype(object).where(table[list(COLUMNS[:7])].notna(), None)
+        print(json.dumps(rows.to_dict(orient="records")))
+    return 0
+
+
+def _add_compare(commands: argparse._SubParsersAction, workload_help: str) -> None:
+    compare = commands.add_parser("compare", help="run every method on a workload and score it under every objective")
+    compare.add_argument("workload", help=workload_help)
+    compare.add_argument("--methods", help="comma-separated method names (default: every available method)")
+    compare.add_argument("--time-limit", type=_positive, default=60.0, metavar="S", help="seconds per method")
+    compare.add_argument("--split", action="append", default=[], metavar="NAME=FILE",
+                         help="also score this split (reference split format or exactplace plan) as row NAME")
+    compare.add_argument("--json", action="store_true", help="end with one JSON line: a list of row objects")
+    compare.set_defaults(run=_command_compare)
+
+
 def _positive(text: str) -> float:
     try:
         value = float(text)
@@ -160,6 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("workload", help=workload_help)
     info.add_argument("--ideal-limit", type=int, default=1_000_000, help="count ideals up to this many")
     info.set_defaults(run=_command_info)
+
+    _add_compare(commands, workload_help)
 
     methods = commands.add_parser("methods", help="list the placement methods")
     methods.set_defaults(run=_command_methods)

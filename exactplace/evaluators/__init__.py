@@ -23,13 +23,18 @@ __all__ = [
 def evaluate(
     graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray, objective: str = "throughput", **options: Any
 ) -> float:
-    """Score a placement under ``objective`` (``"throughput"``: max-load; ``"latency"``).
+    """Score a placement under ``objective`` (``"throughput"``: max-load; ``"latency"``; ``"makespan"``).
 
-    ``options`` are passed to the objective's evaluator (``overlap``, ``gpipe`` for throughput).
+    ``options`` are passed to the objective's evaluator (``overlap``, ``gpipe`` for throughput;
+    ``contention``, ``order`` for makespan).
     """
     check_param(objective in OBJECTIVES, "objective", "evaluate", f"one of {list(OBJECTIVES)}", objective)
     if objective == "throughput":
         return max_load(graph, cluster, device, **options)
+    if objective == "makespan":
+        from exactplace.evaluators.makespan import makespan
+
+        return makespan(graph, cluster, device, **options)
     from exactplace.evaluators.latency import latency
 
     return latency(graph, cluster, device, **options)

@@ -14,9 +14,20 @@ BUILTIN_METHODS: dict[str, str] = {
     "dp": "exactplace.backends.dp:DP",
     "dpl": "exactplace.backends.dp:DPL",
     "greedy": "exactplace.heuristics.greedy:Greedy",
+    "mip": "exactplace.backends.mip:MIP",
+    "m-topo": "exactplace.heuristics.m_topo:MTopo",
+    "m-etf": "exactplace.heuristics.m_etf:METF",
+    "m-sct": "exactplace.heuristics.m_sct:MSCT",
+    "fastt": "exactplace.heuristics.fastt:FastT",
+    "celeritas": "exactplace.heuristics.celeritas:Celeritas",
+    "celeritas-order-place": "exactplace.heuristics.celeritas:CeleritasOrderPlace",
+    "local-search": "exactplace.heuristics.local_search:LocalSearch",
+    "pipedream": "exactplace.heuristics.pipedream:PipeDream",
+    "metis": "exactplace.heuristics.metis:Metis",
 }
 
 AUTO_ORDER: dict[str, tuple[str, ...]] = {
     "throughput": ("dp", "dpl", "greedy"),
     "latency": ("greedy",),
+    "makespan": ("m-etf",),
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -20,7 +21,7 @@ from exactplace.core.errors import (
 )
 from exactplace.core.graph import Graph
 from exactplace.core.io import Workload
-from exactplace.core.objectives import OBJECTIVES, SCORING_OPTIONS
+from exactplace.core.objectives import OBJECTIVES, SCORE_ONLY, SCORING_OPTIONS
 from exactplace.core.params import Real, validate_options
 from exactplace.core.placement import Limit, Placement, Status
 from exactplace.core.placement_array import as_device_array
@@ -50,7 +51,7 @@ def _warm_start_array(graph: Graph, cluster: Cluster, warm_start: Any) -> np.nda
 
 
 def _warm_start_devices(graph: Graph, cluster: Cluster, warm_start: Any) -> np.ndarray | None:
-    if warm_start is None:
+    if warm_start is None or (isinstance(warm_start, str) and warm_start == "auto"):
         return None
     if isinstance(warm_start, Placement):
         if warm_start.device is None:
@@ -132,7 +133,7 @@ def solve(
     method: str = "auto",
     time_limit: float | None = None,
     rel_gap: float = 0.01,
-    warm_start: Placement | np.ndarray | Mapping[int, Any] | None = None,
+    warm_start: Placement | np.ndarray | Mapping[int, Any] | str | None = "auto",
     **options: Any,
 ) -> Placement:
     """Place a graph's nodes on a cluster's devices, optimizing ``objective``.
@@ -143,9 +144,12 @@ def solve(
         The graph; a :class:`Workload` also supplies the cluster.
     cluster : Cluster, optional
         Required with a bare Graph; overrides a Workload's cluster.
-    objective : {"throughput", "latency"}, default "throughput"
+    objective : {"throughput", "latency", "makespan"}, default "throughput"
         ``"throughput"`` minimizes max-load (time per sample of pipelined execution);
-        ``"latency"`` minimizes single-sample latency.
+        ``"latency"`` minimizes single-sample latency; ``"makespan"`` minimizes the simulated
+        step time (:mod:`exactplace.evaluators.makespan`). Every method takes ``"makespan"``: one
+        that optimizes another objective runs for its own and is scored by the simulator, with
+        the placer's execution order (``info["order"]``, node positions) where it gives one.
     method : str, default "auto"
         A registered method (``exactplace.available_methods()``). ``"auto"`` takes the
         first of ``AUTO_ORDER[objective]`` that is installed, takes the given options and
@@ -156,8 +160,9 @@ def solve(
     rel_gap : float, default 0.01
         Relative optimality gap at which methods with a bound may stop (the achieved gap
         is ``Placement.gap``). The old name ``gap=`` still works, with a DeprecationWarning.
-    warm_start : Placement, device array or {node id: device}, optional
-        A starting placement for methods that use one.
+    warm_start : Placement, device array, {node id: device}, "auto" or None, default "auto"
+        A starting placement for methods that use one. ``"auto"``: the method's own default
+        start (``mip`` starts from the DP, DPL or greedy); None: no start at all.
     **options
         ``overlap`` / ``gpipe`` (throughput objective variants), plus method-specific
         options (``exactplace methods`` lists them with their constraints).
@@ -207,7 +212,8 @@ def solve(
     # Every parameter is checked before the instance itself (check_fits), so a bad call is
     # reported as such even on a hopeless instance.
     warm = _warm_start_array(graph, cluster, warm_start)
-    problem = Problem(graph, cluster, objective, deadline, float(rel_gap), warm, dict(options))
+    problem = Problem(graph, cluster, objective, deadline, float(rel_gap), warm, dict(options),
+                      default_start=isinstance(warm_start, str) and warm_start == "auto")
     passed_over: dict[str, str] = {}
     if method == "auto":
         cls, passed_over = _choose(problem)
@@ -225,13 +231,27 @@ def solve(
         return _referee(problem, cls, result, time.monotonic() - start, extra)
 
     try:
-        result = cls().run(problem)
+        result = _run(cls, problem)
     except KeyboardInterrupt:
         # Ctrl-C during a method that does not handle it itself: keep the warm start, if any.
         status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
         result = MethodResult(warm, status, limit=Limit.INTERRUPT)
     wall = time.monotonic() - start
     return _referee(problem, cls, result, wall, extra)
+
+
+def _run(cls: type[Method], problem: Problem) -> MethodResult:
+    """Run the method; for a ``SCORE_ONLY`` objective it does not optimize, run it for its own objective.
+
+    Such a placement is then only scored under the requested objective: it is merely feasible,
+    and the method's bound (over its own objective) is dropped.
+    """
+    if problem.objective in cls.objectives or problem.objective not in SCORE_ONLY:
+        return cls().run(problem)
+    own = dataclasses.replace(problem, objective=cls.objectives[0])
+    result = cls().run(own)
+    status = Status.FEASIBLE if result.status is Status.OPTIMAL else result.status
+    return dataclasses.replace(result, status=status, bound=None, info={**result.info, "optimized": own.objective})
 
 
 def _referee(
@@ -250,6 +270,8 @@ def _referee(
                 f"Method {cls.name!r} returned an infeasible placement ({len(violations)} violations), "
                 f"first: {violations[0]}. This is a bug in the method; please report it."
             )
+        if problem.objective == "makespan" and result.info.get("order") is not None:
+            evaluator_options["order"] = result.info["order"]  # the placer's own execution order
         objective_value = evaluate(graph, cluster, device, problem.objective, **evaluator_options)
         if result.bound is not None and result.bound > objective_value * (1 + 1e-9) + 1e-9:
             raise ExactplaceError(

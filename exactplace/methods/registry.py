@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 
 from exactplace.core.errors import ParameterError
-from exactplace.core.objectives import OBJECTIVES
+from exactplace.core.objectives import OBJECTIVES, SCORE_ONLY
 from exactplace.methods.base import Method
 from exactplace.methods.catalog import BUILTIN_METHODS
 
@@ -50,14 +50,14 @@ def available_methods(objective: str | None = None) -> list[str]:
 
 
 def get_method(name: str, objective: str) -> type[Method]:
-    """The method class registered under ``name``, checked against ``objective``."""
+    """The method class registered under ``name``, checked against ``objective`` (any method for ``SCORE_ONLY``)."""
     methods = registered_methods()
     if name not in methods:
         raise ParameterError(
             f"The 'method' parameter of solve must be one of {sorted([*methods, 'auto'])}. Got {name!r} instead."
         )
     cls = methods[name]
-    if objective not in cls.objectives:
+    if objective not in cls.objectives and objective not in SCORE_ONLY:
         raise ParameterError(
             f"Method {name!r} handles objective {' and '.join(cls.objectives)}, not {objective!r}; "
             f"methods for {objective!r}: {sorted(n for n, c in methods.items() if objective in c.objectives)}."

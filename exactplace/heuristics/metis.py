@@ -1,0 +1,146 @@
+"""Graph partitioning with METIS (through ``pymetis``), standing in for the paper's Scotch baseline.
+
+1. Vertices are the colour classes that can run on an accelerator (a class holding an
+   unsupported node goes to the first CPU core); a vertex weighs its accelerator time, an
+   undirected edge the summed costs of the graph's edges between the two classes. METIS
+   splits them into one part per accelerator, minimizing the cut under balanced weights.
+   Weights are scaled to integers (METIS takes integers; edge weights at least 1).
+2. Memory repair (METIS does not know the memory cap; our choice): while an accelerator is
+   overfull, its class with the least compute per byte moves to the accelerator with the
+   most free memory that can hold it, else to the first CPU core; with no room anywhere the
+   result is ``no_solution`` with the overfull devices named (:mod:`~exactplace.heuristics.common`).
+
+3. METIS is run ``tries`` times (seeds ``seed``, ``seed + 1``, ...; our choice, as one
+   partition's max-load varies a lot with the seed) and the repaired partition with the
+   lowest max-load (fewest overfull devices first) is kept.
+
+The placement is not contiguous in general. Deterministic for a given ``seed``.
+
+Examples
+--------
+>>> from exactplace import Cluster, Graph, Node, solve
+>>> g = Graph([Node(i, 10.0, 1.0, comm=0.1) for i in range(4)], [(0, 1), (2, 3)])
+>>> p = solve(g, Cluster(2, cpus=1), method="metis")
+>>> sorted(p.device.tolist()), round(p.objective, 6)   # one chain per accelerator
+([0, 0, 1, 1], 2.0)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from exactplace.core.graph import Graph
+from exactplace.core.params import Integer, Option
+from exactplace.core.placement import Status
+from exactplace.evaluators.max_load import max_load
+from exactplace.heuristics.common import SEED
+from exactplace.methods.base import Method, MethodResult, Problem
+
+__all__ = ["Metis"]
+
+#: Integer weights METIS sees are scaled so the largest total stays far below 2**31.
+_SCALE = 1e6
+
+
+def _integers(values: np.ndarray, minimum: int) -> list[int]:
+    top = float(values.sum()) or 1.0
+    return np.maximum(np.rint(values * (_SCALE / top)), minimum).astype(np.int64).tolist()
+
+
+class Metis(Method):
+    """METIS partitioning of the colour classes over the accelerators, then memory repair (module docstring)."""
+
+    name = "metis"
+    objectives = ("throughput",)
+    description = "METIS graph partitioning (weights: compute, communication), then memory repair"
+    requires = ("pymetis",)
+    options = {
+        "seed": SEED,
+        "tries": Option("tries", Integer(low=1, high=1000), 10,
+                        "METIS runs with seeds seed, seed + 1, ...; the lowest max-load after repair is kept"),
+    }
+
+    def run(self, problem: Problem) -> MethodResult:
+        import pymetis  # here: an optional dependency, and solvers load only when used
+
+        graph, cluster = problem.graph, problem.cluster
+        k = cluster.accelerators
+        classes = int(graph.color.max()) + 1
+        supported = np.bincount(graph.color, weights=~graph.supported, minlength=classes) == 0
+        compute = np.bincount(graph.color, weights=np.where(graph.supported, graph.acc_time, 0.0), minlength=classes)
+        memory = np.bincount(graph.color, weights=graph.memory, minlength=classes)
+        cpu = k if cluster.cpus else -1
+        seed, tries = int(self.setting(problem, "seed")), int(self.setting(problem, "tries"))
+        vertices = np.flatnonzero(supported)
+        graph_csr = self._metis_graph(graph, vertices)
+        best = None
+        for attempt in range(tries if k > 1 and vertices.size else 1):
+            part = np.full(classes, cpu, dtype=np.int64)
+            if k == 1:
+                part[vertices] = 0
+            elif k > 1 and vertices.size:
+                xadj, adjncy, eweights = graph_csr
+                _, parts = pymetis.part_graph(k, pymetis.CSRAdjacency(xadj, adjncy),
+                                              vweights=_integers(compute[vertices], 0), eweights=eweights,
+                                              options=pymetis.Options(seed=seed + attempt))
+                part[vertices] = np.asarray(parts, dtype=np.int64)
+            moved = self._repair(part, compute, memory, cluster.memory_limit, k, cpu)
+            device = part[graph.color]
+            used = np.bincount(device[device < k], weights=graph.memory[device < k], minlength=k)[:k]
+            over = np.flatnonzero(used > cluster.memory_limit)
+            value = (over.size, max_load(graph, cluster, device, overlap=bool(problem.option("overlap"))))
+            if best is None or value < best[0]:
+                best = (value, device, used, over, moved, attempt)
+        _, device, used, over, moved, attempt = best
+        info = {"moved": moved, "seed": seed + attempt}
+        if over.size:
+            names = cluster.device_names()
+            info.update(reason=f"memory repair found no room: {', '.join(names[d] for d in over.tolist())} overfull "
+                               "(a heuristic's failure, not a proof of infeasibility)",
+                        overfull={names[d]: float(used[d]) for d in over.tolist()}, best_effort=device.tolist())
+            return MethodResult(None, Status.NO_SOLUTION, solver="pymetis", info=info)
+        return MethodResult(device, Status.FEASIBLE, solver="pymetis", info=info)
+
+    @staticmethod
+    def _metis_graph(graph: Graph, vertices: np.ndarray) -> tuple[list[int], list[int], list[int] | None]:
+        """CSR adjacency and integer edge weights of the class graph over ``vertices`` (step 1)."""
+        index = {int(c): i for i, c in enumerate(vertices.tolist())}
+        weight: dict[tuple[int, int], float] = {}
+        for a, b, cost in zip(graph.color[graph.src].tolist(), graph.color[graph.dst].tolist(),
+                              graph.edge_cost.tolist()):
+            if a != b and a in index and b in index:
+                key = (min(index[a], index[b]), max(index[a], index[b]))
+                weight[key] = weight.get(key, 0.0) + cost
+        neighbours: list[list[tuple[int, float]]] = [[] for _ in vertices]
+        for (a, b), w in sorted(weight.items()):
+            neighbours[a].append((b, w))
+            neighbours[b].append((a, w))
+        xadj = np.cumsum([0] + [len(x) for x in neighbours]).tolist()
+        adjncy = [b for x in neighbours for b, _ in x]
+        eweights = _integers(np.array([w for x in neighbours for _, w in x], dtype=float), 1) if adjncy else None
+        return xadj, adjncy, eweights
+
+    @staticmethod
+    def _repair(part: np.ndarray, compute: np.ndarray, memory: np.ndarray, limit: np.ndarray, k: int,
+                cpu: int) -> int:
+        """Move classes off overfull accelerators (step 2 of the module docstring); returns the moves made."""
+        used = np.array([memory[part == d].sum() for d in range(k)])
+        moved = 0
+        for d in range(k):
+            members = [int(c) for c in np.flatnonzero(part == d)]
+            members.sort(key=lambda c: (compute[c] / memory[c] if memory[c] > 0 else np.inf, c))
+            for c in members:
+                if used[d] <= limit[d]:
+                    break
+                if memory[c] == 0:
+                    continue
+                room = [(limit[e] - used[e], -e) for e in range(k) if e != d and used[e] + memory[c] <= limit[e]]
+                target = -max(room)[1] if room else cpu
+                if target < 0:
+                    continue
+                part[c] = target
+                used[d] -= memory[c]
+                if target < k:
+                    used[target] += memory[c]
+                moved += 1
+        return moved
