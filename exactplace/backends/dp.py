@@ -21,7 +21,8 @@ Both run the native core ``exactplace._native`` (C++17) on the units prepared by
     graph (checked in the tests); its tables grow linearly with the units.
 
 A method stopped by the time limit before it has any placement returns the warm start if
-it is feasible, else the greedy placement (status FEASIBLE, ``limit=Limit.TIME``).
+it is feasible; else ``solve`` falls back to the greedy placement (status FEASIBLE,
+``limit=Limit.TIME``, ``info["returned"]`` says so).
 
 Contiguity of training graphs: a device's backward part is the set of backward partners of
 its forward part. It is contiguous whenever the backward graph follows the forward graph
@@ -106,31 +107,12 @@ def _gib(size: float) -> str:
 
 def _stopped(problem: Problem, limit: Limit, info: dict, timings: dict) -> MethodResult:
     """Stopped by the time limit or Ctrl-C with nothing of its own: the warm start if it is feasible,
-    else (time limit only) the quick greedy placement, else no solution.
-
-    After Ctrl-C nothing more is run: the user asked to stop now.
-    """
+    else no solution (which ``solve`` replaces with the greedy placement after a time limit)."""
     warm = problem.warm_start
     if warm is not None and not check_feasibility(problem.graph, problem.cluster, warm, contiguous=False):
         return MethodResult(warm.copy(), Status.FEASIBLE, limit=limit, solver=SOLVER, timings=timings,
                             info={**info, "returned": "warm start"})
-    if limit is Limit.TIME:
-        fallback = _greedy(problem)
-        if fallback is not None:
-            return MethodResult(fallback, Status.FEASIBLE, limit=limit, solver=SOLVER, timings=timings,
-                                info={**info, "returned": "greedy placement (the time limit came first)"})
     return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver=SOLVER, timings=timings, info=info)
-
-
-def _greedy(problem: Problem) -> np.ndarray | None:
-    """The greedy baseline's placement (fast), or None when it finds none."""
-    from exactplace.heuristics.greedy import Greedy
-
-    try:
-        result = Greedy().run(problem)
-    except (ExactplaceError, KeyboardInterrupt):
-        return None
-    return result.device
 
 
 def _count(problem: Problem, contraction: Contraction, limit: int) -> tuple[int, int] | None:

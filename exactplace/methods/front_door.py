@@ -25,7 +25,7 @@ from exactplace.core.params import Real, validate_options
 from exactplace.core.placement import Limit, Placement, Status
 from exactplace.core.placement_array import as_device_array
 from exactplace.evaluators import check_feasibility, evaluate
-from exactplace.evaluators.feasibility import check_fits
+from exactplace.evaluators.feasibility import Guarantees, check_fits
 from exactplace.methods.base import OBJECTIVE_OPTIONS, Method, MethodResult, Problem
 from exactplace.methods.catalog import AUTO_ORDER
 from exactplace.methods.registry import get_method, registered_methods
@@ -230,8 +230,34 @@ def solve(
         # Ctrl-C during a method that does not handle it itself: keep the warm start, if any.
         status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
         result = MethodResult(warm, status, limit=Limit.INTERRUPT)
+    if result.device is None and result.limit is Limit.TIME:
+        result = _fallback(problem, result)
     wall = time.monotonic() - start
     return _referee(problem, cls, result, wall, extra)
+
+
+#: ``info["returned"]`` of a placement that did not come from the method's own search.
+FALLBACK = "greedy placement (the time limit came before the method had one)"
+
+
+def _fallback(problem: Problem, result: MethodResult) -> MethodResult:
+    """A method stopped by its time limit with nothing to show: the quick greedy placement instead.
+
+    The result keeps ``limit=Limit.TIME`` and says so in ``info["returned"]``; a hopeless
+    instance (greedy finds nothing either) keeps NO_SOLUTION.
+    """
+    from exactplace.heuristics.greedy import Greedy
+
+    if problem.objective not in Greedy.objectives:
+        return result
+    try:
+        quick = Greedy().run(problem)
+    except (ExactplaceError, KeyboardInterrupt):
+        return result
+    if quick.device is None:
+        return result
+    return MethodResult(quick.device, Status.FEASIBLE, limit=Limit.TIME, solver=result.solver, space=result.space,
+                        trace=result.trace, timings=result.timings, info={**result.info, "returned": FALLBACK})
 
 
 def _referee(
@@ -244,7 +270,9 @@ def _referee(
     device = result.device
     if device is not None:
         device = as_device_array(graph, cluster, device).copy()
-        violations = check_feasibility(graph, cluster, device, guarantees=cls.promises(problem))
+        # A fallback or warm start kept by a stopped method carries only the basic guarantees.
+        promised = cls.promises(problem) if "returned" not in result.info else Guarantees()
+        violations = check_feasibility(graph, cluster, device, guarantees=promised)
         if violations:
             raise ExactplaceError(
                 f"Method {cls.name!r} returned an infeasible placement ({len(violations)} violations), "
