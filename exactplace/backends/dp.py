@@ -102,7 +102,15 @@ def ideal_capacity(contraction: Contraction, cluster: Cluster, memory_budget: fl
 
 
 def _gib(size: float) -> str:
-    return f"{size / 2**30:.3g} GiB"
+    """A byte count in the largest unit that keeps it at least 1: ``4 KiB``, ``1.5 GiB``.
+
+    >>> _gib(4096), _gib(1.5 * 2**30), _gib(100)
+    ('4 KiB', '1.5 GiB', '100 bytes')
+    """
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{size:.0f} bytes"
 
 
 def _stopped(problem: Problem, limit: Limit, info: dict, timings: dict) -> MethodResult:

@@ -6,7 +6,7 @@ CLI validate against it, and methods declare a subset of it.
 
 from __future__ import annotations
 
-__all__ = ["OBJECTIVES", "SCORING_OPTIONS"]
+__all__ = ["OBJECTIVES", "OBJECTIVE_LABELS", "SCORING_OPTIONS"]
 
 #: ``"throughput"``: max-load, the time per sample of pipelined execution (paper §3).
 #: ``"latency"``: the time of one sample under the §4 invocation semantics. Lower is better for both.
@@ -15,3 +15,7 @@ OBJECTIVES: tuple[str, ...] = ("throughput", "latency")
 #: Options that change the objective itself; the evaluator scores every placement with them.
 #: ``overlap``: communication overlaps compute (Appendix C.1); ``gpipe``: max FW + max BW (training).
 SCORING_OPTIONS: dict[str, tuple[str, ...]] = {"throughput": ("overlap", "gpipe"), "latency": ()}
+
+#: What a report calls each objective's value (the throughput objective is scored as a time per
+#: sample, where lower is better, so calling the number "throughput" would mislead).
+OBJECTIVE_LABELS: dict[str, str] = {"throughput": "time per sample", "latency": "latency"}
