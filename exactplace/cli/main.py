@@ -147,12 +147,12 @@ def _command_info(args: argparse.Namespace) -> int:
     graph, cluster = workload.graph, workload.cluster
     forward = int((~graph.backward).sum())
     class_memory = np.bincount(graph.color, weights=graph.memory)
-    capacity = float(cluster.memory.sum())
+    capacity = cluster.max_memory * workload.accelerators  # a Python float: inf, not a warning, if it overflows
     print(f"workload {workload.name}")
     print(f"  nodes: {graph.n} ({forward} forward, {graph.n - forward} backward), edges: {graph.m}")
     largest = int(np.bincount(graph.color).max())
     print(f"  color classes: {len(class_memory)} (largest has {_plural(largest, 'node')})")
-    print(f"  unsupported on accelerators: {int((~graph.supported).sum())} nodes")
+    print(f"  unsupported on accelerators: {_plural(int((~graph.supported).sum()), 'node')}")
     print(f"  cluster: {_plural(workload.accelerators, 'accelerator')} x {cluster.max_memory:.4g} bytes, "
           f"{_plural(workload.cpus, 'CPU')}")
     print(f"  memory: total {graph.memory.sum():.4g} bytes vs accelerator capacity {capacity:.4g} "
