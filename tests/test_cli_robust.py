@@ -341,3 +341,22 @@ def test_huge_clusters_from_python_are_sized_by_the_graph() -> None:
     graph = Graph([Node(i, 1.0, 1.0) for i in range(3)], [(0, 1), (1, 2)])
     p = solve(graph, Cluster(10**5, memory=10.0, cpus=10**5), method="auto")
     assert p.has_solution
+
+
+def test_readme_synopsis_lists_every_flag() -> None:
+    """The README's command-line synopsis names every flag of every command (first spelling of each)."""
+    import argparse
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    synopsis = readme.split("### Command line", 1)[1].split("```")[1]
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    entries: dict[str, str] = {}
+    for chunk in synopsis.strip().split("\nexactplace"):
+        words = chunk.replace("exactplace", "", 1).split() if chunk.startswith("exactplace") else chunk.split()
+        name = words[0] if words and not words[0].startswith("[") else ""
+        entries[name] = chunk
+    for name, sub in [("", parser), *commands.choices.items()]:
+        flags = {a.option_strings[0] for a in sub._actions if a.option_strings and a.dest != "help"}
+        assert flags <= set(re.findall(r"--[a-z-]+", entries[name])), (name, flags)
