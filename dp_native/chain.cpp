@@ -351,9 +351,25 @@ Solution solve_chain(const Instance& instance, const Options& options, const std
         out.value = kInf;
         return finish(Outcome::infeasible);
     }
-    // Bisect T over the doubles: `lo` failed (or is below every load), `hi` passed.
-    double lo = 0.0, hi = best_value;
-    if (hi > 0.0) {
+    // Search T over the doubles: `lo` fails (or is below the optimum), `hi` passes. Bisect until
+    // the bracket is narrow, then try the double just below the best split's value: failing proves
+    // it optimal, passing gives a better split. A lower bound starts `lo` near the optimum: every
+    // unit adds at least its cheaper compute time to some device, so the max-load is at least
+    // the largest such time and their sum over the k + l devices.
+    double lower = 0.0, total = 0.0;
+    for (int p = 0; p < chain.n; ++p) {
+        const int u = chain.unit[p];
+        double cheapest = options.cpus > 0 ? instance.cpu_time[u] : kInf;
+        if (options.accelerators > 0 && instance.supported[u] && instance.memory[u] <= options.memory_cap) {
+            cheapest = std::min(cheapest, instance.acc_time[u]);
+        }
+        lower = std::max(lower, cheapest);
+        total += cheapest;
+    }
+    lower = std::max(lower, total / (options.accelerators + options.cpus));
+    double lo = std::isfinite(lower) ? lower * (1 - 1e-9) : 0.0;  // margin: `lower` was summed with rounding
+    double hi = best_value;
+    if (hi > 0.0 && lo == 0.0) {
         ok = test(0.0);
         if (ok < 0) {
             keep();
@@ -361,8 +377,8 @@ Solution solve_chain(const Instance& instance, const Options& options, const std
         }
         if (ok == 1) hi = 0.0;
     }
-    while (hi > 0.0) {
-        const double mid = lo + (hi - lo) / 2;
+    while (lo < hi) {
+        const double mid = hi - lo > 1e-9 * hi ? lo + (hi - lo) / 2 : std::nextafter(hi, 0.0);
         if (!(lo < mid && mid < hi)) break;
         ok = test(mid);
         if (ok < 0) {
@@ -371,7 +387,6 @@ Solution solve_chain(const Instance& instance, const Options& options, const std
         }
         if (ok == 1) {
             hi = std::min(mid, best_value);
-            if (hi <= lo) break;
         } else {
             lo = mid;
         }
