@@ -360,3 +360,23 @@ def test_readme_synopsis_lists_every_flag() -> None:
     for name, sub in [("", parser), *commands.choices.items()]:
         flags = {a.option_strings[0] for a in sub._actions if a.option_strings and a.dest != "help"}
         assert flags <= set(re.findall(r"--[a-z-]+", entries[name])), (name, flags)
+
+
+def test_stated_device_counts_are_reported_by_solve(tmp_path: Path) -> None:
+    from exactplace import read_workload
+
+    w = tmp_path / "w.json"
+    w.write_text(workload_text(maxFPGAs=10**9))
+    workload = read_workload(w)
+    assert workload.cluster.accelerators == workload.graph.n and workload.accelerators == 10**9
+    assert solve(workload, method="greedy").info["stated_devices"] == {"maxFPGAs": 10**9}
+
+
+def test_ctrl_c_while_importing_is_one_line_and_importing_leaves_the_hook_alone() -> None:
+    code = "import sys; import exactplace; assert sys.excepthook is sys.__excepthook__; print('ok')"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "ok"
+    # An interrupt that escapes once the command line is loading (as during its imports):
+    result = subprocess.run([sys.executable, "-c", "import exactplace.cli\nraise KeyboardInterrupt"],
+                            capture_output=True, text=True)
+    assert result.returncode in (-signal.SIGINT, 128 + signal.SIGINT)
+    assert result.stderr.strip() == "exactplace: interrupted"

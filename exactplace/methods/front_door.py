@@ -166,6 +166,10 @@ def solve(
     -------
     Placement
         Its ``objective`` is recomputed by the evaluator, never taken from the method.
+        A method stopped by ``time_limit`` before it found anything returns the greedy
+        placement (status ``feasible``, ``limit=Limit.TIME``, ``info["returned"]``). When a
+        workload states more accelerators or CPUs than it has nodes, ``info["stated_devices"]``
+        holds those counts (the cluster solved on has one per node: the same problem).
         An instance without any feasible placement is returned with status
         ``infeasible`` and the reason in ``info["reason"]``, never raised.
 
@@ -188,8 +192,10 @@ def solve(
     if "gap" in options:
         warnings.warn("solve(gap=...) is deprecated; use rel_gap=...", DeprecationWarning, stacklevel=2)
         rel_gap = options.pop("gap")
+    stated: dict[str, int] = {}
     if isinstance(graph, Workload):
-        cluster = cluster if cluster is not None else graph.cluster
+        if cluster is None:
+            cluster, stated = graph.cluster, dict(graph.stated)
         graph = graph.graph
     check_param(isinstance(graph, Graph), "graph", "solve", "a Graph or a Workload", type(graph).__name__)
     check_param(isinstance(cluster, Cluster), "cluster", "solve", "a Cluster (required with a bare Graph)", cluster)
@@ -218,7 +224,9 @@ def solve(
                 f"Method {cls.name!r} needs {', '.join(cls.missing())}, which is not installed."
             )
         cls.check(problem)
-    extra = {"passed_over": passed_over} if passed_over else {}
+    extra: dict[str, Any] = {"passed_over": passed_over} if passed_over else {}
+    if stated:  # the workload states more devices than nodes; the cluster holds one per node
+        extra["stated_devices"] = stated
     reason = check_fits(graph, cluster)
     if reason is not None:
         result = MethodResult(None, Status.INFEASIBLE, info={"reason": reason})
