@@ -157,9 +157,10 @@ def check_case(workload: Any, argv: list[str], out_kind: str, stdin: bool) -> No
         split.write_text(_existing_plan() if len(text) % 2 else text)  # a plan, or the workload itself
         out = {"new": root / "plan.json", "existing": root / "old.json", "input": source, "empty": "",
                "dash": "-", "directory": root, "missing_dir": root / "missing" / "plan.json"}.get(out_kind)
-        if out_kind == "existing":
-            (root / "old.json").write_text("previous content\n")
-        before = {p: _digest(p) for p in (source, split, root / "old.json") if p.exists()}
+        (root / "old.json").write_text("previous content\n")
+        # Inputs are the files the arguments name as such; the others may only become a complete plan.
+        inputs = [path for placeholder, path in (("WORKLOAD", source), ("SPLIT", split)) if placeholder in argv]
+        before = {p: _digest(p) for p in (source, split, root / "old.json")}
         argv = [{"WORKLOAD": str(source), "SPLIT": str(split), "OUT": str(out)}.get(a, a) for a in argv]
         code, _, stderr = _run(argv, text if stdin else "")
 
@@ -168,12 +169,10 @@ def check_case(workload: Any, argv: list[str], out_kind: str, stdin: bool) -> No
         if code == 2:
             assert len(stderr.strip().splitlines()) == 1, (argv, stderr)
         for path, digest in before.items():
-            if path == root / "old.json":
-                continue
-            assert _digest(path) == digest, f"{path.name} changed by {argv}"
-        old = root / "old.json"
-        if old.exists() and old.read_text() != "previous content\n":
-            assert _valid_plan(old.read_text()), argv
+            if path in inputs:
+                assert _digest(path) == digest, f"input {path.name} changed by {argv}"
+            elif _digest(path) != digest:
+                assert _valid_plan(path.read_text()), f"{path.name} replaced by an incomplete plan: {argv}"
         new = root / "plan.json"
         if new.exists():
             assert _valid_plan(new.read_text()), argv
