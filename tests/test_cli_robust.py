@@ -380,3 +380,23 @@ def test_ctrl_c_while_importing_is_one_line_and_importing_leaves_the_hook_alone(
                             capture_output=True, text=True)
     assert result.returncode in (-signal.SIGINT, 128 + signal.SIGINT)
     assert result.stderr.strip() == "exactplace: interrupted"
+
+
+def test_memory_error_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import exactplace.methods
+
+    def exhausted(*args: object, **kwargs: object) -> object:
+        raise MemoryError
+
+    monkeypatch.setattr(exactplace.methods, "solve", exhausted)
+    assert main(["solve", BERT]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "out of memory" in err[0]
+
+
+def test_newcomer_help_readme_prerequisites_and_gap() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    setup = readme.split("## Set up and run", 1)[1].split("## ", 1)[0]
+    assert "python3 -m venv" in setup and "Python 3.10" in setup and "C++17" in setup
+    result = run("solve", "--help")
+    assert result.returncode == 0 and "ignore it" in " ".join(result.stdout.split())  # --rel-gap says who uses it
