@@ -14,7 +14,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Range addition, range minimum and "first position whose value is at most x" on 0..n-1.
+// Range addition and "first position in a range whose value is at most x" on 0..n-1.
 // The additions stay on the nodes they cover (no push-down): a node's `min_` includes its own
 // and its descendants' additions, and a query adds those of the ancestors on its way down.
 class MinTree {
@@ -33,7 +33,6 @@ public:
     void add(int lo, int hi, double delta) {
         if (lo <= hi) add(1, 0, size_ - 1, lo, hi, delta);
     }
-    double min(int lo, int hi) const { return min(1, 0, size_ - 1, lo, hi); }
     int first_at_most(int lo, int hi, double x) const { return first(1, 0, size_ - 1, lo, hi, x, 0.0); }
 
 private:
@@ -48,12 +47,6 @@ private:
         add(2 * v, l, m, lo, hi, delta);
         add(2 * v + 1, m + 1, r, lo, hi, delta);
         min_[v] = std::min(min_[2 * v], min_[2 * v + 1]) + add_[v];
-    }
-    double min(int v, int l, int r, int lo, int hi) const {
-        if (hi < l || r < lo) return kInf;
-        if (lo <= l && r <= hi) return min_[v];
-        const int m = (l + r) / 2;
-        return std::min(min(2 * v, l, m, lo, hi), min(2 * v + 1, m + 1, r, lo, hi)) + add_[v];
     }
     int first(int v, int l, int r, int lo, int hi, double x, double above) const {
         if (hi < l || r < lo || min_[v] + above > x) return -1;
@@ -192,23 +185,23 @@ public:
                         ++run_first;
                     }
                     const double limit = opt_.overlap ? T : T - static_cast<double>(ch_.acc[i]);
-                    int range_lo = -1, range_hi = -1;
                     if (best > 1 && lo_acc <= u) {
                         for (int r = run_first; r < static_cast<int>(runs_.size()); ++r) {
                             const Run& run = runs_[r];
                             if (run.need + 1 >= best) continue;
                             const int a = std::max(run.first, lo_acc), b = run.last;
                             ++queries;
-                            if (tree_.min(a, b) <= limit) {
+                            // The same search decides and finds the start: a range minimum summed in
+                            // another order could pass where the descent, by rounding, does not.
+                            const int start = tree_.first_at_most(a, b, limit);
+                            if (start >= 0) {
                                 best = run.need + 1;
                                 kind = 1;
-                                range_lo = a;
-                                range_hi = b;
+                                from = start;
                                 if (best == 1) break;
                             }
                         }
                     }
-                    if (kind == 1) from = tree_.first_at_most(range_lo, range_hi, limit);
                 }
                 current[i] = std::min(best, none);
                 const std::size_t at = static_cast<std::size_t>(c) * (n + 1) + i;

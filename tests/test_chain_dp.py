@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import any_graphs, clusters
 
-from exactplace import Cluster, Graph, Node, read_workload, solve
+from exactplace import Cluster, Graph, Node, Status, read_workload, solve
 from exactplace.core.contraction import contract, dfs_topological_order, linearize
 
 pytest.importorskip("exactplace._native")
@@ -77,6 +77,10 @@ def test_dpl_runs_a_long_chain_and_keeps_its_devices() -> None:
     _agree(chain, general)
     placement = solve(graph, cluster, method="dpl")
     assert close(placement.objective, general.value)
+    # The exact DP on a graph whose ideals are its prefixes is the same problem: same value, proved optimal.
+    exact = solve(graph, cluster, method="dp")
+    assert exact.status is Status.OPTIMAL and exact.info["ideals"] == n + 1
+    assert close(exact.objective, general.value) and exact.bound == exact.objective
 
 
 def test_more_devices_than_units_are_clamped_internally() -> None:

@@ -207,8 +207,6 @@ class _NativeDP(Method):
         timings: dict[str, float] = {}
         clock = time.perf_counter()
         contraction = problem.contraction
-        # DPL: the prefixes of a depth-first order are its ideals; the native chain DP takes the order itself.
-        order = dfs_topological_order(contraction.num_units, contraction.src, contraction.dst) if self.linear else []
         timings["contract"] = time.perf_counter() - clock
         info: dict = {"units": contraction.num_units, "orphans": contraction.orphans, "fused": contraction.fused,
                       "merged": contraction.merged}
@@ -219,6 +217,11 @@ class _NativeDP(Method):
             ideals, covers = self._budget(problem, contraction)
             timings["count"] = time.perf_counter() - clock
             info.update(ideals=ideals, covers=covers)
+            # DPL: the prefixes of a depth-first order are its ideals. A unit DAG whose ideals are
+            # already just its prefixes (a chain) is the same problem for the exact DP. Either way the
+            # native chain DP, given the order, solves it in near-linear time instead of over all pairs.
+            chain = self.linear or ideals == contraction.num_units + 1
+            order = dfs_topological_order(contraction.num_units, contraction.src, contraction.dst) if chain else []
             remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
             if remaining <= 0:
                 return _stopped(problem, Limit.TIME, info, timings)
