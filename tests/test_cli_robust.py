@@ -170,7 +170,9 @@ def test_sigint_exits_130_in_one_line(tmp_path: Path) -> None:
     time.sleep(2.5)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
-    assert process.returncode == cli.EXIT_INTERRUPTED
+    # 130 from main(); on a machine so loaded that the signal lands while Python is still importing,
+    # the import-time hook reports it and Python exits by SIGINT (a shell shows 130 for both).
+    assert process.returncode in (cli.EXIT_INTERRUPTED, -signal.SIGINT)
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
