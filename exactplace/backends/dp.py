@@ -10,7 +10,8 @@ Both run the native core ``exactplace._native`` (C++17) on the units prepared by
     CPUs; a device may stay empty), each unit bringing its backward partners. Status
     OPTIMAL, with ``bound`` equal to the objective. Every forward part is contiguous
     (Definition 3.1); a contiguous split whose devices cannot be ordered (two devices
-    sending each other data) is outside this search space, as in the paper.
+    sending each other data) is outside this search space, as in the paper. When the unit
+    DAG is itself a chain (its ideals are its prefixes), the chain DP below solves it, exactly.
 ``dpl``
     The same DP after adding a depth-first topological order of the units as artificial
     edges (:func:`~exactplace.core.contraction.linearize`), so the ideals are the
