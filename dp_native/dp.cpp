@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "chain.hpp"
 #include "ideals.hpp"
 
 namespace exactplace {
@@ -607,8 +608,20 @@ std::int64_t memory_estimate(int units, int accelerators, int cpus, std::int64_t
     return ideals * per_ideal + covers * per_cover;
 }
 
+std::int64_t chain_memory_estimate(int units, int cpus, std::int64_t groups_members) {
+    // Per unit: three long-double prefix sums, the last-unsupported index, two need rows, the
+    // segment tree (two doubles per node, up to four nodes per unit), its base values and the
+    // choice (1 byte) and start (4 bytes) kept for every CPU count. Per group member: two events.
+    const std::int64_t per_unit = 3 * 16 + 4 + 8 + 4 * 16 + 8 + 16 + 5 * (static_cast<std::int64_t>(cpus) + 1);
+    return (static_cast<std::int64_t>(units) + 1) * per_unit + groups_members * 2 * 16 + 4096;
+}
+
 Solution solve(const Instance& instance, const Options& options, Stopper& stop) {
     check_instance(instance, options);
+    if (!instance.order.empty()) {
+        if (instance.units + 1 > options.max_ideals) throw TooManyIdeals(instance.units + 1, options.max_ideals);
+        return solve_chain(instance, options, instance.order, stop);
+    }
     Solution out;
     const auto t0 = Stopper::Clock::now();
     const Poset poset(instance.units, instance.edge_src, instance.edge_dst);

@@ -27,6 +27,9 @@ struct Instance {
     std::vector<double> group_cost;
     std::vector<std::int64_t> group_source;                // unit
     std::vector<std::int64_t> group_ptr, group_target;     // CSR: distinct target units, none = source
+    // Empty: enumerate the ideals of the DAG. Otherwise a topological order of the units (every
+    // edge goes forward in it) whose prefixes are the only ideals used: DPL, solved by chain.hpp.
+    std::vector<std::int64_t> order;
 };
 
 struct Options {
@@ -40,6 +43,9 @@ struct Options {
 
 enum class Outcome { optimal, infeasible, stopped };
 
+// How a solve ended, as the binding reports it (one enum instead of outcome + stop reason).
+enum class Status { optimal, infeasible, time, interrupt };
+
 struct Solution {
     Outcome outcome = Outcome::stopped;
     StopReason stop_reason = StopReason::none;
@@ -48,13 +54,23 @@ struct Solution {
     std::int64_t ideals = 0, covers = 0, pairs = 0;
     double seconds_ideals = 0.0, seconds_dp = 0.0;
     int threads_used = 1;
+
+    Status status() const {
+        if (outcome == Outcome::optimal) return Status::optimal;
+        if (outcome == Outcome::infeasible) return Status::infeasible;
+        return stop_reason == StopReason::time ? Status::time : Status::interrupt;
+    }
 };
 
+// A stopped solve may still carry a device (the best split found so far: DPL).
 // Throws std::invalid_argument for malformed input and TooManyIdeals (ideals.hpp) when the
 // lattice has more than options.max_ideals ideals.
 Solution solve(const Instance& instance, const Options& options, Stopper& stop);
 
 // Bytes solve() allocates for a lattice of `ideals` ideals and `covers` cover pairs.
 std::int64_t memory_estimate(int units, int accelerators, int cpus, std::int64_t ideals, std::int64_t covers);
+
+// Bytes solve() allocates for an instance with a non-empty `order` (the chain DP).
+std::int64_t chain_memory_estimate(int units, int cpus, std::int64_t groups_members);
 
 }  // namespace exactplace

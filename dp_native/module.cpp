@@ -16,7 +16,6 @@
 #include "stop.hpp"
 
 namespace py = pybind11;
-using exactplace::StopReason;
 
 namespace {
 
@@ -45,8 +44,6 @@ struct SignalPoll {
     }
 };
 
-const char* reason_name(StopReason reason) { return reason == StopReason::time ? "time" : "interrupt"; }
-
 py::object count_ideals(int units, const IntArray& src, const IntArray& dst, std::int64_t limit) {
     if (limit < 0) throw std::invalid_argument("limit must be non-negative");
     const auto s = to_vector(src, "src");
@@ -64,69 +61,44 @@ py::object count_ideals(int units, const IntArray& src, const IntArray& dst, std
     return py::make_tuple(count.ideals, count.covers);
 }
 
-py::dict solve(int units, const FloatArray& cpu_time, const FloatArray& acc_time, const FloatArray& memory,
-               const ByteArray& supported, const IntArray& edge_src, const IntArray& edge_dst,
-               const FloatArray& group_cost, const IntArray& group_source, const IntArray& group_ptr,
-               const IntArray& group_target, int accelerators, int cpus, double memory_cap, bool overlap,
-               int threads, double time_limit, std::int64_t max_ideals) {
+// Everything one solve() needs, as one object (instead of a long list of positional arguments).
+struct Request {
     exactplace::Instance instance;
-    instance.units = units;
-    instance.cpu_time = to_vector(cpu_time, "cpu_time");
-    instance.acc_time = to_vector(acc_time, "acc_time");
-    instance.memory = to_vector(memory, "memory");
-    instance.supported = to_vector(supported, "supported");
-    instance.edge_src = to_vector(edge_src, "edge_src");
-    instance.edge_dst = to_vector(edge_dst, "edge_dst");
-    instance.group_cost = to_vector(group_cost, "group_cost");
-    instance.group_source = to_vector(group_source, "group_source");
-    instance.group_ptr = to_vector(group_ptr, "group_ptr");
-    instance.group_target = to_vector(group_target, "group_target");
     exactplace::Options options;
-    options.accelerators = accelerators;
-    options.cpus = cpus;
-    options.memory_cap = memory_cap;
-    options.overlap = overlap;
-    options.threads = threads;
-    options.max_ideals = max_ideals;
+    double time_limit = std::numeric_limits<double>::infinity();
+};
 
+exactplace::Solution solve(const Request& request) {
     SignalPoll poll;
     exactplace::Solution solution;
     {
         py::gil_scoped_release release;
-        exactplace::Stopper stop(time_limit, [&poll] { return poll(); });
-        solution = exactplace::solve(instance, options, stop);
+        exactplace::Stopper stop(request.time_limit, [&poll] { return poll(); });
+        solution = exactplace::solve(request.instance, request.options, stop);
     }
     if (poll.pending) throw *poll.pending;
+    return solution;
+}
 
-    py::dict result;
-    switch (solution.outcome) {
-        case exactplace::Outcome::optimal: result["status"] = "optimal"; break;
-        case exactplace::Outcome::infeasible: result["status"] = "infeasible"; break;
-        case exactplace::Outcome::stopped: result["status"] = reason_name(solution.stop_reason); break;
-    }
-    result["value"] = solution.value;
-    if (solution.device.empty()) {
-        result["device"] = py::none();
-    } else {
-        py::array_t<std::int64_t> device(static_cast<py::ssize_t>(solution.device.size()));
-        auto view = device.mutable_unchecked<1>();
-        for (py::ssize_t i = 0; i < view.shape(0); ++i) view(i) = solution.device[i];
-        result["device"] = device;
-    }
-    result["ideals"] = solution.ideals;
-    result["covers"] = solution.covers;
-    result["pairs"] = solution.pairs;
-    result["seconds_ideals"] = solution.seconds_ideals;
-    result["seconds_dp"] = solution.seconds_dp;
-    result["threads"] = solution.threads_used;
-    return result;
+// A read-write array attribute of Request: numpy in (copied, any convertible dtype), numpy out.
+template <typename T, typename Field>
+void array_field(py::class_<Request>& cls, const char* name, Field field) {
+    cls.def_property(
+        name,
+        [field](const Request& r) {
+            const std::vector<T>& v = field(const_cast<Request&>(r));
+            return py::array_t<T>(static_cast<py::ssize_t>(v.size()), v.data());
+        },
+        [field, name](Request& r, const py::array_t<T, py::array::c_style | py::array::forcecast>& a) {
+            field(r) = to_vector(a, name);
+        });
 }
 
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "exactplace native core: ideals of a DAG and the max-load DP (C++17)";
-    m.attr("abi_version") = 1;
+    m.attr("abi_version") = 2;  // bump on any change of this module's interface
 
     // TooManyIdeals(message, count, limit): the lattice is larger than max_ideals.
     PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> too_many;
@@ -144,12 +116,72 @@ PYBIND11_MODULE(_native, m) {
 
     m.def("count_ideals", &count_ideals, py::arg("units"), py::arg("src"), py::arg("dst"), py::arg("limit"),
           "Count the ideals of the DAG on nodes 0..units-1; (ideals, covers), or None beyond `limit`.");
-    m.def("solve", &solve, py::arg("units"), py::arg("cpu_time"), py::arg("acc_time"), py::arg("memory"),
-          py::arg("supported"), py::arg("edge_src"), py::arg("edge_dst"), py::arg("group_cost"),
-          py::arg("group_source"), py::arg("group_ptr"), py::arg("group_target"), py::arg("accelerators"),
-          py::arg("cpus"), py::arg("memory_cap"), py::arg("overlap"), py::arg("threads"), py::arg("time_limit"),
-          py::arg("max_ideals"), "Run the max-load DP over the ideals of the unit DAG.");
+    py::enum_<exactplace::Status>(m, "Status", "How a solve ended.")
+        .value("optimal", exactplace::Status::optimal)
+        .value("infeasible", exactplace::Status::infeasible)
+        .value("time", exactplace::Status::time)
+        .value("interrupt", exactplace::Status::interrupt);
+
+    using exactplace::Instance;
+    py::class_<Request> request(m, "Request", "The input of solve(): the unit graph, the cluster and the limits.");
+    request.def(py::init<>())
+        .def_property("units", [](const Request& r) { return r.instance.units; },
+                      [](Request& r, int v) { r.instance.units = v; })
+        .def_property("accelerators", [](const Request& r) { return r.options.accelerators; },
+                      [](Request& r, int v) { r.options.accelerators = v; })
+        .def_property("cpus", [](const Request& r) { return r.options.cpus; },
+                      [](Request& r, int v) { r.options.cpus = v; })
+        .def_property("memory_cap", [](const Request& r) { return r.options.memory_cap; },
+                      [](Request& r, double v) { r.options.memory_cap = v; })
+        .def_property("overlap", [](const Request& r) { return r.options.overlap; },
+                      [](Request& r, bool v) { r.options.overlap = v; })
+        .def_property("threads", [](const Request& r) { return r.options.threads; },
+                      [](Request& r, int v) { r.options.threads = v; })
+        .def_property("max_ideals", [](const Request& r) { return r.options.max_ideals; },
+                      [](Request& r, std::int64_t v) { r.options.max_ideals = v; })
+        .def_readwrite("time_limit", &Request::time_limit);
+    array_field<double>(request, "cpu_time", [](Request& r) -> std::vector<double>& { return r.instance.cpu_time; });
+    array_field<double>(request, "acc_time", [](Request& r) -> std::vector<double>& { return r.instance.acc_time; });
+    array_field<double>(request, "memory", [](Request& r) -> std::vector<double>& { return r.instance.memory; });
+    array_field<std::uint8_t>(request, "supported",
+                              [](Request& r) -> std::vector<std::uint8_t>& { return r.instance.supported; });
+    array_field<std::int64_t>(request, "edge_src",
+                              [](Request& r) -> std::vector<std::int64_t>& { return r.instance.edge_src; });
+    array_field<std::int64_t>(request, "edge_dst",
+                              [](Request& r) -> std::vector<std::int64_t>& { return r.instance.edge_dst; });
+    array_field<double>(request, "group_cost",
+                        [](Request& r) -> std::vector<double>& { return r.instance.group_cost; });
+    array_field<std::int64_t>(request, "group_source",
+                              [](Request& r) -> std::vector<std::int64_t>& { return r.instance.group_source; });
+    array_field<std::int64_t>(request, "group_ptr",
+                              [](Request& r) -> std::vector<std::int64_t>& { return r.instance.group_ptr; });
+    array_field<std::int64_t>(request, "group_target",
+                              [](Request& r) -> std::vector<std::int64_t>& { return r.instance.group_target; });
+    array_field<std::int64_t>(request, "order", [](Request& r) -> std::vector<std::int64_t>& { return r.instance.order; });
+
+    using exactplace::Solution;
+    py::class_<Solution>(m, "Solution", "The result of solve().")
+        .def_property_readonly("status", &Solution::status)
+        .def_readonly("value", &Solution::value)
+        .def_property_readonly("device", [](const Solution& s) -> py::object {
+            if (s.device.empty()) return py::none();
+            py::array_t<std::int64_t> device(static_cast<py::ssize_t>(s.device.size()));
+            auto view = device.mutable_unchecked<1>();
+            for (py::ssize_t i = 0; i < view.shape(0); ++i) view(i) = s.device[i];
+            return device;
+        })
+        .def_readonly("ideals", &Solution::ideals)
+        .def_readonly("covers", &Solution::covers)
+        .def_readonly("pairs", &Solution::pairs)
+        .def_readonly("seconds_ideals", &Solution::seconds_ideals)
+        .def_readonly("seconds_dp", &Solution::seconds_dp)
+        .def_readonly("threads", &Solution::threads_used);
+
+    m.def("solve", &solve, py::arg("request"),
+          "Run the max-load DP over the ideals of the unit DAG (over the prefixes of `order` when it is set).");
     m.def("memory_estimate", &exactplace::memory_estimate, py::arg("units"), py::arg("accelerators"),
           py::arg("cpus"), py::arg("ideals"), py::arg("covers"),
           "Bytes solve() allocates for a lattice of the given size.");
+    m.def("chain_memory_estimate", &exactplace::chain_memory_estimate, py::arg("units"), py::arg("cpus"),
+          py::arg("group_members"), "Bytes solve() allocates for a request with an `order` (the chain DP).");
 }

@@ -6,8 +6,31 @@
 'feasible'
 """
 
-from exactplace.core.cluster import Cluster
-from exactplace.core.errors import (
+import sys as _sys
+from collections.abc import Callable as _Callable
+from types import TracebackType as _TracebackType
+
+_Hook = _Callable[[type[BaseException], BaseException, "_TracebackType | None"], object]
+
+
+def _quiet_interrupt(previous: _Hook) -> _Hook:
+    """An excepthook that reports an uncaught Ctrl-C in one line instead of a traceback."""
+
+    def hook(kind: type[BaseException], value: BaseException, traceback: _TracebackType | None) -> None:
+        if issubclass(kind, KeyboardInterrupt):
+            print("exactplace: interrupted", file=_sys.stderr)
+        else:
+            previous(kind, value, traceback)
+
+    return hook
+
+
+# Ctrl-C while the imports below run (they take a moment) must not print a page of traceback;
+# the hook is put back once they are done, so importing exactplace changes nothing afterwards.
+_previous_hook, _sys.excepthook = _sys.excepthook, _quiet_interrupt(_sys.excepthook)
+
+from exactplace.core.cluster import Cluster  # noqa: E402
+from exactplace.core.errors import (  # noqa: E402
     CycleError,
     ExactplaceError,
     GraphError,
@@ -17,15 +40,17 @@ from exactplace.core.errors import (
     SolverUnavailableError,
     TooManyIdealsError,
 )
-from exactplace.core.graph import Graph, Node
-from exactplace.core.io import Workload, read_split, read_workload, write_workload
-from exactplace.core.placement import Limit, Placement, Space, Status
-from exactplace.data import shipped_workloads, workload_path
-from exactplace.evaluators import check_feasibility, device_loads, evaluate, is_contiguous, max_load
-from exactplace.methods import available_methods, solve
-from exactplace.methods.compare import compare
+from exactplace.core.graph import Graph, Node  # noqa: E402
+from exactplace.core.io import Workload, read_split, read_workload, write_workload  # noqa: E402
+from exactplace.core.placement import Limit, Placement, Space, Status  # noqa: E402
+from exactplace.data import shipped_workloads, workload_path  # noqa: E402
+from exactplace.evaluators import check_feasibility, device_loads, evaluate, is_contiguous, max_load  # noqa: E402
+from exactplace.methods import available_methods, solve  # noqa: E402
+from exactplace.methods.compare import compare  # noqa: E402
 
 __version__ = "0.1.0"
+
+_sys.excepthook = _previous_hook
 
 __all__ = [
     "Cluster", "CycleError", "ExactplaceError", "Graph", "GraphError", "InputFormatError",

@@ -1,9 +1,13 @@
 """Type stubs of the C++ extension ``exactplace._native`` (built from ``dp_native/``).
 
+Load it through :func:`exactplace.backends.native.load`, which checks ``abi_version``.
 Arrays are copied in (any numeric dtype convertible to the one shown); the GIL is released
 while C++ runs, and Ctrl-C raises KeyboardInterrupt. Malformed input raises ValueError.
 """
 
+import enum
+
+import numpy as np
 import numpy.typing as npt
 
 abi_version: int
@@ -11,37 +15,60 @@ abi_version: int
 class TooManyIdeals(RuntimeError):
     """``args == (message, count, limit)``: the lattice has more than ``limit`` ideals (at least ``count``)."""
 
+class Status(enum.Enum):
+    """How a solve ended."""
+
+    optimal = 0
+    infeasible = 1
+    time = 2
+    interrupt = 3
+
+class Request:
+    """Everything :func:`solve` needs: the unit graph (arrays), the cluster and the limits."""
+
+    units: int
+    cpu_time: npt.ArrayLike
+    acc_time: npt.ArrayLike
+    memory: npt.ArrayLike
+    supported: npt.ArrayLike
+    edge_src: npt.ArrayLike
+    edge_dst: npt.ArrayLike
+    group_cost: npt.ArrayLike
+    group_source: npt.ArrayLike
+    group_ptr: npt.ArrayLike
+    group_target: npt.ArrayLike
+    order: npt.ArrayLike  # empty: every ideal; else a topological order whose prefixes are the ideals (DPL)
+    accelerators: int
+    cpus: int
+    memory_cap: float
+    overlap: bool
+    threads: int
+    time_limit: float
+    max_ideals: int
+
+class Solution:
+    """The result of :func:`solve`; ``device`` is one device per unit, or None."""
+
+    status: Status
+    value: float
+    device: np.ndarray | None
+    ideals: int
+    covers: int
+    pairs: int
+    seconds_ideals: float
+    seconds_dp: float
+    threads: int
+
 def count_ideals(
     units: int, src: npt.ArrayLike, dst: npt.ArrayLike, limit: int
 ) -> tuple[int, int] | None:
     """``(ideals, covers)`` of the DAG on ``0..units-1``, or None when it has more than ``limit`` ideals."""
 
-def solve(
-    units: int,
-    cpu_time: npt.ArrayLike,
-    acc_time: npt.ArrayLike,
-    memory: npt.ArrayLike,
-    supported: npt.ArrayLike,
-    edge_src: npt.ArrayLike,
-    edge_dst: npt.ArrayLike,
-    group_cost: npt.ArrayLike,
-    group_source: npt.ArrayLike,
-    group_ptr: npt.ArrayLike,
-    group_target: npt.ArrayLike,
-    accelerators: int,
-    cpus: int,
-    memory_cap: float,
-    overlap: bool,
-    threads: int,
-    time_limit: float,
-    max_ideals: int,
-) -> dict[str, object]:
-    """Run the max-load DP on a contracted graph (see ``exactplace.backends.contraction``).
-
-    Returns a dict: ``status`` ("optimal", "infeasible", "time" or "interrupt"), ``value``
-    (float), ``device`` (``np.ndarray`` of int64, one device per unit, or None), ``ideals``,
-    ``covers``, ``pairs``, ``threads`` (int) and ``seconds_ideals``, ``seconds_dp`` (float).
-    """
+def solve(request: Request) -> Solution:
+    """Run the max-load DP (over the prefixes of ``request.order`` when it is set)."""
 
 def memory_estimate(units: int, accelerators: int, cpus: int, ideals: int, covers: int) -> int:
     """Bytes ``solve`` allocates for a lattice of ``ideals`` ideals and ``covers`` cover pairs."""
+
+def chain_memory_estimate(units: int, cpus: int, group_members: int) -> int:
+    """Bytes ``solve`` allocates for a request with an ``order`` (the chain DP)."""

@@ -46,6 +46,7 @@ from exactplace import (
     max_load,
     read_workload,
     solve,
+    workload_path,
 )
 from exactplace.backends import dp as dp_module
 from exactplace.backends.ideals import count_ideals
@@ -199,8 +200,9 @@ def test_too_many_ideals_is_raised_before_solving() -> None:
         solve(parallel_chains(branches=4, length=12), HARD, method="dpl", memory_budget=2**12)
     assert "method='dpl'" not in str(error.value)
     # Enough budget for the ideals' tables but not for the lattice's edges as well.
-    from exactplace import _native
+    from exactplace.backends.native import load
 
+    _native = load()
     contraction = contract(graph)
     budget = _native.memory_estimate(contraction.num_units, HARD.accelerators, HARD.cpus, ideals, 0)
     assert dp_module.ideal_capacity(contraction, HARD, budget) == ideals
@@ -320,7 +322,7 @@ def test_memory_sums_never_cancel() -> None:
 
 
 def _native_args(**changes: object) -> dict:
-    """A valid two-unit instance for exactplace._native.solve, with some arguments replaced."""
+    """A valid two-unit request for exactplace._native.solve, as fields, with some of them replaced."""
     args = dict(
         units=2, cpu_time=[1.0, 1.0], acc_time=[1.0, 1.0], memory=[0.0, 0.0], supported=[1, 1],
         edge_src=[0], edge_dst=[1], group_cost=[0.5], group_source=[0], group_ptr=[0, 1], group_target=[1],
@@ -350,19 +352,39 @@ def _native_args(**changes: object) -> dict:
     ],
 )
 def test_native_solve_rejects_malformed_instances(changes: dict, message: str) -> None:
-    from exactplace import _native
+    from exactplace.backends.native import load, request
 
     with pytest.raises(ValueError, match=message):
-        _native.solve(**_native_args(**changes))
+        load().solve(request(**_native_args(**changes)))
 
 
 def test_native_solve_limits_ideals_and_accepts_unsupported_infinite_times() -> None:
-    from exactplace import _native
+    from exactplace.backends.native import load, request
 
+    _native = load()
     with pytest.raises(_native.TooManyIdeals) as error:
-        _native.solve(**_native_args(edge_src=[], edge_dst=[], max_ideals=3))  # 4 ideals
+        _native.solve(request(**_native_args(edge_src=[], edge_dst=[], max_ideals=3)))  # 4 ideals
     assert error.value.args[1:] == (4, 3)
-    out = _native.solve(**_native_args(acc_time=[math.inf, 1.0], supported=[0, 1]))
-    assert out["status"] == "optimal" and out["value"] == 1.5 and out["device"].tolist() == [1, 0]
-    with pytest.raises(TypeError):
-        _native.solve(**_native_args(cpu_time="fast"))
+    out = _native.solve(request(**_native_args(acc_time=[math.inf, 1.0], supported=[0, 1])))
+    assert out.status == _native.Status.optimal and out.value == 1.5 and out.device.tolist() == [1, 0]
+    with pytest.raises((TypeError, ValueError)):
+        request(**_native_args(cpu_time="fast"))
+    with pytest.raises(TypeError, match="no field"):
+        request(**_native_args(colour=[1, 2]))
+
+
+def test_native_status_is_an_enum_and_a_stale_build_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The binding reports its status as an enum, and a module of another ABI version is refused clearly."""
+    from exactplace import _native
+    from exactplace.backends import native
+    from exactplace.core.errors import SolverUnavailableError
+
+    assert {s.name for s in _native.Status.__members__.values()} == {"optimal", "infeasible", "time", "interrupt"}
+    out = _native.solve(native.request(**_native_args(memory=[5.0, 5.0], memory_cap=1.0, cpus=0)))
+    assert out.status == _native.Status.infeasible and out.device is None
+    monkeypatch.setattr(_native, "abi_version", native.ABI_VERSION - 1)
+    with pytest.raises(SolverUnavailableError, match=r"ABI version 1.*needs version 2.*rebuild"):
+        native.load()
+    w = read_workload(workload_path("layer_bert24_inference"))
+    with pytest.raises(SolverUnavailableError, match="ABI version"):
+        solve(w, method="dpl")

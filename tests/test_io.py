@@ -67,7 +67,10 @@ def test_graph_dict_graph_round_trip(graph: Graph, cluster: Cluster) -> None:
     data = workload_to_dict(Workload(graph, cluster))
     back = workload_from_dict(json.loads(json.dumps(data)))
     assert back.graph == canonical(graph)
-    assert back.cluster == cluster
+    # the stated counts survive; the cluster itself has at most one device of a kind per node
+    assert (back.accelerators, back.cpus) == (cluster.accelerators, cluster.cpus)
+    n = graph.n
+    assert back.cluster == Cluster(min(cluster.accelerators, n), cluster.max_memory, min(cluster.cpus, n))
     # every field the format carries survives exactly; comm only matters through edge costs
     assert sorted(back.graph.edges()) == sorted(graph.edges())
     strip = [Node(**{**v.__dict__, "comm": 0.0}) for v in graph.nodes()]
@@ -82,7 +85,8 @@ def test_write_read_file_round_trip(graph: Graph, cluster: Cluster) -> None:
         path = Path(folder) / "instance.json"
         write_workload(Workload(graph, cluster), path)
         back = read_workload(path)
-    assert back.graph == canonical(graph) and back.cluster == cluster and back.name == "instance"
+    assert back.graph == canonical(graph) and back.name == "instance"
+    assert (back.accelerators, back.cpus) == (cluster.accelerators, cluster.cpus)
 
 
 def test_unlimited_memory_is_written_as_a_huge_number() -> None:
@@ -251,8 +255,8 @@ def test_wrong_edge_field_type(field: str, value: object, kind: str) -> None:
         ("maxCPUs", "1", "field 'maxCPUs' must be an integer"),
         ("nodes", {}, "field 'nodes' must be a list"),
         ("edges", "none", "field 'edges' must be a list"),
-        ("maxFPGAs", -1, "maxFPGAs.*accelerators"),
-        ("maxSizePerFPGA", -5.0, "maxSizePerFPGA.*memory"),
+        ("maxFPGAs", -1, "maxFPGAs.*integer in \\[0,"),
+        ("maxSizePerFPGA", -5.0, "maxSizePerFPGA.*non-negative"),
     ],
 )
 def test_wrong_top_field(field: str, value: object, pattern: str) -> None:

@@ -10,12 +10,20 @@ Both run the native core ``exactplace._native`` (C++17) on the units prepared by
     CPUs; a device may stay empty), each unit bringing its backward partners. Status
     OPTIMAL, with ``bound`` equal to the objective. Every forward part is contiguous
     (Definition 3.1); a contiguous split whose devices cannot be ordered (two devices
-    sending each other data) is outside this search space, as in the paper.
+    sending each other data) is outside this search space, as in the paper. When the unit
+    DAG is itself a chain (its ideals are its prefixes), the chain DP below solves it, exactly.
 ``dpl``
     The same DP after adding a depth-first topological order of the units as artificial
     edges (:func:`~exactplace.core.contraction.linearize`), so the ideals are the
     ``units + 1`` prefixes of that order: a heuristic (status FEASIBLE, no bound) that
-    scales to very large graphs.
+    scales to very large graphs. Over prefixes the DP is a 1-D partition problem, which the
+    native chain DP (``dp_native/chain.hpp``) solves by a parametric search on the max-load
+    in near-linear time per step, with the same optimum as the general DP on the linearized
+    graph (checked in the tests); its tables grow linearly with the units.
+
+A method stopped by the time limit before it has any placement returns the warm start if
+it is feasible; else ``solve`` falls back to the greedy placement (status FEASIBLE,
+``limit=Limit.TIME``, ``info["returned"]`` says so).
 
 Contiguity of training graphs: a device's backward part is the set of backward partners of
 its forward part. It is contiguous whenever the backward graph follows the forward graph
@@ -29,10 +37,6 @@ compute), Appendix C.1), ``threads`` (default: the usable CPUs) and ``memory_bud
 (bytes the DP's tables may take, default 2 GiB; beyond it :class:`TooManyIdealsError` is
 raised before any table is allocated). ``gpipe=True`` is rejected: the DP optimizes the
 PipeDream schedule (FW + BW per device). The cluster must be homogeneous.
-
-With a time limit and no warm start, ``dp`` first runs DPL (a fraction of the DP's time) and
-keeps its placement as the incumbent, so a DP stopped by the limit or Ctrl-C still returns
-a placement (status ``feasible``, ``info["returned"] == "DPL incumbent"``).
 
 Examples
 --------
@@ -55,7 +59,7 @@ import numpy as np
 
 from exactplace.backends.ideals import count_unit_ideals
 from exactplace.core.cluster import Cluster
-from exactplace.core.contraction import Contraction, linearize
+from exactplace.core.contraction import Contraction, dfs_topological_order
 from exactplace.core.errors import ExactplaceError, ParameterError, TooManyIdealsError, check_param
 from exactplace.core.params import Option, Real
 from exactplace.core.placement import Limit, Space, Status
@@ -92,19 +96,30 @@ def ideal_capacity(contraction: Contraction, cluster: Cluster, memory_budget: fl
     >>> ideal_capacity(contract(g), Cluster(2, cpus=1), 2**20) > 1000
     True
     """
-    from exactplace import _native
+    from exactplace.backends.native import load
 
-    per_ideal = _native.memory_estimate(contraction.num_units, cluster.accelerators, cluster.cpus, 1, 0)
+    cluster = _clamped(cluster, contraction.num_units)
+    per_ideal = load().memory_estimate(contraction.num_units, cluster.accelerators, cluster.cpus, 1, 0)
     return int(min(memory_budget // per_ideal, _NATIVE_MAX_IDEALS))
 
 
 def _gib(size: float) -> str:
-    return f"{size / 2**30:.3g} GiB"
+    """A byte count in the largest unit that keeps it at least 1: ``4 KiB``, ``1.5 GiB``.
+
+    >>> _gib(4096), _gib(1.5 * 2**30), _gib(100)
+    ('4 KiB', '1.5 GiB', '100 bytes')
+    """
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{size:.0f} bytes"
 
 
 def _stopped(problem: Problem, limit: Limit, info: dict, timings: dict,
              incumbent: np.ndarray | None = None) -> MethodResult:
-    """Stopped by the time limit or Ctrl-C: the warm start if it is feasible, else the DPL incumbent, else none."""
+    """Stopped by the time limit or Ctrl-C with nothing of its own: the warm start if it is feasible,
+    else the DPL incumbent, else no solution (which ``solve`` replaces with the greedy placement
+    after a time limit)."""
     warm = problem.warm_start
     if warm is not None and not check_feasibility(problem.graph, problem.cluster, warm, contiguous=False):
         return MethodResult(warm.copy(), Status.FEASIBLE, limit=limit, solver=SOLVER, timings=timings,
@@ -115,14 +130,9 @@ def _stopped(problem: Problem, limit: Limit, info: dict, timings: dict,
     return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver=SOLVER, timings=timings, info=info)
 
 
-def _units(problem: Problem, linear: bool) -> Contraction:
-    """The contraction (shared by every method through the problem), linearized for DPL."""
-    return linearize(problem.contraction) if linear else problem.contraction
-
-
-def _count(problem: Problem, contraction: Contraction, limit: int, linear: bool) -> tuple[int, int] | None:
+def _count(problem: Problem, contraction: Contraction, limit: int) -> tuple[int, int] | None:
     """``count_unit_ideals`` memoized on the problem: an exact count, or "more than L", is reused."""
-    key = "ideals:dpl" if linear else "ideals:dp"
+    key = "ideals:dp"
     known = problem.cache.get(key)
     if known is not None:
         counted, beyond = known  # (ideals, covers) or None, and the limit it was taken with
@@ -161,14 +171,23 @@ class _NativeDP(Method):
 
     def _budget(self, problem: Problem, contraction: Contraction) -> tuple[int, int]:
         """(ideals, covers), or TooManyIdealsError before anything big is allocated."""
-        from exactplace import _native
+        from exactplace.backends.native import load
 
+        _native = load()
         budget = float(self.setting(problem, "memory_budget"))
-        cluster = problem.cluster
-        advice = ("raise the 'memory_budget' option" if self.linear
-                  else "use method='dpl' (the linearized DP: one ideal per unit) or raise the 'memory_budget' option")
+        cluster = _clamped(problem.cluster, contraction.num_units)
+        if self.linear:  # the chain DP: memory linear in the units
+            need = _native.chain_memory_estimate(contraction.num_units, cluster.cpus, len(contraction.group_target))
+            if need > budget:
+                raise TooManyIdealsError(
+                    f"Method {self.name!r} needs {_gib(need)} for its {contraction.num_units:,}-unit chain, more than "
+                    f"its memory budget of {_gib(budget)}; raise the 'memory_budget' option.",
+                    contraction.num_units + 1, int((contraction.num_units + 1) * budget // need),
+                )
+            return contraction.num_units + 1, contraction.num_units
+        advice = "use method='dpl' (the linearized DP: one ideal per unit) or raise the 'memory_budget' option"
         capacity = ideal_capacity(contraction, cluster, budget)
-        counted = _count(problem, contraction, capacity, self.linear)
+        counted = _count(problem, contraction, capacity)
         if counted is None:
             raise TooManyIdealsError(
                 f"Method {self.name!r} would enumerate more than {capacity:,} ideals of the "
@@ -186,20 +205,23 @@ class _NativeDP(Method):
         return ideals, covers
 
     def run(self, problem: Problem) -> MethodResult:
-        from exactplace import _native
+        from exactplace.backends.native import load, request
 
+        _native = load()
         graph, cluster = problem.graph, problem.cluster
         overlap = bool(problem.option("overlap"))
         threads = self.setting(problem, "threads") or usable_cpus()
         timings: dict[str, float] = {}
         clock = time.perf_counter()
-        contraction = _units(problem, self.linear)
+        contraction = problem.contraction
         timings["contract"] = time.perf_counter() - clock
         info: dict = {"units": contraction.num_units, "orphans": contraction.orphans, "fused": contraction.fused,
                       "merged": contraction.merged}
+        # More devices than units is the same problem as one device per unit: the tables are sized by the graph.
+        used = _clamped(cluster, contraction.num_units)
         incumbent = None
         if not self.linear and problem.deadline is not None and problem.warm_start is None:
-            # A stopped DP still returns a placement: DPL's (one ideal per unit, fast), kept as the incumbent.
+            # A stopped DP still returns a placement: DPL's (near-linear in the units), kept as the incumbent.
             clock = time.perf_counter()
             try:
                 incumbent = DPL().run(dataclasses.replace(problem, deadline=None)).device
@@ -211,46 +233,68 @@ class _NativeDP(Method):
             ideals, covers = self._budget(problem, contraction)
             timings["count"] = time.perf_counter() - clock
             info.update(ideals=ideals, covers=covers)
+            # DPL: the prefixes of a depth-first order are its ideals. A unit DAG whose ideals are
+            # already just its prefixes (a chain) is the same problem for the exact DP. Either way the
+            # native chain DP, given the order, solves it in near-linear time instead of over all pairs.
+            chain = self.linear or ideals == contraction.num_units + 1
+            order = dfs_topological_order(contraction.num_units, contraction.src, contraction.dst) if chain else []
             remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
             if remaining <= 0:
                 return _stopped(problem, Limit.TIME, info, timings, incumbent)
-            out = _native.solve(
-                contraction.num_units, contraction.cpu_time, contraction.acc_time, contraction.memory,
-                contraction.supported, contraction.src, contraction.dst, contraction.group_cost,
-                contraction.group_source, contraction.group_ptr, contraction.group_target,
-                cluster.accelerators, cluster.cpus, cluster.memory_cap, overlap, int(threads),
-                remaining, ideals,
-            )
+            out = _native.solve(request(
+                units=contraction.num_units, cpu_time=contraction.cpu_time, acc_time=contraction.acc_time,
+                memory=contraction.memory, supported=contraction.supported, edge_src=contraction.src,
+                edge_dst=contraction.dst, group_cost=contraction.group_cost, group_source=contraction.group_source,
+                group_ptr=contraction.group_ptr, group_target=contraction.group_target, order=order,
+                accelerators=used.accelerators, cpus=used.cpus, memory_cap=cluster.memory_cap, overlap=overlap,
+                threads=int(threads), time_limit=remaining, max_ideals=ideals,
+            ))
         except KeyboardInterrupt:
             return _stopped(problem, Limit.INTERRUPT, info, timings, incumbent)
         except _native.TooManyIdeals as error:  # the native safety net; the count above comes first
             raise TooManyIdealsError(f"Method {self.name!r}: {error.args[0]}", *error.args[1:]) from None
         except ValueError as error:  # std::invalid_argument: input the Python side should never produce
             raise ParameterError(f"Method {self.name!r} rejected its input: {error}") from None
-        timings.update(ideals=out["seconds_ideals"], dp=out["seconds_dp"])
-        info.update(pairs=out["pairs"], threads=out["threads"])
-        if out["status"] in ("time", "interrupt"):
-            return _stopped(problem, Limit(out["status"]), info, timings, incumbent)
-        if out["status"] == "infeasible":
+        timings.update(ideals=out.seconds_ideals, dp=out.seconds_dp)
+        info.update(pairs=out.pairs, threads=out.threads)
+        status = out.status
+        if status == _native.Status.infeasible:
             info["reason"] = "no chain split fits the accelerators' memory and support"
-            status = Status.NO_SOLUTION if self.linear else Status.INFEASIBLE
-            return MethodResult(None, status, solver=SOLVER, timings=timings, info=info)
+            return MethodResult(None, Status.NO_SOLUTION if self.linear else Status.INFEASIBLE, solver=SOLVER,
+                                timings=timings, info=info)
+        stopped = {_native.Status.time: Limit.TIME, _native.Status.interrupt: Limit.INTERRUPT}.get(status)
+        if stopped is not None and out.device is None:
+            return _stopped(problem, stopped, info, timings, incumbent)
 
-        device = np.asarray(out["device"], dtype=np.int64)[contraction.unit]
+        device = np.asarray(out.device, dtype=np.int64)
+        device = np.where(device >= used.accelerators, device - used.accelerators + cluster.accelerators, device)
+        device = device[contraction.unit]
         label = device * 2 + graph.backward.astype(np.int64)
         broken = {lab for lab, _ in contiguity_violations(graph, label)}
-        info.update(dp_value=out["value"], backward_contiguous=not broken)
-        if self.linear:
-            return MethodResult(device, Status.FEASIBLE, solver=SOLVER, timings=timings, info=info)
+        info.update(dp_value=out.value, backward_contiguous=not broken)
+        if self.linear:  # a heuristic; when stopped early, its best split so far
+            return MethodResult(device, Status.FEASIBLE, limit=stopped, solver=SOLVER, timings=timings, info=info)
         # Optimal for the chain-split model; the bound is the evaluator's value of the optimum itself,
         # after checking that the native table and the independent evaluator agree on it.
         bound = max_load(graph, cluster, device, overlap=overlap)
-        if not math.isclose(bound, out["value"], rel_tol=1e-9, abs_tol=1e-12):
+        if not math.isclose(bound, out.value, rel_tol=1e-9, abs_tol=1e-12):
             raise ExactplaceError(
-                f"Method {self.name!r}: the DP's value {out['value']!r} differs from the evaluator's {bound!r} "
+                f"Method {self.name!r}: the DP's value {out.value!r} differs from the evaluator's {bound!r} "
                 "for its own placement. This is a bug; please report it."
             )
         return MethodResult(device, Status.OPTIMAL, bound=bound, solver=SOLVER, timings=timings, info=info)
+
+
+def _clamped(cluster: Cluster, units: int) -> Cluster:
+    """The cluster with at most ``units`` accelerators and ``units`` CPUs (homogeneous: the extra ones are idle).
+
+    >>> _clamped(Cluster(10**6, memory=4.0, cpus=3), 2)
+    Cluster(accelerators=2, memory=4.0, cpus=2)
+    """
+    if cluster.accelerators <= units and cluster.cpus <= units:
+        return cluster
+    return Cluster(min(cluster.accelerators, units), cluster.max_memory if cluster.accelerators else math.inf,
+                   min(cluster.cpus, units))
 
 
 class DP(_NativeDP):
@@ -265,9 +309,9 @@ class DP(_NativeDP):
     def unsuited(cls, problem: Problem) -> str | None:
         """More than ``AUTO_MAX_IDEALS`` ideals, or tables beyond the memory budget."""
         budget = float(cls.setting(problem, "memory_budget"))
-        contraction = _units(problem, False)
+        contraction = problem.contraction
         limit = min(AUTO_MAX_IDEALS, ideal_capacity(contraction, problem.cluster, budget))
-        if _count(problem, contraction, limit, False) is None:
+        if _count(problem, contraction, limit) is None:
             return f"more than {limit:,} ideals (auto's limit, within the memory budget)"
         return None
 
@@ -281,11 +325,11 @@ class DPL(_NativeDP):
 
     @classmethod
     def unsuited(cls, problem: Problem) -> str | None:
-        """The chain's tables beyond the memory budget."""
-        from exactplace import _native
+        """The chain DP's tables beyond the memory budget."""
+        from exactplace.backends.native import load
 
         units = len(np.unique(problem.graph.color))  # an upper bound on the number of units
-        k, cpus = problem.cluster.accelerators, problem.cluster.cpus
-        if _native.memory_estimate(units, k, cpus, units + 1, units) > float(cls.setting(problem, "memory_budget")):
+        cpus = min(problem.cluster.cpus, units)
+        if load().chain_memory_estimate(units, cpus, problem.graph.m) > float(cls.setting(problem, "memory_budget")):
             return "its tables exceed the memory budget"
         return None

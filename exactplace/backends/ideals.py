@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from exactplace.core.cluster import Cluster
 from exactplace.core.contraction import Contraction, contract
 from exactplace.core.errors import check_param
 from exactplace.core.graph import Graph
+from exactplace.core.io import Workload
 
 __all__ = ["count_ideals", "count_unit_ideals"]
 
@@ -30,18 +33,19 @@ def count_unit_ideals(contraction: Contraction, limit: int | None = None) -> tup
     >>> count_unit_ideals(contract(g))  # {}, {0}, {0,1}, {0,2}, {0,1,2}
     (5, 5)
     """
-    from exactplace import _native
+    from exactplace.backends.native import load
 
     bound = 2**62 if limit is None else int(limit)
-    return _native.count_ideals(contraction.num_units, contraction.src, contraction.dst, bound)
+    return load().count_ideals(contraction.num_units, contraction.src, contraction.dst, bound)
 
 
-def count_ideals(graph: Graph, limit: int | None = None, cluster: Cluster | None = None) -> int | None:
+def count_ideals(graph: Graph | Workload, limit: int | None = None, cluster: Cluster | None = None) -> int | None:
     """Number of ideals the exact DP enumerates for ``graph``, or None when there are more than ``limit``.
 
     Parameters
     ----------
-    graph : Graph
+    graph : Graph or Workload
+        A Workload also supplies the cluster (unless ``cluster`` is given), as in :func:`exactplace.solve`.
     limit : int, optional
         Stop counting past this many (None: count them all, which may take very long;
         Ctrl-C interrupts).
@@ -70,9 +74,15 @@ def count_ideals(graph: Graph, limit: int | None = None, cluster: Cluster | None
     >>> count_ideals(w.graph, limit=10) is None
     True
     """
+    if isinstance(graph, Workload):
+        graph, cluster = graph.graph, cluster if cluster is not None else graph.cluster
+    check_param(isinstance(graph, Graph), "graph", "count_ideals", "a Graph or a Workload", graph)
+    check_param(cluster is None or isinstance(cluster, Cluster), "cluster", "count_ideals", "a Cluster or None",
+                cluster)
     check_param(
-        limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0),
+        limit is None or (isinstance(limit, (int, np.integer)) and not isinstance(limit, bool) and limit >= 0),
         "limit", "count_ideals", "a non-negative integer or None", limit,
     )
+    limit = None if limit is None else min(int(limit), 2**62)  # beyond any count the native core can reach
     counted = count_unit_ideals(contract(graph, math.inf if cluster is None else cluster.memory_cap), limit)
     return None if counted is None else counted[0]

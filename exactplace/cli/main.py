@@ -1,7 +1,13 @@
 """``exactplace solve | evaluate | info | compare | methods`` (and ``replay | regress``, from replay_commands).
 
-Errors in the input become one readable line on stderr and exit status 2, never a
-traceback; Ctrl-C exits with status 130.
+Exit status: 0 success; 1 the run produced no placement (solve) or the split violates a
+constraint (evaluate); 2 bad input or usage (one line on stderr, never a traceback); 130
+Ctrl-C; 141 standard output closed early (``| head``), as Unix tools do.
+
+Files are never lost: ``--out`` is checked before solving (not an input, its directory
+exists and is writable), written atomically, and replaced only by a complete plan; ``-``
+reads the workload (or the split) from standard input and ``--out -`` writes the plan to
+standard output (the summary then goes to stderr).
 """
 
 from __future__ import annotations
@@ -9,63 +15,121 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NoReturn, TextIO
 
 import numpy as np
 
+from exactplace.cli.files import STDIO, check_output, write_output
 from exactplace.core.cluster import Cluster
-from exactplace.core.errors import ExactplaceError
+from exactplace.core.errors import ExactplaceError, ParameterError
 from exactplace.core.graph import Graph
-from exactplace.core.io import Workload, read_placement, read_workload
+from exactplace.core.io import Workload, parse_json, placement_from_dict, read_workload, workload_from_dict
 from exactplace.core.objectives import OBJECTIVES
 from exactplace.data import shipped_workloads, workload_path
 
+EXIT_NO_RESULT = 1
 EXIT_INPUT_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 128 + 13  # killed by SIGPIPE, as a shell reports it
 
 
-def _workload(argument: str) -> Workload:
-    """A path, or the name of a workload shipped inside the package."""
-    if not Path(argument).exists() and argument in shipped_workloads():
-        return read_workload(workload_path(argument))
-    return read_workload(argument)
+def _input_path(argument: str) -> str:
+    """The file a workload argument names: a path, ``-`` (standard input) or a shipped workload's name."""
+    if argument != STDIO and not Path(argument).exists() and argument in shipped_workloads():
+        return str(workload_path(argument))
+    return argument
+
+
+def _read_stdin(what: str) -> Any:
+    try:
+        text = sys.stdin.read()
+    except UnicodeDecodeError:
+        raise ParameterError(f"{what} on standard input is not UTF-8 text.") from None
+    return parse_json(text, what, "on standard input")
+
+
+def _workload(path: str) -> Workload:
+    if path == STDIO:
+        return workload_from_dict(_read_stdin("Workload"), name="stdin")
+    return read_workload(path)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _command_solve(args: argparse.Namespace) -> int:
     from exactplace.cli.progress import elapsed
+    from exactplace.core.placement import Limit
     from exactplace.methods import solve
 
-    workload = _workload(args.workload)
+    source = _input_path(args.workload)
+    check_output(args.out, [source])  # before any work: a bad --out costs nothing
+    workload = _workload(source)
     options = {"overlap": True} if args.overlap else {}
     with elapsed(f"solving {workload.name} ({args.objective}, method {args.method})"):
         placement = solve(
             workload, objective=args.objective, method=args.method, time_limit=args.time_limit,
             rel_gap=args.rel_gap, **options,
         )
-    print(f"workload {workload.name}: {workload.graph.n} nodes, {workload.graph.m} edges, "
-          f"{workload.cluster.accelerators} accelerators, {workload.cluster.cpus} CPUs")
-    print(placement.summary())
-    if args.out:
-        Path(args.out).write_text(placement.to_json() + "\n", encoding="utf-8")
-        print(f"plan written to {args.out}")
-    return 0 if placement.has_solution else 1
+    interrupted = placement.limit is Limit.INTERRUPT
+    # The plan is saved before anything is printed, so a closed standard output cannot lose it.
+    note = _save_plan(args.out, placement, interrupted)
+    report = sys.stderr if args.out == STDIO else sys.stdout
+    print(f"workload {workload.name}: {_plural(workload.graph.n, 'node')}, {_plural(workload.graph.m, 'edge')}, "
+          f"{_plural(workload.accelerators, 'accelerator')}, {_plural(workload.cpus, 'CPU')}", file=report)
+    print(placement.summary(), file=report)
+    if note:
+        print(note, file=report if placement.has_solution and not interrupted else sys.stderr)
+    if interrupted:
+        print("exactplace solve: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0 if placement.has_solution else EXIT_NO_RESULT
+
+
+def _save_plan(out: str | None, placement: Any, interrupted: bool) -> str:
+    """Write the plan as the module docstring says; returns what to tell the user ("" for nothing)."""
+    if out is None:
+        return ""
+    if not placement.has_solution:
+        return f"no plan written to {out}: the run ended with status {placement.status}"
+    text = placement.to_json() + "\n"
+    if interrupted:  # a partial result may only create a new file, never replace one
+        if write_output(out, text, replace=False):
+            return f"best plan found before the interruption written to {out}"
+        return f"{out} already exists and was kept; the plan found before the interruption was not written"
+    write_output(out, text)
+    return "" if out == STDIO else f"plan written to {out}"
 
 
 def _command_evaluate(args: argparse.Namespace) -> int:
     from exactplace.evaluators import check_feasibility, device_loads, evaluate
 
-    workload = _workload(args.workload)
+    if args.overlap and args.objective != "throughput":
+        raise ParameterError(f"--overlap applies to the throughput objective only, not to {args.objective!r}.")
+    source, split = _input_path(args.workload), args.split
+    if source == STDIO and split == STDIO:
+        raise ParameterError("the workload and the split cannot both be read from standard input (-).")
+    workload = _workload(source)
     graph, cluster = workload.graph, workload.cluster
-    device = read_placement(args.split, graph, cluster)
-    options = {"overlap": True} if args.overlap and args.objective == "throughput" else {}
+    if split == STDIO:
+        data, where = _read_stdin("Split"), "The split on standard input"
+    else:
+        from exactplace.core.io import load_json
+
+        data, where = load_json(split, "Split"), f"Split {Path(split).name!r}"
+    device = placement_from_dict(data, graph, cluster, where=where)
+    options = {"overlap": True} if args.overlap else {}
     value = evaluate(graph, cluster, device, args.objective, **options)
     violations = check_feasibility(graph, cluster, device)
     loads = device_loads(graph, cluster, device, overlap=bool(options)).to_frame(cluster)
     print(f"{args.objective}: {value:.6f}")
     print(loads[loads["compute"] > 0].to_string(float_format=lambda x: f"{x:.6g}"))
-    print("feasible" if not violations else f"{len(violations)} violations:")
+    print("feasible" if not violations else f"{_plural(len(violations), 'violation')}:")
     for violation in violations:
         print(f"  {violation}")
     if args.json:
@@ -75,20 +139,22 @@ def _command_evaluate(args: argparse.Namespace) -> int:
             "feasible": not violations,
             "violations": [str(v) for v in violations],
         }))
-    return 0
+    return EXIT_NO_RESULT if violations else 0
 
 
 def _command_info(args: argparse.Namespace) -> int:
-    workload = _workload(args.workload)
+    workload = _workload(_input_path(args.workload))
     graph, cluster = workload.graph, workload.cluster
     forward = int((~graph.backward).sum())
     class_memory = np.bincount(graph.color, weights=graph.memory)
-    capacity = float(cluster.memory.sum())
+    capacity = cluster.max_memory * workload.accelerators  # a Python float: inf, not a warning, if it overflows
     print(f"workload {workload.name}")
     print(f"  nodes: {graph.n} ({forward} forward, {graph.n - forward} backward), edges: {graph.m}")
-    print(f"  color classes: {len(class_memory)} (largest has {np.bincount(graph.color).max()} nodes)")
-    print(f"  unsupported on accelerators: {int((~graph.supported).sum())} nodes")
-    print(f"  cluster: {cluster.accelerators} accelerators x {cluster.max_memory:.4g} bytes, {cluster.cpus} CPUs")
+    largest = int(np.bincount(graph.color).max())
+    print(f"  color classes: {len(class_memory)} (largest has {_plural(largest, 'node')})")
+    print(f"  unsupported on accelerators: {_plural(int((~graph.supported).sum()), 'node')}")
+    print(f"  cluster: {_plural(workload.accelerators, 'accelerator')} x {cluster.max_memory:.4g} bytes, "
+          f"{_plural(workload.cpus, 'CPU')}")
     print(f"  memory: total {graph.memory.sum():.4g} bytes vs accelerator capacity {capacity:.4g} "
           f"({100 * graph.memory.sum() / capacity if capacity else math.inf:.1f}%); "
           f"largest color class {class_memory.max():.4g} bytes")
@@ -101,7 +167,7 @@ def _ideals_text(graph: Graph, cluster: Cluster, limit: int) -> str:
         from exactplace.backends.ideals import count_ideals
     except ImportError:  # the native extension is not built
         return "unknown (native extension not available)"
-    count = count_ideals(graph, limit, cluster=cluster)
+    count = count_ideals(graph, limit, cluster=cluster)  # the limit was checked by the parser
     return f"more than {limit} (the exact DP is out of reach; use --method dpl)" if count is None else str(count)
 
 
@@ -164,27 +230,65 @@ def _positive(text: str) -> float:
     return value
 
 
+def _gap(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def _out(text: str) -> str:
+    if text == "":
+        raise argparse.ArgumentTypeError("'' names no file; give a file name, or - for standard output")
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2), like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_INPUT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="exactplace", description="Exact placement of DNN graphs on accelerators and CPUs."
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    workload_help = f"workload JSON file, or a shipped workload: {', '.join(shipped_workloads())}"
+    """The parser of every command; the README's synopsis lists the same flags (a test checks it)."""
+    from exactplace import __version__
+
+    parser = _Parser(prog="exactplace", description="Exact placement of DNN graphs on accelerators and CPUs.")
+    parser.add_argument("--version", action="version", version=f"exactplace {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    workload_help = (f"workload JSON file, - for standard input, or a shipped workload: "
+                     f"{', '.join(shipped_workloads())}")
 
     solve = commands.add_parser("solve", help="place a workload and print the placement summary")
     solve.add_argument("workload", help=workload_help)
     solve.add_argument("--objective", choices=OBJECTIVES, default="throughput")
     solve.add_argument("--method", default="auto", help="a method from `exactplace methods` (default: auto)")
     solve.add_argument("--time-limit", type=_positive, default=None, metavar="S", help="seconds")
-    solve.add_argument("--rel-gap", "--gap", dest="rel_gap", type=float, default=0.01,
-                       help="relative gap at which methods with a bound may stop (default 0.01)")
+    solve.add_argument("--rel-gap", "--gap", dest="rel_gap", type=_gap, default=0.01, metavar="G",
+                       help="relative gap at which methods that report a bound may stop (default 0.01); "
+                            "the DP methods are exact and ignore it")
     solve.add_argument("--overlap", action="store_true", help="communication overlaps compute (max, not sum)")
-    solve.add_argument("--out", metavar="PLAN.json", help="write the plan JSON here")
+    solve.add_argument("--out", type=_out, metavar="PLAN.json",
+                       help="write the plan JSON here (- for standard output); never over an input")
     solve.set_defaults(run=_command_solve)
 
     evaluate = commands.add_parser("evaluate", help="score a split (reference split format or exactplace plan)")
     evaluate.add_argument("workload", help=workload_help)
-    evaluate.add_argument("split", help="split JSON file")
+    evaluate.add_argument("split", help="split JSON file, or - for standard input")
     evaluate.add_argument("--objective", choices=OBJECTIVES, default="throughput")
     evaluate.add_argument("--overlap", action="store_true", help="communication overlaps compute (throughput)")
     evaluate.add_argument("--json", action="store_true", help="end with one JSON line holding `objective`")
@@ -192,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = commands.add_parser("info", help="describe a workload")
     info.add_argument("workload", help=workload_help)
-    info.add_argument("--ideal-limit", type=int, default=1_000_000, help="count ideals up to this many")
+    info.add_argument("--ideal-limit", type=_count, default=1_000_000, metavar="N",
+                      help="count ideals up to this many (default 1000000)")
     info.set_defaults(run=_command_info)
 
     _add_compare(commands, workload_help)
@@ -206,19 +311,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _os_message(error: OSError) -> str:
+    """``strerror: file`` without a dangling ": None" when the OS names no file."""
+    text = error.strerror or str(error) or type(error).__name__
+    return f"{text}: {error.filename}" if error.filename else text
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so that flushing it at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status (see the module docstring)."""
     args = build_parser().parse_args(argv)
+    stream: TextIO = sys.stderr
     try:
         return int(args.run(args))
     except ExactplaceError as error:
-        print(f"exactplace {args.command}: error: {error}", file=sys.stderr)
+        print(f"exactplace {args.command}: error: {error}", file=stream)
         return EXIT_INPUT_ERROR
+    except BrokenPipeError:  # `exactplace ... | head`: stop quietly, as Unix tools do
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except OSError as error:
-        print(f"exactplace {args.command}: error: {error.strerror}: {error.filename}", file=sys.stderr)
+        print(f"exactplace {args.command}: error: {_os_message(error)}", file=stream)
+        return EXIT_INPUT_ERROR
+    except MemoryError:
+        print(f"exactplace {args.command}: error: out of memory; the instance is too large for this machine "
+              "(try --method dpl or greedy)", file=stream)
+        return EXIT_INPUT_ERROR
+    except RecursionError:
+        print(f"exactplace {args.command}: error: the input is nested too deeply", file=stream)
         return EXIT_INPUT_ERROR
     except KeyboardInterrupt:
-        print(f"exactplace {args.command}: interrupted", file=sys.stderr)
+        print(f"exactplace {args.command}: interrupted", file=stream)
         return EXIT_INTERRUPTED
 
 

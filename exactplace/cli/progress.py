@@ -14,10 +14,10 @@ from tqdm import tqdm
 def elapsed(description: str, *, interval: float = 0.5) -> Iterator[None]:
     """Show ``description`` with a ticking elapsed-time counter on stderr while the block runs.
 
-    The counter only animates on a terminal; in logs a single start line is printed.
+    The counter only shows on a terminal: in logs and pipes stderr stays free for the one
+    error line a failing command prints.
     """
     if not sys.stderr.isatty():
-        print(f"{description} ...", file=sys.stderr, flush=True)
         yield
         return
     bar = tqdm(desc=description, bar_format="{desc} {elapsed}", file=sys.stderr, leave=False)

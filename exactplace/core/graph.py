@@ -120,7 +120,8 @@ class Graph:
     )
 
     def __init__(self, nodes: Iterable[Node], edges: Iterable[EdgeSpec]) -> None:
-        nodes = list(nodes)
+        nodes = _listed(nodes, "nodes", "an iterable of Node")
+        edges = _listed(edges, "edges", "an iterable of (source, destination[, cost]) tuples")
         if not nodes:
             raise GraphError("The graph is empty: it needs at least one node.")
         index: dict[int, int] = {}
@@ -129,6 +130,8 @@ class Graph:
                 raise GraphError(f"Node at position {position} is a {type(node).__name__}, not a Node.")
             if isinstance(node.id, bool) or not isinstance(node.id, (int, np.integer)):
                 raise GraphError(f"Node at position {position} has id {node.id!r}; ids must be integers.")
+            if not -(2**63) <= node.id < 2**63:
+                raise GraphError(f"Node at position {position} has id {node.id}; ids must fit in 64 bits.")
             if node.id in index:
                 raise GraphError(f"Duplicate node id {node.id}.")
             index[int(node.id)] = position
@@ -152,7 +155,10 @@ class Graph:
             color[i] = class_of.setdefault(key, len(class_of))
         self.color = _frozen(color)
 
+        _check_sums(self)
         src, dst, cost = self._read_edges(edges)
+        if not sum(cost.tolist(), 0.0) <= _MAX_SUM:
+            raise GraphError(f"The edge costs add up to more than {_MAX_SUM:g}, so loads would overflow.")
         self.src, self.dst, self.edge_cost = _frozen(src), _frozen(dst), _frozen(cost)
         for s, d in zip(src, dst):
             if self.backward[s] and not self.backward[d]:
@@ -306,6 +312,28 @@ class Graph:
         return self.nodes() == other.nodes() and sorted(self.edges()) == sorted(other.edges())
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _listed(values: object, name: str, requirement: str) -> list:
+    try:
+        return list(values)  # type: ignore[call-overload]
+    except TypeError:
+        raise GraphError(f"The {name!r} parameter of Graph must be {requirement}. Got {values!r} instead.") from None
+
+
+#: Sums of a graph's values must stay below this, so that every load computed from them is finite.
+_MAX_SUM = 1e300
+
+
+def _check_sums(graph: Graph) -> None:
+    columns = {"cpu_time": graph.cpu_time, "acc_time": graph.acc_time[graph.supported], "memory": graph.memory,
+               "comm": graph.comm}
+    for field, values in columns.items():
+        if not sum(values.tolist(), 0.0) <= _MAX_SUM:  # a plain float sum: inf on overflow, no warning
+            raise GraphError(
+                f"The nodes' {field!r} values add up to more than {_MAX_SUM:g}, so loads would overflow; "
+                "express them in a larger unit."
+            )
 
 
 def _adjacency(a: np.ndarray, b: np.ndarray, n: int) -> tuple[np.ndarray, ...]:

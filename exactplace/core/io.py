@@ -32,6 +32,8 @@ __all__ = [
     "Workload",
     "extend_to_colocated",
     "load_json",
+    "parse_json",
+    "placement_from_dict",
     "plan_devices",
     "read_placement",
     "read_split",
@@ -48,30 +50,71 @@ PathLike = str | os.PathLike
 
 @dataclass(frozen=True)
 class Workload:
-    """A graph with the cluster it is to be placed on, as one workload file describes it."""
+    """A graph with the cluster it is to be placed on, as one workload file describes it.
+
+    ``stated`` holds the file's ``maxFPGAs`` and ``maxCPUs`` when they exceed the number of
+    nodes: more devices than nodes is the same problem as one device per node, so ``cluster``
+    has at most ``graph.n`` of each (nothing is ever sized by a count the input states), while
+    reports and :func:`workload_to_dict` use the stated counts.
+    """
 
     graph: Graph
     cluster: Cluster
     name: str = "workload"
     extra: Mapping[str, Any] = field(default_factory=dict)
+    stated: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def accelerators(self) -> int:
+        """The number of accelerators the workload states (``cluster`` may hold fewer: at most one per node)."""
+        return int(self.stated.get("maxFPGAs", self.cluster.accelerators))
+
+    @property
+    def cpus(self) -> int:
+        """The number of CPUs the workload states (``cluster`` may hold fewer: at most one per node)."""
+        return int(self.stated.get("maxCPUs", self.cluster.cpus))
+
+
+def _check_path(path: Any, function: str) -> None:
+    # An int would be taken as a file descriptor by open(): refuse everything but real paths.
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise ParameterError(
+            f"The 'path' parameter of {function} must be a str or os.PathLike file name. Got {path!r} instead."
+        )
+
+
+def parse_json(text: str, what: str, source: str) -> Any:
+    """Parse JSON text (from a file or standard input), turning every failure into InputFormatError."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputFormatError(
+            f"{what} {source} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."
+        ) from None
+    except RecursionError:
+        raise InputFormatError(f"{what} {source} nests JSON too deeply.") from None
+    except ValueError as error:  # e.g. an integer literal with more digits than Python converts
+        raise InputFormatError(f"{what} {source} is not valid JSON: {error}.") from None
 
 
 def load_json(path: PathLike, what: str) -> Any:
     """Parse a JSON file, turning OS and syntax errors into InputFormatError."""
+    _check_path(path, f"read_{what.lower()}")
+    source = f"file {os.fspath(path)!r}"
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            text = handle.read()
     except FileNotFoundError:
         raise InputFormatError(f"{what} file {os.fspath(path)!r} does not exist.") from None
     except IsADirectoryError:
         raise InputFormatError(f"{what} file {os.fspath(path)!r} is a directory.") from None
-    except json.JSONDecodeError as error:
-        raise InputFormatError(
-            f"{what} file {os.fspath(path)!r} is not valid JSON: {error.msg} "
-            f"at line {error.lineno}, column {error.colno}."
-        ) from None
+    except PermissionError:
+        raise InputFormatError(f"{what} file {os.fspath(path)!r} cannot be read (permission denied).") from None
     except UnicodeDecodeError:
         raise InputFormatError(f"{what} file {os.fspath(path)!r} is not UTF-8 text.") from None
+    except OSError as error:
+        raise InputFormatError(f"{what} file {os.fspath(path)!r} cannot be read: {error.strerror or error}.") from None
+    return parse_json(text, what, source)
 
 
 class _Fields:
@@ -90,17 +133,30 @@ class _Fields:
         return self.data[key]
 
     def number(self, key: str, default: Any = None) -> float:
+        """A finite, non-negative number (every number of the format is a time, a size or a cost)."""
         value = self._get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InputFormatError(f"{self.where}: field {key!r} must be a number. Got {value!r} instead.")
-        return float(value)
+            raise InputFormatError(f"{self.where}: field {key!r} must be a number. Got {_shown(value)} instead.")
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond the largest float
+            number = math.inf
+        if not math.isfinite(number) or number < 0:
+            raise InputFormatError(
+                f"{self.where}: field {key!r} must be a finite, non-negative number. Got {_shown(value)} instead."
+            )
+        return number
 
-    def integer(self, key: str, default: Any = None) -> int:
+    def integer(self, key: str, default: Any = None, *, low: int = -(2**63), high: int = 2**63 - 1) -> int:
         value = self._get(key, default)
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InputFormatError(f"{self.where}: field {key!r} must be an integer. Got {value!r} instead.")
+            raise InputFormatError(f"{self.where}: field {key!r} must be an integer. Got {_shown(value)} instead.")
+        if not low <= value <= high:
+            raise InputFormatError(
+                f"{self.where}: field {key!r} must be an integer in [{low}, {high}]. Got {_shown(value)} instead."
+            )
         return value
 
     def optional_integer(self, key: str) -> int | None:
@@ -122,6 +178,29 @@ class _Fields:
 _REQUIRED = object()
 
 
+def _shown(value: Any) -> str:
+    """A value for an error message, cut short (a JSON number may have thousands of digits)."""
+    if isinstance(value, int) and abs(value) >= 10**30:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: Sums of a workload's values must stay below this, so that every load the evaluators and the
+#: methods add up (compute plus communication of one device, with rounding slack) is finite.
+_MAX_SUM = 1e300
+
+
+def _check_sums(columns: Mapping[str, list[float]]) -> None:
+    for name, values in columns.items():
+        total = sum(values, 0.0)  # plain float sum: inf on overflow, never an exception
+        if not total <= _MAX_SUM:
+            raise InputFormatError(
+                f"The workload's {name!r} values add up to more than {_MAX_SUM:g}, so loads would overflow; "
+                "express them in a larger unit (e.g. seconds instead of nanoseconds)."
+            )
+
+
 def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     """Build a :class:`Workload` from the parsed dnn-partitioning JSON.
 
@@ -134,11 +213,12 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     """
     top = _Fields(data, "The workload")
     memory = top.number("maxSizePerFPGA", _REQUIRED)
-    accelerators = top.integer("maxFPGAs", _REQUIRED)
-    cpus = top.integer("maxCPUs", _REQUIRED)
+    accelerators = top.integer("maxFPGAs", _REQUIRED, low=0, high=2**1000)
+    cpus = top.integer("maxCPUs", _REQUIRED, low=0, high=2**1000)
     nodes = []
     for position, raw in enumerate(top.array("nodes", _REQUIRED)):
-        where = f"Node {raw.get('id')!r}" if isinstance(raw, dict) and "id" in raw else f"Node at position {position}"
+        named = isinstance(raw, dict) and "id" in raw
+        where = f"Node {_shown(raw['id'])}" if named else f"Node at position {position}"
         f = _Fields(raw, where)
         node_id = f.integer("id", _REQUIRED)
         supported = f.boolean("supportedOnFpga", _REQUIRED)
@@ -158,9 +238,14 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     for position, raw in enumerate(top.array("edges", _REQUIRED)):
         where = f"Edge at position {position}"
         if isinstance(raw, dict) and "sourceId" in raw and "destId" in raw:
-            where += f" ({raw['sourceId']!r} -> {raw['destId']!r})"
+            where += f" ({_shown(raw['sourceId'])} -> {_shown(raw['destId'])})"
         f = _Fields(raw, where)
         edges.append((f.integer("sourceId", _REQUIRED), f.integer("destId", _REQUIRED), f.number("cost", _REQUIRED)))
+    _check_sums({
+        "cpuLatency": [v.cpu_time for v in nodes],
+        "fpgaLatency and cost": [v.acc_time for v in nodes if v.acc_time is not None] + [c for *_, c in edges],
+        "size": [v.memory for v in nodes],
+    })
     # A node's own comm cost is the cost of its outgoing edges (they normally agree);
     # it matters only for writing and for nodes given without per-edge costs.
     out_cost: dict[int, float] = {}
@@ -168,14 +253,14 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
         out_cost.setdefault(u, c)
     nodes = [Node(**{**v.__dict__, "comm": out_cost.get(v.id, 0.0)}) for v in nodes]
     graph = Graph(nodes, edges)
-    try:
-        cluster = Cluster(accelerators=accelerators, memory=memory, cpus=cpus)
-    except ParameterError as error:
-        raise InputFormatError(
-            f"The workload's maxSizePerFPGA, maxFPGAs and maxCPUs describe no valid cluster: {error}"
-        ) from None
+    if accelerators + cpus == 0:
+        raise InputFormatError("The workload's maxFPGAs and maxCPUs are both 0: there is no device to place on.")
+    # More devices than nodes is the same problem as one device per node: the cluster (and so every
+    # table and array built from it) is sized by the graph; the stated counts are kept for reports.
+    stated = {key: count for key, count in (("maxFPGAs", accelerators), ("maxCPUs", cpus)) if count > graph.n}
+    cluster = Cluster(accelerators=min(accelerators, graph.n), memory=memory, cpus=min(cpus, graph.n))
     extra = {k: v for k, v in data.items() if k not in {"maxSizePerFPGA", "maxFPGAs", "maxCPUs", "nodes", "edges"}}
-    return Workload(graph=graph, cluster=cluster, name=name, extra=extra)
+    return Workload(graph=graph, cluster=cluster, name=name, extra=extra, stated=stated)
 
 
 def read_workload(path: PathLike) -> Workload:
@@ -188,6 +273,7 @@ def read_workload(path: PathLike) -> Workload:
     >>> w.graph.n, w.cluster.accelerators
     (32, 6)
     """
+    _check_path(path, "read_workload")
     return workload_from_dict(load_json(path, "Workload"), name=Path(path).stem)
 
 
@@ -214,7 +300,7 @@ def workload_to_dict(workload: Workload) -> dict[str, Any]:
     return {
         **workload.extra,  # fields this format does not define are written back untouched
         "maxSizePerFPGA": memory if math.isfinite(memory) else 1e300,
-        "maxFPGAs": cluster.accelerators, "maxCPUs": cluster.cpus, "nodes": nodes,
+        "maxFPGAs": workload.accelerators, "maxCPUs": workload.cpus, "nodes": nodes,
         "edges": [{"sourceId": u, "destId": v, "cost": c} for u, v, c in graph.edges()],
     }
 
@@ -323,9 +409,12 @@ def plan_devices(data: Any, graph: Graph, cluster: Cluster, *, where: str = "The
                 f"{where} puts node {node_id} on device {name!r}, which the cluster lacks ({', '.join(names)})."
             )
         try:
-            device[graph.index_of(node_id)] = names[name]
+            position = graph.index_of(node_id)
         except Exception:
             raise PlacementError(f"{where} lists node {node_id}, which is not in the graph.") from None
+        if device[position] != -1:
+            raise PlacementError(f"{where} places {graph.describe(position)} twice.")
+        device[position] = names[name]
     missing = np.flatnonzero(device < 0)
     if missing.size:
         raise PlacementError(f"{where} does not place {graph.describe(int(missing[0]))}.")
@@ -336,6 +425,17 @@ def read_placement(path: PathLike, graph: Graph, cluster: Cluster) -> np.ndarray
     """Read a split in either format: the reference split format or an exactplace plan."""
     data = load_json(path, "Split")
     where = f"Split {Path(path).name!r}"
+    return placement_from_dict(data, graph, cluster, where=where)
+
+
+def placement_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str = "The split") -> np.ndarray:
+    """A device array from parsed JSON in either split format; a workload or anything else is refused."""
     if isinstance(data, dict) and data.get("format") == "exactplace-plan":
         return plan_devices(data, graph, cluster, where=where)
+    if isinstance(data, dict) and "nodes" in data and "edges" in data:
+        raise InputFormatError(f"{where} is a workload (it has 'nodes' and 'edges'), not a split.")
+    if not isinstance(data, dict) or not ({"fpgas", "cpus"} & data.keys()):
+        raise InputFormatError(
+            f"{where} is not a split: expected a reference split (fields 'fpgas' and 'cpus') or an exactplace plan."
+        )
     return split_from_dict(data, graph, cluster, where=where)

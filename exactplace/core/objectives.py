@@ -6,7 +6,7 @@ CLI validate against it, and methods declare a subset of it.
 
 from __future__ import annotations
 
-__all__ = ["OBJECTIVES", "SCORE_ONLY", "SCORING_OPTIONS"]
+__all__ = ["OBJECTIVES", "OBJECTIVE_LABELS", "SCORE_ONLY", "SCORING_OPTIONS"]
 
 #: ``"throughput"``: max-load, the time per sample of pipelined execution (paper §3).
 #: ``"latency"``: the time of one sample under the §4 invocation semantics.
@@ -25,3 +25,7 @@ SCORE_ONLY: tuple[str, ...] = ("makespan",)
 SCORING_OPTIONS: dict[str, tuple[str, ...]] = {
     "throughput": ("overlap", "gpipe"), "latency": (), "makespan": ("contention",),
 }
+
+#: What a report calls each objective's value (the throughput objective is scored as a time per
+#: sample, where lower is better, so calling the number "throughput" would mislead).
+OBJECTIVE_LABELS: dict[str, str] = {"throughput": "time per sample", "latency": "latency", "makespan": "makespan"}

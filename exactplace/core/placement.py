@@ -245,7 +245,10 @@ class Placement:
         lines = [f"method {self.method} ({self.solver or 'builtin'}): {self.status}"
                  + (f", stopped by {self.limit.words}" if self.limit else "")]
         if self.objective is not None:
-            lines.append(f"{self.objective_name}: {self.objective:.6g}")
+            from exactplace.core.objectives import OBJECTIVE_LABELS
+
+            label = OBJECTIVE_LABELS.get(self.objective_name, self.objective_name)
+            lines.append(f"{label} ({self.objective_name} objective): {self.objective:.6g}")
         if self.bound is not None:
             over = f" (over {self.space} splits)" if self.space is not None else ""
             lines.append(f"lower bound: {self.bound:.6g}{over}  gap: {100 * (self.gap or 0):.3g}%")

@@ -26,7 +26,7 @@ from exactplace.core.params import Real, validate_options
 from exactplace.core.placement import Limit, Placement, Status
 from exactplace.core.placement_array import as_device_array
 from exactplace.evaluators import check_feasibility, evaluate
-from exactplace.evaluators.feasibility import check_fits
+from exactplace.evaluators.feasibility import Guarantees, check_fits
 from exactplace.methods.base import OBJECTIVE_OPTIONS, Method, MethodResult, Problem
 from exactplace.methods.catalog import AUTO_ORDER
 from exactplace.methods.registry import get_method, registered_methods
@@ -171,6 +171,10 @@ def solve(
     -------
     Placement
         Its ``objective`` is recomputed by the evaluator, never taken from the method.
+        A method stopped by ``time_limit`` before it found anything returns the greedy
+        placement (status ``feasible``, ``limit=Limit.TIME``, ``info["returned"]``). When a
+        workload states more accelerators or CPUs than it has nodes, ``info["stated_devices"]``
+        holds those counts (the cluster solved on has one per node: the same problem).
         An instance without any feasible placement is returned with status
         ``infeasible`` and the reason in ``info["reason"]``, never raised.
 
@@ -193,8 +197,10 @@ def solve(
     if "gap" in options:
         warnings.warn("solve(gap=...) is deprecated; use rel_gap=...", DeprecationWarning, stacklevel=2)
         rel_gap = options.pop("gap")
+    stated: dict[str, int] = {}
     if isinstance(graph, Workload):
-        cluster = cluster if cluster is not None else graph.cluster
+        if cluster is None:
+            cluster, stated = graph.cluster, dict(graph.stated)
         graph = graph.graph
     check_param(isinstance(graph, Graph), "graph", "solve", "a Graph or a Workload", type(graph).__name__)
     check_param(isinstance(cluster, Cluster), "cluster", "solve", "a Cluster (required with a bare Graph)", cluster)
@@ -224,7 +230,9 @@ def solve(
                 f"Method {cls.name!r} needs {', '.join(cls.missing())}, which is not installed."
             )
         cls.check(problem)
-    extra = {"passed_over": passed_over} if passed_over else {}
+    extra: dict[str, Any] = {"passed_over": passed_over} if passed_over else {}
+    if stated:  # the workload states more devices than nodes; the cluster holds one per node
+        extra["stated_devices"] = stated
     reason = check_fits(graph, cluster)
     if reason is not None:
         result = MethodResult(None, Status.INFEASIBLE, info={"reason": reason})
@@ -236,6 +244,8 @@ def solve(
         # Ctrl-C during a method that does not handle it itself: keep the warm start, if any.
         status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
         result = MethodResult(warm, status, limit=Limit.INTERRUPT)
+    if result.device is None and result.limit is Limit.TIME:
+        result = _fallback(problem, result)
     wall = time.monotonic() - start
     return _referee(problem, cls, result, wall, extra)
 
@@ -254,6 +264,30 @@ def _run(cls: type[Method], problem: Problem) -> MethodResult:
     return dataclasses.replace(result, status=status, bound=None, info={**result.info, "optimized": own.objective})
 
 
+#: ``info["returned"]`` of a placement that did not come from the method's own search.
+FALLBACK = "greedy placement (the time limit came before the method had one)"
+
+
+def _fallback(problem: Problem, result: MethodResult) -> MethodResult:
+    """A method stopped by its time limit with nothing to show: the quick greedy placement instead.
+
+    The result keeps ``limit=Limit.TIME`` and says so in ``info["returned"]``; a hopeless
+    instance (greedy finds nothing either) keeps NO_SOLUTION.
+    """
+    from exactplace.heuristics.greedy import Greedy
+
+    if problem.objective not in Greedy.objectives:
+        return result
+    try:
+        quick = Greedy().run(problem)
+    except (ExactplaceError, KeyboardInterrupt):
+        return result
+    if quick.device is None:
+        return result
+    return MethodResult(quick.device, Status.FEASIBLE, limit=Limit.TIME, solver=result.solver, space=result.space,
+                        trace=result.trace, timings=result.timings, info={**result.info, "returned": FALLBACK})
+
+
 def _referee(
     problem: Problem, cls: type[Method], result: MethodResult, wall: float, extra: Mapping[str, Any]
 ) -> Placement:
@@ -264,7 +298,9 @@ def _referee(
     device = result.device
     if device is not None:
         device = as_device_array(graph, cluster, device).copy()
-        violations = check_feasibility(graph, cluster, device, guarantees=cls.promises(problem))
+        # A fallback or warm start kept by a stopped method carries only the basic guarantees.
+        promised = cls.promises(problem) if "returned" not in result.info else Guarantees()
+        violations = check_feasibility(graph, cluster, device, guarantees=promised)
         if violations:
             raise ExactplaceError(
                 f"Method {cls.name!r} returned an infeasible placement ({len(violations)} violations), "

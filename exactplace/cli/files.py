@@ -1,0 +1,112 @@
+"""Files the command line writes: checked before any work, written atomically, never clobbering an input.
+
+Every command that writes a file goes through :func:`check_output` (before solving, so a
+bad path costs nothing) and :func:`write_output` (after), so none can lose a user's file:
+
+* ``--out ''`` is an error; ``--out -`` means standard output;
+* an output that is one of the inputs is an error, found before any work;
+* a missing directory, a directory given as the file, or a directory without write
+  permission is an error, found before any work;
+* the file is written to a temporary file in the same directory, flushed, fsync'ed and
+  renamed over the target, so a full disk or a Ctrl-C leaves either the old file or the
+  complete new one, never a truncated one;
+* ``replace=False`` writes only a *new* file: an existing one is left untouched (for
+  plans that are not complete, e.g. after Ctrl-C).
+
+Examples
+--------
+>>> import os, tempfile
+>>> folder = tempfile.mkdtemp()
+>>> target = os.path.join(folder, "plan.json")
+>>> check_output(target, inputs=[])
+>>> write_output(target, '{"ok": true}\\n')
+True
+>>> open(target).read()
+'{"ok": true}\\n'
+>>> write_output(target, "partial", replace=False)  # an existing file is kept
+False
+>>> check_output(target, inputs=[target])
+Traceback (most recent call last):
+...
+exactplace.core.errors.ParameterError: --out 'plan.json' is also an input; choose another file (it would be lost).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from exactplace.core.errors import ParameterError
+
+__all__ = ["STDIO", "check_output", "same_file", "write_output"]
+
+#: The file name that means standard input (for inputs) or standard output (for ``--out``).
+STDIO = "-"
+
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """True when both paths name the same existing file (links resolved), or the same path."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_output(path: str | None, inputs: Iterable[str | os.PathLike], flag: str = "--out") -> None:
+    """Raise ParameterError when ``path`` cannot be written safely; None means no output.
+
+    Called before any work: the empty name, an input file, a directory, a missing or
+    read-only directory are all reported at once instead of after a long solve.
+    """
+    if path is None or path == STDIO:
+        return
+    if path == "":
+        raise ParameterError(f"{flag} '' names no file; give a file name, or - for standard output.")
+    shown = Path(path).name or path
+    for source in inputs:
+        if source != STDIO and same_file(path, source):
+            raise ParameterError(f"{flag} {shown!r} is also an input; choose another file (it would be lost).")
+    if os.path.isdir(path):
+        raise ParameterError(f"{flag} {path!r} is a directory; give a file name inside it.")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ParameterError(f"{flag} {path!r}: the directory {folder!r} does not exist.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ParameterError(f"{flag} {path!r}: the directory {folder!r} is not writable.")
+
+
+def write_output(path: str, text: str, *, replace: bool = True) -> bool:
+    """Write ``text`` to ``path`` atomically (``-``: standard output); returns whether it was written.
+
+    ``replace=False`` only creates a new file: when ``path`` exists it is left as it is and
+    False is returned. Raises OSError (disk full, permissions) with the target untouched.
+    """
+    if path == STDIO:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return True
+    if not replace and os.path.lexists(path):
+        return False
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; give it a new file's usual mode
+        os.replace(temporary, path)
+    except BaseException:  # disk full, Ctrl-C...: the target is untouched, the temporary file removed
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    return True
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
