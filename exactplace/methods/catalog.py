@@ -14,9 +14,10 @@ BUILTIN_METHODS: dict[str, str] = {
     "dp": "exactplace.backends.dp:DP",
     "dpl": "exactplace.backends.dp:DPL",
     "greedy": "exactplace.heuristics.greedy:Greedy",
+    "mip": "exactplace.backends.latency_mip:LatencyMIP",
 }
 
 AUTO_ORDER: dict[str, tuple[str, ...]] = {
     "throughput": ("dp", "dpl", "greedy"),
-    "latency": ("greedy",),
+    "latency": ("mip", "greedy"),
 }

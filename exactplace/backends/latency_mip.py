@@ -1,0 +1,232 @@
+"""The latency program on CP-SAT: ``solve(objective="latency", method="mip")``.
+
+Runs :mod:`exactplace.formulations.latency` (paper Fig. 3, and Fig. 4 with the ``q``
+option) on OR-Tools CP-SAT, warm-started from the best of several placements scored by the
+latency evaluator: the user's ``warm_start``, the greedy baseline, the max-load DP split (when
+the DP suits the instance), DPL, and everything on the CPU. The warm start is a complete
+CP-SAT hint and its latency an upper bound on the makespan.
+
+Without a ``time_limit`` the solve still stops after :data:`DEFAULT_TIME_LIMIT` seconds and
+says so in ``info["time_limit"]``; it returns the best placement with the solver's bound
+and gap. The result's bound covers the model's space: contiguous accelerator subgraphs
+(``q=1``, ``Space.CONTIGUOUS``; CPU nodes are free) or at most ``q`` subgraphs per
+accelerator (``Space.SUBGRAPHS``).
+
+Examples
+--------
+>>> from exactplace import read_workload, solve, workload_path
+>>> w = read_workload(workload_path("layer_bert24_inference"))
+>>> p = solve(w, objective="latency", method="mip", time_limit=30)
+>>> p.status.value, round(p.objective, 3), p.solver
+('optimal', 100.218, 'cpsat')
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+from exactplace.core.errors import ExactplaceError, PlacementError
+from exactplace.core.params import Choice, Integer, Option
+from exactplace.core.placement import Limit, Space, Status, TracePoint
+from exactplace.evaluators.latency import latency
+from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
+
+__all__ = ["DEFAULT_TIME_LIMIT", "LatencyMIP", "solve_latency", "warm_start_candidates"]
+
+#: Seconds a latency solve runs when the user gave no time limit (the hard instances never finish).
+DEFAULT_TIME_LIMIT = 60.0
+
+#: CP-SAT workers when ``threads`` is not given: its portfolio needs several even on two cores.
+DEFAULT_WORKERS = 8
+
+Q_OPTION = Option("q", Integer(low=1, high=16), 1,
+                  "subgraphs per accelerator, run one at a time (1: contiguous, paper Fig. 3; >1: Fig. 4)")
+SOLVER_OPTION = Option("solver", Choice(("auto", "cpsat")), "auto", "the solver ('auto' = CP-SAT)")
+
+
+def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
+    """Placements to start from, by name: the user's, greedy, the max-load DP split, DPL, all-CPU."""
+    from exactplace.backends.dp import DP, DPL
+    from exactplace.heuristics.greedy import Greedy
+
+    graph, cluster = problem.graph, problem.cluster
+    found: dict[str, np.ndarray] = {}
+    if problem.warm_start is not None:
+        found["user"] = np.asarray(problem.warm_start)
+    if cluster.cpus:
+        found["cpu"] = np.full(graph.n, cluster.accelerators, dtype=np.int64)
+    greedy = Greedy().run(problem)
+    if greedy.device is not None:
+        found["greedy"] = greedy.device
+    remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
+    throughput = Problem(graph, cluster, "throughput", deadline=time.monotonic() + max(remaining, 0) / 5,
+                         cache=problem.cache)
+    for name, cls in (("maxload_dp", DP), ("dpl", DPL)):
+        try:
+            cls.check(throughput)
+            if not cls.available() or cls.unsuited(throughput) is not None:
+                continue
+            result = cls().run(throughput)
+        except ExactplaceError:
+            continue
+        if result.device is not None:
+            found[name] = result.device
+    return found
+
+
+def _best_start(problem: Problem, lm: Any, candidates: dict[str, np.ndarray]) -> tuple[str, np.ndarray, dict] | None:
+    """The candidate of least latency that lies in the model's space, with its hint."""
+    from exactplace.formulations.latency import hint_values
+
+    scored = []
+    for name, device in candidates.items():
+        try:
+            value = latency(problem.graph, problem.cluster, device)
+        except PlacementError:  # deadlocks under the §4 semantics
+            continue
+        if math.isfinite(value):
+            scored.append((value, name, device))
+    for value, name, device in sorted(scored, key=lambda s: s[0]):
+        hint = hint_values(lm, device)
+        if hint is not None:
+            return name, device, {"value": value, "hint": hint}
+    return None
+
+
+def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log: bool = False) -> MethodResult:
+    """Solve the latency program for ``problem``; see the module docstring."""
+    from ortools.sat.python import cp_model
+
+    from exactplace.formulations.latency import build_model, decode, hint_values, prepare
+
+    graph, cluster = problem.graph, problem.cluster
+    clock = time.monotonic()
+    info: dict[str, Any] = {"q": q}
+    deadline = problem.deadline
+    if deadline is None:
+        deadline = clock + DEFAULT_TIME_LIMIT
+        info["time_limit"] = f"{DEFAULT_TIME_LIMIT:g} s (default: no time_limit was given)"
+    timings: dict[str, float] = {}
+
+    candidates = warm_start_candidates(Problem(graph, cluster, "latency", deadline, problem.rel_gap,
+                                               problem.warm_start, problem.options, problem.cache))
+    timings["warm_start"] = time.monotonic() - clock
+    values = {}
+    for name, device in candidates.items():
+        try:
+            values[name] = latency(graph, cluster, device)
+        except PlacementError:
+            values[name] = None
+    info["warm_start_candidates"] = values
+
+    built = time.monotonic()
+    finite = [v for v in values.values() if v is not None and math.isfinite(v)]
+    data = prepare(graph, cluster, q, upper=min(finite) if finite else None)
+    # Build once to pick the best candidate inside the model's space, then again with its
+    # makespan as the horizon: every node's time window shrinks to [head, UB - tail].
+    lm = build_model(data)
+    start = _best_start(problem, lm, candidates)
+    if start is not None:
+        name, device, found = start
+        lm = build_model(data, upper=found["hint"][lm.makespan])
+        hint = hint_values(lm, device)
+        for var, value in hint.items():
+            lm.model.AddHint(var, value)
+        info["warm_start"] = name
+        info["warm_start_latency"] = found["value"]
+    timings["build"] = time.monotonic() - built
+    info.update(model=lm.stats, scale=data.scale)
+
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    remaining = deadline - time.monotonic()
+    params.max_time_in_seconds = max(remaining, 0.01)
+    params.num_workers = int(threads or max(DEFAULT_WORKERS, usable_cpus()))
+    params.relative_gap_limit = problem.rel_gap
+    params.log_search_progress = bool(log)
+    scale, slack = data.scale, lm.bound_slack
+    lower = data.lower_bound
+    trace: list[TracePoint] = []
+    state = {"incumbent": start[2]["value"] if start else None, "bound": lower}
+
+    def record(incumbent: float | None, bound: float | None) -> None:
+        if incumbent is not None and (state["incumbent"] is None or incumbent < state["incumbent"]):
+            state["incumbent"] = incumbent
+        if bound is not None and bound > state["bound"]:
+            state["bound"] = bound
+        trace.append(TracePoint(time.monotonic() - clock, state["incumbent"], state["bound"]))
+
+    class Progress(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            record(self.ObjectiveValue() / scale, (self.BestObjectiveBound() - slack) / scale)
+
+    if start is not None:
+        record(start[2]["value"], lower)
+    solver.best_bound_callback = lambda b: record(None, (b - slack) / scale)
+    solving = time.monotonic()
+    try:
+        status = solver.Solve(lm.model, Progress())
+    except KeyboardInterrupt:  # CP-SAT stops itself on SIGINT; this covers the Python side
+        status = cp_model.UNKNOWN
+        info["interrupted"] = True
+    timings["solve"] = time.monotonic() - solving
+    info["cpsat_status"] = solver.StatusName(status)
+
+    if status == cp_model.MODEL_INVALID:
+        raise ExactplaceError(f"CP-SAT rejected the latency model: {lm.model.Validate()}. This is a bug.")
+    limit = Limit.INTERRUPT if info.get("interrupted") else None
+    space = Space.CONTIGUOUS if q == 1 else Space.SUBGRAPHS
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        device = decode(lm, solver.Value)
+        model_value = solver.ObjectiveValue() / scale
+        value = latency(graph, cluster, device)
+        bound = max(lower, (solver.BestObjectiveBound() - slack) / scale)
+        bound = min(bound, value)
+        info["model_latency"] = model_value
+        # The model rounds times down to its units: it may understate by that much, never more.
+        tolerance = (graph.n + 2 * len(graph.group_cost) + slack + 1) / scale
+        if model_value < value - tolerance - 1e-9 * value:
+            info["model_mismatch"] = (model_value, value)
+            warnings.warn(f"Latency model value {model_value} is below the evaluator's {value} for its own "
+                          "placement; please report this bug.", RuntimeWarning, stacklevel=2)
+        gap = (value - bound) / value if value > 0 else 0.0
+        optimal = gap <= problem.rel_gap + 1e-12 or status == cp_model.OPTIMAL
+        if limit is None and not optimal:
+            limit = Limit.TIME
+        record(value, bound)
+        return MethodResult(device, Status.OPTIMAL if optimal and limit is None else Status.FEASIBLE,
+                            bound=bound, limit=limit, solver="cpsat", space=space, trace=trace,
+                            timings=timings, info=info)
+    if status == cp_model.INFEASIBLE:
+        info["reason"] = (f"no placement with at most {q} subgraph(s) per accelerator fits the memory, support "
+                          "and colocation constraints without accelerators waiting on each other")
+        return MethodResult(None, Status.INFEASIBLE, solver="cpsat", space=space, timings=timings, info=info)
+    # Unknown: stopped before the solver found anything; the warm start is still a placement.
+    limit = limit or Limit.TIME
+    if start is not None:
+        info["returned"] = "warm start"
+        return MethodResult(start[1], Status.FEASIBLE, bound=min(lower, start[2]["value"]), limit=limit,
+                            solver="cpsat", space=space, trace=trace, timings=timings, info=info)
+    return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver="cpsat", space=space, trace=trace,
+                        timings=timings, info=info)
+
+
+class LatencyMIP(Method):
+    """The latency program (paper §4, Figs. 3 and 4) on CP-SAT, warm-started and bounded."""
+
+    name = "mip"
+    objectives = ("latency",)
+    exact = True
+    space = Space.CONTIGUOUS
+    requires = ("ortools",)
+    description = ("latency program (Fig. 3; Fig. 4 with q>1) on CP-SAT, warm-started from greedy/DP/DPL; "
+                   f"stops after {DEFAULT_TIME_LIMIT:g} s without a time limit")
+    options = {"q": Q_OPTION, "solver": SOLVER_OPTION, "threads": THREADS}
+
+    def run(self, problem: Problem) -> MethodResult:
+        return solve_latency(problem, q=int(self.setting(problem, "q")), threads=self.setting(problem, "threads"))
