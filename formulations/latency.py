@@ -65,6 +65,8 @@ __all__ = ["LatencyData", "LatencyModel", "build_model", "decode", "hint_values"
 TIME_RESOLUTION = 2**26
 #: Accelerator memory is scaled so the largest cap is this many units (sizes rounded up, caps down).
 MEMORY_RESOLUTION = 2**40
+#: No model time may exceed this many units (CP-SAT works in 64-bit integers).
+MAX_UNITS = 2**50
 
 
 @dataclass(frozen=True)
@@ -147,10 +149,12 @@ def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = No
     acc = np.where(graph.supported[:, None], graph.acc_time[:, None] / speed[None, :], np.inf) if k else np.zeros((n, 0))
     cheapest = np.minimum(graph.cpu_time if cluster.cpus else np.inf, acc.min(axis=1, initial=np.inf))
     lower = float(_longest_paths(graph, cheapest).max())
+    total = float(graph.cpu_time.sum() + np.where(np.isfinite(acc), acc, 0).sum() + graph.group_cost.sum() * 2)
     if upper is None or not math.isfinite(upper) or upper <= 0:
-        upper = float(graph.cpu_time.sum() + np.where(np.isfinite(acc), acc, 0).sum() + graph.group_cost.sum() * 2)
-    scale = TIME_RESOLUTION / max(upper, 1e-300)
-    scale = 2.0 ** math.floor(math.log2(scale))  # a power of two keeps dyadic inputs exact
+        upper = total
+    # A power of two keeps dyadic inputs exact; the sum of all times must stay far below 2^62.
+    scale = min(TIME_RESOLUTION / max(upper, 1e-300), MAX_UNITS / max(total, 1e-300))
+    scale = 2.0 ** math.floor(math.log2(scale)) if total > 0 else 1.0
 
     def floor(values: np.ndarray) -> np.ndarray:
         return np.floor(np.where(np.isfinite(values), values, 0) * scale + 1e-9).astype(np.int64)
@@ -163,7 +167,8 @@ def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = No
     allowed = supported[:, None] & (class_memory[:, None] <= limit[None, :])
     finite = np.isfinite(limit)
     memory_binds = bool(k and finite.any() and (class_memory.sum() > limit[finite].min()))
-    mscale = MEMORY_RESOLUTION / limit[finite].max() if memory_binds else 1.0
+    mscale = (min(MEMORY_RESOLUTION / max(limit[finite].max(), 1e-300), MAX_UNITS / max(class_memory.sum(), 1e-300))
+              if memory_binds else 1.0)
     identical = bool(k > 1 and np.all(limit == limit[0]) and np.all(speed == speed[0]))
     return LatencyData(
         graph=graph, cluster=cluster, q=int(q), scale=scale, cls=cls, classes=classes, allowed=allowed,

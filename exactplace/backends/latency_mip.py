@@ -50,9 +50,11 @@ SOLVER_OPTION = Option("solver", Choice(("auto", "cpsat")), "auto", "the solver 
 
 
 def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
-    """Placements to start from, by name: the user's, greedy, the max-load DP split, DPL, all-CPU."""
+    """Placements to start from, by name: the user's, all-CPU, greedy, the linear latency DP
+    (:mod:`exactplace.heuristics.linear_latency`), the max-load DP split and DPL."""
     from exactplace.backends.dp import DP, DPL
     from exactplace.heuristics.greedy import Greedy
+    from exactplace.heuristics.linear_latency import linear_latency_split
 
     graph, cluster = problem.graph, problem.cluster
     found: dict[str, np.ndarray] = {}
@@ -63,6 +65,9 @@ def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
     greedy = Greedy().run(problem)
     if greedy.device is not None:
         found["greedy"] = greedy.device
+    linear = linear_latency_split(graph, cluster, problem.contraction)
+    if linear is not None:
+        found["linear_dp"] = linear
     remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
     throughput = Problem(graph, cluster, "throughput", deadline=time.monotonic() + max(remaining, 0) / 5,
                          cache=problem.cache)
