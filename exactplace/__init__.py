@@ -31,7 +31,7 @@ __all__ = [
     "Limit", "Node", "ParameterError", "Placement", "PlacementError", "SolverUnavailableError", "Space", "Status",
     "TooManyIdealsError", "Workload", "available_methods", "check_feasibility", "count_ideals",
     "device_loads", "evaluate", "is_contiguous", "max_load", "read_split", "read_workload",
-    "shipped_workloads", "solve", "workload_path", "write_workload",
+    "sct_relaxation", "shipped_workloads", "solve", "workload_path", "write_workload",
 ]
 
 
@@ -41,4 +41,9 @@ def __getattr__(name: str) -> object:
         from exactplace.backends.ideals import count_ideals
 
         return count_ideals
+    # sct_relaxation solves an LP: its solver loads on first use only.
+    if name == "sct_relaxation":
+        from exactplace.backends.sct import sct_relaxation
+
+        return sct_relaxation
     raise AttributeError(f"module 'exactplace' has no attribute {name!r}")

@@ -146,7 +146,8 @@ def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = No
     classes = len(first)
 
     speed = np.asarray(cluster.speed, dtype=np.float64)
-    acc = np.where(graph.supported[:, None], graph.acc_time[:, None] / speed[None, :], np.inf) if k else np.zeros((n, 0))
+    acc = (np.where(graph.supported[:, None], graph.acc_time[:, None] / speed[None, :], np.inf) if k
+           else np.zeros((n, 0)))
     cheapest = np.minimum(graph.cpu_time if cluster.cpus else np.inf, acc.min(axis=1, initial=np.inf))
     lower = float(_longest_paths(graph, cheapest).max())
     total = float(graph.cpu_time.sum() + np.where(np.isfinite(acc), acc, 0).sum() + graph.group_cost.sum() * 2)

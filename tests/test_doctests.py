@@ -6,12 +6,17 @@ import doctest
 import importlib
 import pkgutil
 
+import exactplace.formulations
 import pytest
 
 import exactplace
 
+# exactplace.formulations lives in its own folder (setup.py's package_dir), so walk it too.
 MODULES = sorted(
-    info.name for info in pkgutil.walk_packages(exactplace.__path__, prefix="exactplace.")
+    info.name
+    for path, prefix in ((exactplace.__path__, "exactplace."),
+                         (exactplace.formulations.__path__, "exactplace.formulations."))
+    for info in pkgutil.walk_packages(path, prefix=prefix)
     if not info.name.endswith("__main__")
 )
 

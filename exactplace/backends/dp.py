@@ -30,6 +30,10 @@ compute), Appendix C.1), ``threads`` (default: the usable CPUs) and ``memory_bud
 raised before any table is allocated). ``gpipe=True`` is rejected: the DP optimizes the
 PipeDream schedule (FW + BW per device). The cluster must be homogeneous.
 
+With a time limit and no warm start, ``dp`` first runs DPL (a fraction of the DP's time) and
+keeps its placement as the incumbent, so a DP stopped by the limit or Ctrl-C still returns
+a placement (status ``feasible``, ``info["returned"] == "DPL incumbent"``).
+
 Examples
 --------
 >>> from exactplace import read_workload, solve, workload_path
@@ -43,6 +47,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -97,12 +102,16 @@ def _gib(size: float) -> str:
     return f"{size / 2**30:.3g} GiB"
 
 
-def _stopped(problem: Problem, limit: Limit, info: dict, timings: dict) -> MethodResult:
-    """Stopped by the time limit or Ctrl-C: the warm start if it is feasible, else no solution."""
+def _stopped(problem: Problem, limit: Limit, info: dict, timings: dict,
+             incumbent: np.ndarray | None = None) -> MethodResult:
+    """Stopped by the time limit or Ctrl-C: the warm start if it is feasible, else the DPL incumbent, else none."""
     warm = problem.warm_start
     if warm is not None and not check_feasibility(problem.graph, problem.cluster, warm, contiguous=False):
         return MethodResult(warm.copy(), Status.FEASIBLE, limit=limit, solver=SOLVER, timings=timings,
                             info={**info, "returned": "warm start"})
+    if incumbent is not None:
+        return MethodResult(incumbent, Status.FEASIBLE, limit=limit, solver=SOLVER, timings=timings,
+                            info={**info, "returned": "DPL incumbent"})
     return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver=SOLVER, timings=timings, info=info)
 
 
@@ -188,6 +197,15 @@ class _NativeDP(Method):
         timings["contract"] = time.perf_counter() - clock
         info: dict = {"units": contraction.num_units, "orphans": contraction.orphans, "fused": contraction.fused,
                       "merged": contraction.merged}
+        incumbent = None
+        if not self.linear and problem.deadline is not None and problem.warm_start is None:
+            # A stopped DP still returns a placement: DPL's (one ideal per unit, fast), kept as the incumbent.
+            clock = time.perf_counter()
+            try:
+                incumbent = DPL().run(dataclasses.replace(problem, deadline=None)).device
+            except ExactplaceError:  # DPL's tables beyond the memory budget: no incumbent
+                incumbent = None
+            timings["incumbent"] = time.perf_counter() - clock
         try:
             clock = time.perf_counter()
             ideals, covers = self._budget(problem, contraction)
@@ -195,7 +213,7 @@ class _NativeDP(Method):
             info.update(ideals=ideals, covers=covers)
             remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
             if remaining <= 0:
-                return _stopped(problem, Limit.TIME, info, timings)
+                return _stopped(problem, Limit.TIME, info, timings, incumbent)
             out = _native.solve(
                 contraction.num_units, contraction.cpu_time, contraction.acc_time, contraction.memory,
                 contraction.supported, contraction.src, contraction.dst, contraction.group_cost,
@@ -204,7 +222,7 @@ class _NativeDP(Method):
                 remaining, ideals,
             )
         except KeyboardInterrupt:
-            return _stopped(problem, Limit.INTERRUPT, info, timings)
+            return _stopped(problem, Limit.INTERRUPT, info, timings, incumbent)
         except _native.TooManyIdeals as error:  # the native safety net; the count above comes first
             raise TooManyIdealsError(f"Method {self.name!r}: {error.args[0]}", *error.args[1:]) from None
         except ValueError as error:  # std::invalid_argument: input the Python side should never produce
@@ -212,7 +230,7 @@ class _NativeDP(Method):
         timings.update(ideals=out["seconds_ideals"], dp=out["seconds_dp"])
         info.update(pairs=out["pairs"], threads=out["threads"])
         if out["status"] in ("time", "interrupt"):
-            return _stopped(problem, Limit(out["status"]), info, timings)
+            return _stopped(problem, Limit(out["status"]), info, timings, incumbent)
         if out["status"] == "infeasible":
             info["reason"] = "no chain split fits the accelerators' memory and support"
             status = Status.NO_SOLUTION if self.linear else Status.INFEASIBLE

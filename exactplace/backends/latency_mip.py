@@ -16,7 +16,7 @@ Examples
 --------
 >>> from exactplace import read_workload, solve, workload_path
 >>> w = read_workload(workload_path("layer_bert24_inference"))
->>> p = solve(w, objective="latency", method="mip", time_limit=30)
+>>> p = solve(w, objective="latency", method="mip", time_limit=30, threads=2)
 >>> p.status.value, round(p.objective, 3), p.solver
 ('optimal', 100.218, 'cpsat')
 """
@@ -24,19 +24,19 @@ Examples
 from __future__ import annotations
 
 import math
+import sys
 import time
 import warnings
 from typing import Any
 
 import numpy as np
 
-from exactplace.core.errors import ExactplaceError, PlacementError
-from exactplace.core.params import Choice, Integer, Option
+from exactplace.core.errors import ExactplaceError, PlacementError, check_param
 from exactplace.core.placement import Limit, Space, Status, TracePoint
 from exactplace.evaluators.latency import latency
-from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
+from exactplace.methods.base import MethodResult, Problem, usable_cpus
 
-__all__ = ["DEFAULT_TIME_LIMIT", "LatencyMIP", "solve_latency", "warm_start_candidates"]
+__all__ = ["DEFAULT_TIME_LIMIT", "check_latency", "solve_latency", "warm_start_candidates"]
 
 #: Seconds a latency solve runs when the user gave no time limit (the hard instances never finish).
 DEFAULT_TIME_LIMIT = 60.0
@@ -44,9 +44,17 @@ DEFAULT_TIME_LIMIT = 60.0
 #: CP-SAT workers when ``threads`` is not given: its portfolio needs several even on two cores.
 DEFAULT_WORKERS = 8
 
-Q_OPTION = Option("q", Integer(low=1, high=16), 1,
-                  "subgraphs per accelerator, run one at a time (1: contiguous, paper Fig. 3; >1: Fig. 4)")
-SOLVER_OPTION = Option("solver", Choice(("auto", "cpsat")), "auto", "the solver ('auto' = CP-SAT)")
+#: Solvers the latency program runs on: its enforcement literals and exact piece rule are CP-SAT's.
+LATENCY_SOLVERS = ("auto", "cpsat")
+
+
+def check_latency(solver: str, options: dict) -> None:
+    """Reject what the latency program cannot do, naming the option."""
+    check_param(solver in LATENCY_SOLVERS, "solver", "solve",
+                f"one of {list(LATENCY_SOLVERS)} for objective 'latency' (the latency program runs on CP-SAT)", solver)
+    check_param("contiguous" not in options, "contiguous", "solve",
+                "left out for objective 'latency' (use q: q=1 is contiguous, q>=2 allows q subgraphs "
+                "per accelerator)", options.get("contiguous"))
 
 
 def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
@@ -60,6 +68,8 @@ def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
     found: dict[str, np.ndarray] = {}
     if problem.warm_start is not None:
         found["user"] = np.asarray(problem.warm_start)
+    if not problem.default_start:
+        return found
     if cluster.cpus:
         found["cpu"] = np.full(graph.n, cluster.accelerators, dtype=np.int64)
     greedy = Greedy().run(problem)
@@ -103,10 +113,12 @@ def _best_start(problem: Problem, lm: Any, candidates: dict[str, np.ndarray]) ->
     return None
 
 
-def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log: bool = False) -> MethodResult:
+def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log: bool = False,
+                  progress: bool = False) -> MethodResult:
     """Solve the latency program for ``problem``; see the module docstring."""
     from ortools.sat.python import cp_model
 
+    from exactplace.backends.mip import _progress_printer
     from exactplace.formulations.latency import build_model, decode, hint_values, prepare
 
     graph, cluster = problem.graph, problem.cluster
@@ -119,7 +131,8 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
     timings: dict[str, float] = {}
 
     candidates = warm_start_candidates(Problem(graph, cluster, "latency", deadline, problem.rel_gap,
-                                               problem.warm_start, problem.options, problem.cache))
+                                               problem.warm_start, problem.options, problem.default_start,
+                                               problem.cache))
     timings["warm_start"] = time.monotonic() - clock
     values = {}
     for name, device in candidates.items():
@@ -154,17 +167,27 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
     params.num_workers = int(threads or max(DEFAULT_WORKERS, usable_cpus()))
     params.relative_gap_limit = problem.rel_gap
     params.log_search_progress = bool(log)
+    if log:
+        params.log_to_stdout = False
+        solver.log_callback = lambda line: print(line, file=sys.stderr, flush=True)
     scale, slack = data.scale, lm.bound_slack
     lower = data.lower_bound
     trace: list[TracePoint] = []
     state = {"incumbent": start[2]["value"] if start else None, "bound": lower}
+
+    show = _progress_printer() if progress else None
 
     def record(incumbent: float | None, bound: float | None) -> None:
         if incumbent is not None and (state["incumbent"] is None or incumbent < state["incumbent"]):
             state["incumbent"] = incumbent
         if bound is not None and bound > state["bound"]:
             state["bound"] = bound
-        trace.append(TracePoint(time.monotonic() - clock, state["incumbent"], state["bound"]))
+        point = TracePoint(time.monotonic() - clock, state["incumbent"], state["bound"])
+        if trace and (trace[-1].incumbent, trace[-1].bound) == (point.incumbent, point.bound):
+            return
+        trace.append(point)
+        if show is not None:
+            show(point)
 
     class Progress(cp_model.CpSolverSolutionCallback):
         def on_solution_callback(self) -> None:
@@ -219,19 +242,3 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
                             solver="cpsat", space=space, trace=trace, timings=timings, info=info)
     return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver="cpsat", space=space, trace=trace,
                         timings=timings, info=info)
-
-
-class LatencyMIP(Method):
-    """The latency program (paper §4, Figs. 3 and 4) on CP-SAT, warm-started and bounded."""
-
-    name = "mip"
-    objectives = ("latency",)
-    exact = True
-    space = Space.CONTIGUOUS
-    requires = ("ortools",)
-    description = ("latency program (Fig. 3; Fig. 4 with q>1) on CP-SAT, warm-started from greedy/DP/DPL; "
-                   f"stops after {DEFAULT_TIME_LIMIT:g} s without a time limit")
-    options = {"q": Q_OPTION, "solver": SOLVER_OPTION, "threads": THREADS}
-
-    def run(self, problem: Problem) -> MethodResult:
-        return solve_latency(problem, q=int(self.setting(problem, "q")), threads=self.setting(problem, "threads"))

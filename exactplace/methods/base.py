@@ -54,7 +54,9 @@ class Problem:
 
     ``deadline`` is a ``time.monotonic()`` instant (None: no time limit); methods stop by
     then and return their best placement with ``limit=Limit.TIME``. ``rel_gap`` is the
-    relative gap at which a method with a bound may stop. Preparation shared by several
+    relative gap at which a method with a bound may stop. ``default_start``: no ``warm_start``
+    was given and the method may compute its own (``warm_start="auto"``, the default of
+    ``solve``; ``warm_start=None`` turns it off). Preparation shared by several
     methods (the contraction; the DP's ideal counts in ``cache``) is computed once per problem.
     """
 
@@ -65,6 +67,7 @@ class Problem:
     rel_gap: float = 0.01
     warm_start: np.ndarray | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    default_start: bool = False
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @cached_property

@@ -14,7 +14,7 @@ BUILTIN_METHODS: dict[str, str] = {
     "dp": "exactplace.backends.dp:DP",
     "dpl": "exactplace.backends.dp:DPL",
     "greedy": "exactplace.heuristics.greedy:Greedy",
-    "mip": "exactplace.backends.latency_mip:LatencyMIP",
+    "mip": "exactplace.backends.mip:MIP",
 }
 
 AUTO_ORDER: dict[str, tuple[str, ...]] = {

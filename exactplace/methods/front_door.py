@@ -50,7 +50,7 @@ def _warm_start_array(graph: Graph, cluster: Cluster, warm_start: Any) -> np.nda
 
 
 def _warm_start_devices(graph: Graph, cluster: Cluster, warm_start: Any) -> np.ndarray | None:
-    if warm_start is None:
+    if warm_start is None or (isinstance(warm_start, str) and warm_start == "auto"):
         return None
     if isinstance(warm_start, Placement):
         if warm_start.device is None:
@@ -132,7 +132,7 @@ def solve(
     method: str = "auto",
     time_limit: float | None = None,
     rel_gap: float = 0.01,
-    warm_start: Placement | np.ndarray | Mapping[int, Any] | None = None,
+    warm_start: Placement | np.ndarray | Mapping[int, Any] | str | None = "auto",
     **options: Any,
 ) -> Placement:
     """Place a graph's nodes on a cluster's devices, optimizing ``objective``.
@@ -156,8 +156,9 @@ def solve(
     rel_gap : float, default 0.01
         Relative optimality gap at which methods with a bound may stop (the achieved gap
         is ``Placement.gap``). The old name ``gap=`` still works, with a DeprecationWarning.
-    warm_start : Placement, device array or {node id: device}, optional
-        A starting placement for methods that use one.
+    warm_start : Placement, device array, {node id: device}, "auto" or None, default "auto"
+        A starting placement for methods that use one. ``"auto"``: the method's own default
+        start (``mip`` starts from the DP, DPL or greedy); None: no start at all.
     **options
         ``overlap`` / ``gpipe`` (throughput objective variants), plus method-specific
         options (``exactplace methods`` lists them with their constraints).
@@ -207,7 +208,8 @@ def solve(
     # Every parameter is checked before the instance itself (check_fits), so a bad call is
     # reported as such even on a hopeless instance.
     warm = _warm_start_array(graph, cluster, warm_start)
-    problem = Problem(graph, cluster, objective, deadline, float(rel_gap), warm, dict(options))
+    problem = Problem(graph, cluster, objective, deadline, float(rel_gap), warm, dict(options),
+                      default_start=isinstance(warm_start, str) and warm_start == "auto")
     passed_over: dict[str, str] = {}
     if method == "auto":
         cls, passed_over = _choose(problem)

@@ -1,0 +1,237 @@
+"""``method="mip"``: the max-load IP (``formulations/throughput.py``) on any solver adapter.
+
+``contiguous=True`` (default) solves the chain-of-ideals IP, whose space is the DP's
+(``Space.CHAIN``): the optimum equals the DP's, and the MIP adds a certified gap at a time
+limit and the variants the DP lacks (``gpipe``). ``contiguous=False`` solves the assignment
+IP over colour classes (``Space.ANY``). The result's ``bound`` is the solver's dual bound
+over that space, ``trace`` its (seconds, incumbent, bound) progress; the objective is the
+evaluator's, and a solver objective that disagrees with it beyond rounding is raised as a bug.
+
+Warm start: the ``warm_start`` given to ``solve``, else (``warm_start="auto"``, the default)
+the DP's optimum when the DP is quick (at most ``WARM_DP_MAX_IDEALS`` ideals), else DPL,
+else greedy; a start outside the IP's space (a greedy split that is not a chain) is
+dropped and ``info["warm_start"]`` says so. ``warm_start=None`` starts from nothing.
+
+How another formulation plugs in (latency, ...): build a ``Model`` in ``formulations/``
+with ``decode`` / ``encode`` as :class:`~exactplace.formulations.throughput.ThroughputIP`
+does, then call :func:`solve_ip` from the method's ``run``: it runs the solver with the
+problem's deadline, gap, threads, log and progress, and turns the solver's result into a
+:class:`MethodResult` (status, limit, bound, trace, decoded devices).
+
+Examples
+--------
+>>> from exactplace import read_workload, solve, workload_path
+>>> w = read_workload(workload_path("layer_bert24_inference"))
+>>> p = solve(w, method="mip", solver="highs")
+>>> p.status.value, round(p.objective, 4), p.space.value, p.gap <= 0.01
+('optimal', 17.7899, 'chain', True)
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from exactplace.core.errors import ExactplaceError, check_param
+from exactplace.core.params import Boolean, Choice, Integer, Option
+from exactplace.core.placement import Space, Status, TracePoint
+from exactplace.evaluators import max_load
+from exactplace.evaluators.feasibility import Guarantees
+from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
+
+__all__ = ["MIP", "WARM_DP_MAX_IDEALS", "default_start", "solve_ip"]
+
+#: The default warm start runs the exact DP only up to this many ideals (a second or two), else DPL.
+WARM_DP_MAX_IDEALS = 5_000
+
+SOLVER_NAMES = ("auto", "highs", "cpsat", "scip", "cbc", "gurobi")
+
+
+def default_start(problem: Problem) -> tuple[np.ndarray | None, str]:
+    """The default warm start: (devices, which method gave them); DP when quick, else DPL, else greedy."""
+    from exactplace.backends.dp import DP, DPL, _count, _units
+    from exactplace.heuristics.greedy import Greedy
+
+    plain = Problem(problem.graph, problem.cluster, problem.objective, problem.deadline, problem.rel_gap, None,
+                    {k: v for k, v in problem.options.items() if k == "overlap"})
+    plain.cache.update(problem.cache)
+    candidates: list[type[Method]] = []
+    if problem.cluster.is_homogeneous:
+        if _count(plain, _units(plain, False), WARM_DP_MAX_IDEALS, False) is not None:
+            candidates.append(DP)
+        candidates.append(DPL)
+    candidates.append(Greedy)
+    for cls in candidates:
+        if not cls.available():
+            continue
+        try:
+            result = cls().run(plain)
+        except ExactplaceError:
+            continue
+        if result.device is not None:
+            problem.cache.update(plain.cache)
+            return result.device, cls.name
+    return None, "none"
+
+
+def _progress_printer() -> Callable[[TracePoint], None]:
+    """A progress line on stderr: incumbent, bound and gap as they move."""
+    def show(point: TracePoint) -> None:
+        inc = "-" if point.incumbent is None else f"{point.incumbent:.6g}"
+        bnd = "-" if point.bound is None else f"{point.bound:.6g}"
+        gap = ("-" if point.incumbent is None or point.bound is None or point.incumbent == 0
+               else f"{100 * max(0.0, point.incumbent - point.bound) / point.incumbent:.2f}%")
+        print(f"  {point.seconds:8.2f} s  incumbent {inc}  bound {bnd}  gap {gap}", file=sys.stderr, flush=True)
+    return show
+
+
+def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None, threads: int, log: bool,
+             progress: bool, space: Space, info: dict, timings: dict) -> tuple[MethodResult, Any]:
+    """Solve a built IP (``ip.model``, ``ip.decode``, ``ip.encode``) and make the MethodResult.
+
+    Returns the result and the adapter's raw :class:`~exactplace.backends.solvers.Result`.
+    """
+    from exactplace.backends.solvers import Request, get_solver
+
+    cls = get_solver(solver)
+    cls.require()
+    values = None
+    if warm is not None:
+        values = ip.encode(warm)
+        if values is None:
+            info["warm_start"] = f"{info.get('warm_start', 'given')} (outside the IP's space, not used)"
+    request = Request(
+        deadline=problem.deadline, rel_gap=problem.rel_gap, threads=threads, warm_start=values,
+        log=(lambda line: print(line, file=sys.stderr, flush=True)) if log else None,
+        progress=_progress_printer() if progress else None,
+    )
+    out = cls().solve(ip.model, request)
+    timings["solve"] = out.seconds
+    info.update(raw_status=out.raw_status, solver_objective=out.objective)
+    if out.values is None:
+        if out.status is Status.INFEASIBLE:
+            info["reason"] = "the IP has no feasible solution (memory, support or colocation cannot be met)"
+            return MethodResult(None, Status.INFEASIBLE, solver=cls.name, space=space, timings=timings,
+                                info=info), out
+        if warm is not None:
+            info["returned"] = "warm start"
+            return MethodResult(warm.copy(), Status.FEASIBLE, bound=out.bound, limit=out.limit, solver=cls.name,
+                                space=space, trace=out.trace, timings=timings, info=info), out
+        return MethodResult(None, Status.NO_SOLUTION, limit=out.limit, solver=cls.name, space=space,
+                            trace=out.trace, timings=timings, info=info), out
+    device = ip.decode(out.values)
+    return MethodResult(device, out.status, bound=out.bound, limit=out.limit, solver=cls.name, space=space,
+                        trace=out.trace, timings=timings, info=info), out
+
+
+class MIP(Method):
+    """The max-load IP, contiguous (chain of ideals) or not, on HiGHS, CP-SAT, SCIP, CBC or Gurobi;
+    and the latency program (paper §4) on CP-SAT (:mod:`exactplace.backends.latency_mip`)."""
+
+    name = "mip"
+    objectives = ("throughput", "latency")
+    exact = True
+    space = Space.CHAIN
+    guarantee = Guarantees(forward_contiguous=True, chain_order=True)
+    description = ("max-load IP (contiguous: chain of ideals = the DP's space; or any split) on a MIP/CP solver; "
+                   "latency program (Fig. 3, Fig. 4 with q) on CP-SAT")
+    options = {
+        "q": Option("q", Integer(low=1, high=16), 1,
+                    "latency: subgraphs per accelerator, run one at a time (1: contiguous, Fig. 3; >1: Fig. 4)"),
+        "solver": Option("solver", Choice(SOLVER_NAMES), "auto", "the solver ('auto': the fastest installed)"),
+        "contiguous": Option("contiguous", Boolean(), True,
+                             "True: chain splits (the DP's space); False: any split of the colour classes"),
+        "threads": THREADS,
+        "log": Option("log", Boolean(), False, "stream the solver's log to stderr"),
+        "progress": Option("progress", Boolean(), False, "print incumbent, bound and gap on stderr as they move"),
+    }
+
+    @classmethod
+    def check(cls, problem: Problem) -> None:
+        """Throughput: a homogeneous cluster (the IP treats accelerators as identical).
+        Latency: CP-SAT, and ``q`` rather than ``contiguous``."""
+        if problem.objective == "latency":
+            from exactplace.backends.latency_mip import check_latency
+
+            check_latency(cls.setting(problem, "solver"), problem.options)
+            return
+        check_param(
+            "q" not in problem.options, "q", "solve", "left out for objective 'throughput' (it is the latency "
+            "program's number of subgraphs per accelerator; use contiguous=False)", problem.options.get("q"),
+        )
+        check_param(
+            problem.cluster.is_homogeneous, "cluster", "solve",
+            f"a homogeneous cluster (one accelerator memory size, speed 1) for method {cls.name!r}", problem.cluster,
+        )
+
+    @classmethod
+    def promises(cls, problem: Problem) -> Guarantees:
+        """Chain splits when contiguous (forward parts contiguous and ordered); else only the basics.
+        Latency: only the basics (CPU nodes are placed freely, so the CPU's node set is not contiguous)."""
+        if problem.objective == "latency":
+            return Guarantees()
+        return cls.guarantee if cls.setting(problem, "contiguous") else Guarantees()
+
+    def run(self, problem: Problem) -> MethodResult:
+        from exactplace.formulations.throughput import contiguous_ip, noncontiguous_ip
+
+        if problem.objective == "latency":
+            from exactplace.backends.latency_mip import solve_latency
+
+            return solve_latency(problem, q=int(self.setting(problem, "q")), threads=self.setting(problem, "threads"),
+                                 log=bool(self.setting(problem, "log")),
+                                 progress=bool(self.setting(problem, "progress")))
+
+        overlap, gpipe = bool(problem.option("overlap")), bool(problem.option("gpipe"))
+        contiguous = bool(self.setting(problem, "contiguous"))
+        timings: dict[str, float] = {}
+        info: dict[str, Any] = {}
+        try:
+            warm = problem.warm_start
+            if warm is not None:
+                info["warm_start"] = "given"
+            elif problem.default_start:
+                clock = time.perf_counter()
+                warm, origin = default_start(problem)
+                timings["warm_start"] = time.perf_counter() - clock
+                info["warm_start"] = origin
+            clock = time.perf_counter()
+            if contiguous:
+                ip = contiguous_ip(problem.graph, problem.cluster, problem.contraction, overlap=overlap, gpipe=gpipe)
+            else:
+                ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe)
+            timings["build"] = time.perf_counter() - clock
+            info.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
+            threads = self.setting(problem, "threads") or usable_cpus()
+            result, out = solve_ip(
+                problem, ip, self.setting(problem, "solver"), warm=warm, threads=int(threads),
+                log=bool(self.setting(problem, "log")), progress=bool(self.setting(problem, "progress")),
+                space=Space.CHAIN if contiguous else Space.ANY, info=info, timings=timings,
+            )
+        except KeyboardInterrupt:  # during the warm start or the build: the front door keeps any warm start
+            raise
+        if result.device is not None and out.values is not None:
+            self._agree(problem, result, out, overlap, gpipe)
+        return result
+
+    @staticmethod
+    def _agree(problem: Problem, result: MethodResult, out: Any, overlap: bool, gpipe: bool) -> None:
+        """The evaluator's objective never exceeds the solver's (beyond rounding): else the formulation is wrong.
+
+        (The solver's may exceed the evaluator's: a load variable need not be tight at a non-optimal point.)
+        """
+        value = max_load(problem.graph, problem.cluster, result.device, overlap=overlap, gpipe=gpipe)
+        # CP-SAT's coefficients are rounded at about 2**-20 of the largest one (backends/solvers/cpsat.py).
+        tol = 1e-5 * max(1.0, abs(value))
+        if not value <= out.objective + tol:
+            raise ExactplaceError(
+                f"Method 'mip' ({out.solver}): the evaluator's objective {value!r} exceeds the solver's "
+                f"{out.objective!r} for its own solution. This is a bug in the formulation; please report it."
+            )
+        if result.bound is not None:
+            # A dual bound from floating-point LPs may exceed the exact optimum by the solver's tolerances.
+            result.bound = min(result.bound, value)

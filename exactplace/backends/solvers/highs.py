@@ -1,0 +1,109 @@
+"""HiGHS through ``highspy``: MIP with warm start (``setSolution``), progress callbacks, Ctrl-C.
+
+Indicator rows become big-M rows (HiGHS has no indicator constraints). Progress: the
+improving-solution callback gives incumbents, the MIP interrupt callback (called often)
+gives the dual bound and is where a Ctrl-C request stops the search.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from exactplace.core.errors import ExactplaceError
+from exactplace.formulations.model import Kind, Model
+
+from .base import Capabilities, Request, Result, Solver, Trace, big_m_rows, run_interruptibly
+from .statuses import interpret
+
+__all__ = ["HighsSolver"]
+
+
+class HighsSolver(Solver):
+    """HiGHS (MIT): branch-and-cut on LP relaxations."""
+
+    name = "highs"
+    module = "highspy"
+    install = "highspy"
+    capabilities = Capabilities(warm_start=True, callbacks=True, interrupt=True)
+
+    def solve(self, model: Model, request: Request) -> Result:
+        self.require()
+        import highspy
+
+        clock = time.monotonic()
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", request.log is not None)
+        h.setOptionValue("log_to_console", False)
+        h.setOptionValue("mip_rel_gap", float(request.rel_gap))
+        h.setOptionValue("mip_abs_gap", 1e-9)
+        h.setOptionValue("threads", int(request.threads))
+        remaining = request.remaining()
+        if math.isfinite(remaining):
+            h.setOptionValue("time_limit", max(remaining, 1e-3))
+        n = model.num_vars
+        inf = highspy.kHighsInf
+        lb = np.where(np.isfinite(model.lb), model.lb, -inf)
+        ub = np.where(np.isfinite(model.ub), model.ub, inf)
+        h.addVars(n, lb, ub)
+        kind = model.kind
+        integer = np.flatnonzero(kind == Kind.INTEGER)
+        if len(integer):
+            h.changeColsIntegrality(len(integer), integer.astype(np.int32),
+                                    np.full(len(integer), highspy.HighsVarType.kInteger))
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), model.objective)
+        h.changeObjectiveOffset(model.offset)
+        for indptr, indices, data, rlb, rub in (
+            (*model.csr(), model.row_lb, model.row_ub),
+            big_m_rows(model),
+        ):
+            if len(rlb):
+                h.addRows(len(rlb), np.where(np.isfinite(rlb), rlb, -inf), np.where(np.isfinite(rub), rub, inf),
+                          len(data), indptr[:-1].astype(np.int32), indices.astype(np.int32), data)
+        if request.warm_start is not None:
+            solution = highspy.HighsSolution()
+            solution.col_value = np.nan_to_num(request.warm_start).tolist()
+            solution.value_valid = True
+            h.setSolution(solution)
+
+        trace = Trace(request.progress)
+        stop = {"now": False}
+
+        def on_interrupt(event: object) -> None:
+            out = event.data_out  # type: ignore[attr-defined]
+            trace.record(out.objective_function_value, out.mip_dual_bound)
+            if stop["now"]:
+                event.interrupt()  # type: ignore[attr-defined]
+
+        def on_solution(event: object) -> None:
+            trace.record(event.data_out.objective_function_value)  # type: ignore[attr-defined]
+
+        h.cbMipInterrupt.subscribe(on_interrupt)
+        h.cbMipImprovingSolution.subscribe(on_solution)
+        if request.log is not None:
+            log = request.log
+            h.cbLogging.subscribe(lambda event: log(event.message.rstrip("\n")))
+
+        def requested_stop() -> None:
+            stop["now"] = True
+
+        _, interrupted = run_interruptibly(h.run, requested_stop)
+        raw = h.getModelStatus().name
+        info = h.getInfo()
+        has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+        if interrupted and raw in ("kInterrupt", "kHighsInterrupt", "kUnknown"):
+            raw = "kInterrupt"
+        if raw == "kModelEmpty":
+            has_solution = True
+        status, limit = interpret(self.name, raw, has_solution=has_solution)
+        values = np.asarray(h.getSolution().col_value, dtype=np.float64) if has_solution else None
+        objective = float(info.objective_function_value) if has_solution else None
+        bound = float(info.mip_dual_bound) if any(kind == Kind.INTEGER) else objective
+        if bound is not None and not math.isfinite(bound):
+            bound = None
+        if status.value == "optimal" and objective is None:
+            raise ExactplaceError("HiGHS reported optimal without a solution. This is a bug.")
+        trace.record(objective, bound)
+        return Result(status, limit, values, objective, bound, raw, self.name, time.monotonic() - clock, trace.points)

@@ -1,0 +1,417 @@
+"""The max-load (throughput) IP, paper Fig. 6 linearized as in Lemma 4.1: contiguous and non-contiguous.
+
+Both minimize the time per sample ``L`` (or ``LF + LB`` with ``gpipe``) over placements of
+*units* on devices and are written once in the solver-neutral :class:`~.model.Model`.
+
+Contiguous (:func:`contiguous_ip`, ``Space.CHAIN``)
+    The units are those of the Appendix B contraction (``Problem.contraction``, the DP's
+    units: colour classes with their backward partners, fused along cycles). A *chain of
+    ideals* over positions ``j = 0..P-1`` (``P = k + l`` devices): ``w[u, j] = 1`` when unit
+    ``u`` is in the ideal ``I_j``; ``w`` is monotone in ``j`` (``I_{j-1} ⊆ I_j``), down-closed
+    along unit edges, and ``I_{P-1}`` holds every unit. The device at position ``j`` gets
+    ``I_j \\ I_{j-1}``; binary ``c[j]`` says whether position ``j`` is a CPU core (exactly
+    ``l`` are), so accelerators and CPUs interleave freely. This is exactly the DP's search
+    space (chain splits), so "contiguous IP = DP" holds by construction and is tested.
+
+    Compared with the paper's Fig. 6, whose ``z`` variables make each device's set
+    contiguous on its own (``z[v, i] >= x[v, i]``, ``z`` monotone along edges, ...), the chain
+    form also orders the devices (no two devices feed each other in a cycle, the referee's
+    ``order`` check), and it needs no ``z``: the ideals themselves are the variables.
+    Identical accelerators are no longer interchangeable (their order in the chain is
+    fixed by the data flow), which removes most of the ``k!`` symmetry Fig. 6 has.
+
+Non-contiguous (:func:`noncontiguous_ip`, ``Space.ANY``)
+    The units are the colour classes (forward and backward nodes of a colour share a device);
+    ``y[c, d] = 1`` puts class ``c`` on device ``d``. Accelerators are sorted by load (a
+    symmetry-breaking row per consecutive pair), and two lower bounds on ``L`` (the total
+    minimum work over the devices, and the largest single class) tighten the relaxation.
+
+Lemma 4.1's linearization is the split of "unit ``u`` on the device at ``j``" into ``a[u, j]``
+(it is an accelerator) and ``p[u, j]`` (a CPU core) with ``a <= 1 - c[j]``, ``p <= c[j]``:
+loads are then linear without any big-M. Communication: one variable ``e[g, j]`` per
+communication group ``g`` (a source unit and the units it reaches, after the paper's
+subdivision of differing outgoing costs) and accelerator position, ``e >= a[t] - a[s]`` and
+``e >= a[s] - a[t]`` for every target ``t``: the group's cost is paid once by a device
+holding its source and some unit outside, and once by every device holding a target but
+not the source, exactly as the evaluator charges it.
+
+Examples
+--------
+>>> from exactplace import read_workload, workload_path
+>>> from exactplace.core.contraction import contract
+>>> w = read_workload(workload_path("layer_bert24_inference"))
+>>> ip = contiguous_ip(w.graph, w.cluster, contract(w.graph, w.cluster.memory_cap))
+>>> ip.model.num_vars > 0, ip.space
+(True, 'chain')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.contraction import Contraction
+from exactplace.core.graph import Graph
+from exactplace.evaluators.feasibility import check_feasibility
+from exactplace.evaluators.max_load import device_loads
+
+from .model import Kind, Model
+
+__all__ = ["ThroughputIP", "UnitData", "contiguous_ip", "noncontiguous_ip", "unit_data"]
+
+
+@dataclass(frozen=True)
+class UnitData:
+    """Per-unit times split by part (column 0 forward, 1 backward), memory, support, and groups."""
+
+    unit: np.ndarray          # node position -> unit
+    cpu: np.ndarray           # (U, 2)
+    acc: np.ndarray           # (U, 2), 0 where unsupported
+    memory: np.ndarray        # (U,)
+    supported: np.ndarray     # (U,) bool
+    group_cost: np.ndarray    # (G,)
+    group_part: np.ndarray    # (G,) 0 forward, 1 backward (the part of the group's source node)
+    group_source: np.ndarray  # (G,) source unit
+    pair_group: np.ndarray    # (T,) group of each (group, target unit) pair
+    pair_target: np.ndarray   # (T,) target unit
+
+    @property
+    def units(self) -> int:
+        """Number of units."""
+        return len(self.memory)
+
+    @property
+    def groups(self) -> int:
+        """Number of communication groups that can cross between units."""
+        return len(self.group_cost)
+
+
+def unit_data(graph: Graph, unit: np.ndarray) -> UnitData:
+    """Aggregate ``graph`` onto ``unit`` (node position -> unit number 0..U-1).
+
+    Communication groups are the graph's (one per source node and distinct outgoing cost),
+    each with the distinct units it reaches other than its source's unit, as in
+    :func:`~exactplace.core.contraction.contract`.
+
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(0, 1, 1, comm=2), Node(1, 1, 1), Node(2, 1, None)], [(0, 1), (0, 2)])
+    >>> d = unit_data(g, np.array([0, 1, 1]))
+    >>> d.units, d.supported.tolist(), d.group_cost.tolist(), d.pair_target.tolist()
+    (2, [True, False], [2.0], [1])
+    """
+    units = int(unit.max()) + 1
+    part = graph.backward.astype(np.int64)
+    key = unit * 2 + part
+    cpu = np.bincount(key, weights=graph.cpu_time, minlength=2 * units).reshape(units, 2)
+    acc = np.bincount(key, weights=np.where(graph.supported, graph.acc_time, 0.0), minlength=2 * units)
+    supported = np.bincount(unit, weights=~graph.supported, minlength=units) == 0
+    group_unit = unit[graph.group_source]
+    target = unit[graph.dst]
+    crossing = target != group_unit[graph.edge_group]
+    pairs = np.unique(graph.edge_group[crossing] * units + target[crossing])
+    kept, pair_group = np.unique(pairs // units, return_inverse=True)
+    return UnitData(
+        unit=unit, cpu=cpu, acc=acc.reshape(units, 2), memory=np.bincount(unit, weights=graph.memory, minlength=units),
+        supported=supported, group_cost=graph.group_cost[kept], group_part=part[graph.group_source[kept]],
+        group_source=group_unit[kept].astype(np.int64), pair_group=pair_group.astype(np.int64),
+        pair_target=(pairs % units).astype(np.int64),
+    )
+
+
+@dataclass
+class ThroughputIP:
+    """A built max-load IP: the model, and how to go between its values and device arrays."""
+
+    model: Model
+    space: str
+    graph: Graph
+    cluster: Cluster
+    data: UnitData
+    overlap: bool
+    gpipe: bool
+    index: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def objective_vars(self) -> np.ndarray:
+        """The load variables the objective sums (``L``, or ``LF, LB`` with gpipe)."""
+        return self.index["L"].reshape(-1)
+
+    # -- decoding ---------------------------------------------------------------------------
+    def decode(self, values: np.ndarray) -> np.ndarray:
+        """Device of every node position from a solution's values."""
+        k = self.cluster.accelerators
+        if self.space == "any":
+            unit_device = np.argmax(values[self.index["y"]], axis=1)
+        else:
+            w = values[self.index["w"]] > 0.5                      # (U, P)
+            position = np.argmax(w, axis=1)                         # first ideal holding the unit
+            is_cpu = values[self.index["c"]] > 0.5                  # (P,)
+            device_of_position = np.empty(len(is_cpu), dtype=np.int64)
+            device_of_position[~is_cpu] = np.arange(int((~is_cpu).sum()))
+            device_of_position[is_cpu] = k + np.arange(int(is_cpu.sum()))
+            unit_device = device_of_position[position]
+        return unit_device.astype(np.int64)[self.data.unit]
+
+    # -- encoding (warm starts) --------------------------------------------------------------
+    def encode(self, device: np.ndarray) -> np.ndarray | None:
+        """Model values for a placement, or None when it lies outside this IP's space."""
+        graph, cluster, data = self.graph, self.cluster, self.data
+        k, devices = cluster.accelerators, cluster.num_devices
+        if check_feasibility(graph, cluster, device, contiguous=False):
+            return None
+        unit_device = np.full(data.units, -1, dtype=np.int64)
+        unit_device[data.unit] = device
+        if np.any(unit_device[data.unit] != device):
+            return None  # a unit split over devices
+        values = np.zeros(self.model.num_vars)
+        if self.space == "any":
+            loads = device_loads(graph, cluster, device, overlap=self.overlap)
+            # Accelerators sorted by total load, as the symmetry-breaking rows require.
+            key = loads.compute.sum(axis=1)[:k] + loads.comm.sum(axis=1)[:k]
+            rename = np.empty(devices, dtype=np.int64)
+            rename[np.argsort(-key, kind="stable")] = np.arange(k)
+            rename[k:] = np.arange(k, devices)
+            unit_device = rename[unit_device]
+            values[self.index["y"][np.arange(data.units), unit_device]] = 1.0
+            on_acc = unit_device < k
+            position_of_unit, acc_slots = unit_device, k
+        else:
+            order = _device_chain(self.index["edges"], unit_device, devices)
+            if order is None:
+                return None
+            position = np.empty(devices, dtype=np.int64)
+            position[order] = np.arange(devices)
+            position_of_unit = position[unit_device]
+            p_count = devices
+            w = np.arange(p_count)[None, :] >= position_of_unit[:, None]
+            values[self.index["w"]] = w
+            is_cpu = np.asarray(order) >= k
+            values[self.index["c"]] = is_cpu
+            on_acc = unit_device < k
+            values[self.index["a"][on_acc, position_of_unit[on_acc]]] = 1.0
+            values[self.index["p"][~on_acc, position_of_unit[~on_acc]]] = 1.0
+            acc_slots = p_count
+        # Communication: e[g, slot] = 1 when the group crosses that accelerator's boundary.
+        e = self.index["e"]
+        if e.size:
+            src_slot = np.where(on_acc[data.group_source], position_of_unit[data.group_source], -1)
+            tgt = data.pair_target
+            tgt_slot = np.where(on_acc[tgt], position_of_unit[tgt], -1)
+            src_of_pair = src_slot[data.pair_group]
+            crossing = position_of_unit[tgt] != position_of_unit[data.group_source[data.pair_group]]
+            for slot_array in (tgt_slot, src_of_pair):
+                hit = crossing & (slot_array >= 0) & (slot_array < acc_slots)
+                values[e[data.pair_group[hit], slot_array[hit]]] = 1.0
+        loads = device_loads(graph, cluster, device, overlap=self.overlap)
+        if self.gpipe:
+            values[self.index["L"]] = [loads.load(0).max(), loads.load(1).max()]
+        else:
+            values[self.index["L"]] = loads.load().max()
+        return values
+
+
+def _device_chain(edges: np.ndarray, unit_device: np.ndarray, devices: int) -> list[int] | None:
+    """Devices in an order where every unit edge goes forward (None if the devices form a cycle)."""
+    quotient = nx.DiGraph()
+    quotient.add_nodes_from(range(devices))
+    a, b = unit_device[edges[:, 0]], unit_device[edges[:, 1]]
+    quotient.add_edges_from(zip(a[a != b].tolist(), b[a != b].tolist()))
+    try:
+        return list(nx.lexicographical_topological_sort(quotient))
+    except nx.NetworkXUnfeasible:
+        return None
+
+
+def _loads(model: Model, data: UnitData, placed_acc: np.ndarray, placed_cpu: np.ndarray, e: np.ndarray,
+           L: np.ndarray, overlap: bool, gpipe: bool, name: str) -> None:
+    """Rows ``L >= load`` for every accelerator slot (``placed_acc`` (U, S)) and CPU slot (``placed_cpu``).
+
+    ``e`` is (G, S): the communication of each group on each accelerator slot. With ``gpipe``
+    there is one row per part and ``L = (LF, LB)``; with ``overlap`` compute and communication
+    get separate rows (load = max of the two).
+    """
+    U = data.units
+    parts = (0, 1) if gpipe else (None,)
+    for part in parts:
+        lvar = L[part] if gpipe else L[0]
+        acc = data.acc[:, part] if gpipe else data.acc.sum(axis=1)
+        cpu = data.cpu[:, part] if gpipe else data.cpu.sum(axis=1)
+        cost = np.where(data.group_part == part, data.group_cost, 0.0) if gpipe else data.group_cost
+        suffix = "" if part is None else ("[FW]", "[BW]")[part]
+        slots = placed_acc.shape[1]
+        if slots:
+            s = np.arange(slots)
+            compute = (np.broadcast_to(s, (U, slots)), placed_acc, np.broadcast_to(acc[:, None], (U, slots)))
+            comm = (np.broadcast_to(s, e.shape), e, np.broadcast_to(cost[:, None], e.shape))
+            bound = (s, np.full(slots, lvar), -np.ones(slots))
+            blocks = [(compute, bound), (comm, bound)] if overlap else [(compute, comm, bound)]
+            for i, terms in enumerate(blocks):
+                label = f"{name} accelerator {'compute' if overlap and i == 0 else 'comm' if overlap else 'load'}"
+                model.add_rows(label + suffix, slots, ub=0.0,
+                               rows=np.concatenate([t[0].reshape(-1) for t in terms]),
+                               cols=np.concatenate([t[1].reshape(-1) for t in terms]),
+                               vals=np.concatenate([t[2].reshape(-1) for t in terms]))
+        cpu_slots = placed_cpu.shape[1]
+        if cpu_slots:
+            s = np.arange(cpu_slots)
+            model.add_rows(f"{name} CPU load{suffix}", cpu_slots, ub=0.0,
+                           rows=np.concatenate([np.broadcast_to(s, (U, cpu_slots)).reshape(-1), s]),
+                           cols=np.concatenate([placed_cpu.reshape(-1), np.full(cpu_slots, lvar)]),
+                           vals=np.concatenate([np.broadcast_to(cpu[:, None], (U, cpu_slots)).reshape(-1),
+                                                -np.ones(cpu_slots)]))
+
+
+def _communication(model: Model, data: UnitData, placed: np.ndarray, e: np.ndarray) -> None:
+    """``e[g, s] >= |placed[t, s] - placed[src(g), s]|`` for every target ``t`` of ``g`` and slot ``s``."""
+    slots = placed.shape[1]
+    if not data.groups or not slots:
+        return
+    pairs = len(data.pair_group)
+    row = np.arange(pairs * slots).reshape(pairs, slots)
+    s = np.broadcast_to(np.arange(slots), (pairs, slots))
+    g = np.broadcast_to(data.pair_group[:, None], (pairs, slots))
+    tgt = placed[data.pair_target]
+    src = placed[data.group_source[data.pair_group]]
+    for sign, label in ((1.0, "communication in"), (-1.0, "communication out")):
+        # e - sign * (placed[t] - placed[src]) >= 0
+        model.add_rows(label, pairs * slots, lb=0.0,
+                       rows=np.concatenate([row.reshape(-1)] * 3),
+                       cols=np.concatenate([e[g, s].reshape(-1), tgt.reshape(-1), src.reshape(-1)]),
+                       vals=np.concatenate([np.ones(pairs * slots), np.full(pairs * slots, -sign),
+                                            np.full(pairs * slots, sign)]))
+
+
+def _objective_and_bounds(model: Model, data: UnitData, L: np.ndarray, devices: int, gpipe: bool) -> None:
+    """Minimize L (LF + LB); add the valid lower bounds on L from the minimum work of each unit."""
+    cheapest = np.where(data.supported[:, None], np.minimum(data.acc, data.cpu), data.cpu)  # (U, 2)
+    if not gpipe:
+        cheapest = cheapest.sum(axis=1, keepdims=True)
+    for part in range(cheapest.shape[1]):
+        # devices * L >= total minimum work;  L >= the largest single unit's minimum work.
+        model.add_rows("lower bound: total work", 1, lb=float(cheapest[:, part].sum()),
+                       rows=[0], cols=[L[part]], vals=[float(devices)])
+        model.add_rows("lower bound: largest unit", 1, lb=float(cheapest[:, part].max(initial=0.0)),
+                       rows=[0], cols=[L[part]], vals=[1.0])
+    model.minimize(L, np.ones(len(L)))
+
+
+def _load_cap(data: UnitData) -> float:
+    """No device's load exceeds all compute anywhere plus every group paid by all its units (finite, for CP-SAT)."""
+    compute = float(np.maximum(data.cpu.sum(axis=1), data.acc.sum(axis=1)).sum())
+    fanout = np.bincount(data.pair_group, minlength=data.groups) + 1
+    return compute + float((data.group_cost * fanout).sum())
+
+
+def _memory(model: Model, data: UnitData, placed_acc: np.ndarray, cap: float, name: str) -> None:
+    """Memory of each accelerator slot at most the cap (no row when it cannot bind)."""
+    slots = placed_acc.shape[1]
+    if not slots or not math.isfinite(cap) or data.memory.sum() <= cap:
+        return
+    U = data.units
+    model.add_rows(name, slots, ub=cap, rows=np.broadcast_to(np.arange(slots), (U, slots)).reshape(-1),
+                   cols=placed_acc.reshape(-1), vals=np.broadcast_to(data.memory[:, None], (U, slots)).reshape(-1))
+
+
+def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, overlap: bool = False,
+                  gpipe: bool = False) -> ThroughputIP:
+    """The chain-of-ideals max-load IP over the contraction's units (module docstring).
+
+    Parameters
+    ----------
+    graph, cluster : Graph, Cluster
+        The cluster must be homogeneous (accelerators interchangeable up to their chain position).
+    contraction : Contraction
+        ``Problem.contraction``: the units and the DAG on them.
+    overlap, gpipe : bool
+        The objective variants (Appendix C.1; max FW + max BW).
+    """
+    data = unit_data(graph, contraction.unit)
+    U, k, cpus = data.units, cluster.accelerators, cluster.cpus
+    P = k + cpus
+    m = Model("throughput, contiguous (chain of ideals)")
+    # Variables.
+    w = m.add_vars((U, P), lb=np.where(np.arange(P) == P - 1, 1.0, 0.0)[None, :].repeat(U, 0), ub=1.0,
+                   kind=Kind.INTEGER, name="w: unit in ideal I_j")
+    c = m.add_vars(P, lb=1.0 if k == 0 else 0.0, ub=0.0 if cpus == 0 else 1.0, kind=Kind.INTEGER,
+                   name="c: position j is a CPU core")
+    a = m.add_vars((U, P), ub=np.repeat(data.supported.astype(float), P), kind=Kind.IMPLIED_INTEGER,
+                   name="a: unit at accelerator position j")
+    p = m.add_vars((U, P), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="p: unit at CPU position j")
+    e = m.add_vars((data.groups, P), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses position j")
+    L = m.add_vars(2 if gpipe else 1, ub=_load_cap(data), name="L: max load")
+    edges = np.stack([contraction.src, contraction.dst], axis=1) if len(contraction.src) else np.zeros((0, 2), int)
+
+    # Chain: I_{j-1} ⊆ I_j.
+    if P > 1:
+        n = U * (P - 1)
+        r = np.arange(n)
+        m.add_rows("chain: w[u, j-1] <= w[u, j]", n, ub=0.0, rows=np.concatenate([r, r]),
+                   cols=np.concatenate([w[:, :-1].reshape(-1), w[:, 1:].reshape(-1)]),
+                   vals=np.concatenate([np.ones(n), -np.ones(n)]))
+    # Ideals are down-closed along unit edges: w[dst, j] <= w[src, j].
+    if len(edges):
+        n = len(edges) * P
+        r = np.arange(n)
+        m.add_rows("ideal: w[v, j] <= w[u, j] for u -> v", n, ub=0.0, rows=np.concatenate([r, r]),
+                   cols=np.concatenate([w[edges[:, 1]].reshape(-1), w[edges[:, 0]].reshape(-1)]),
+                   vals=np.concatenate([np.ones(n), -np.ones(n)]))
+    # Lemma 4.1: the unit at position j is on an accelerator or on a CPU: a + p = w_j - w_{j-1}.
+    n = U * P
+    r = np.arange(n)
+    prev = np.concatenate([np.full((U, 1), -1), w[:, :-1]], axis=1).reshape(-1)
+    cols = np.concatenate([a.reshape(-1), p.reshape(-1), w.reshape(-1), prev[prev >= 0]])
+    rows = np.concatenate([r, r, r, r[prev >= 0]])
+    vals = np.concatenate([np.ones(n), np.ones(n), -np.ones(n), np.ones(int((prev >= 0).sum()))])
+    m.add_rows("device: a + p = w[u, j] - w[u, j-1]", n, lb=0.0, ub=0.0, rows=rows, cols=cols, vals=vals)
+    cj = np.broadcast_to(c[None, :], (U, P)).reshape(-1)
+    m.add_rows("type: a[u, j] <= 1 - c[j]", n, ub=1.0, rows=np.concatenate([r, r]),
+               cols=np.concatenate([a.reshape(-1), cj]), vals=np.ones(2 * n))
+    m.add_rows("type: p[u, j] <= c[j]", n, ub=0.0, rows=np.concatenate([r, r]),
+               cols=np.concatenate([p.reshape(-1), cj]), vals=np.concatenate([np.ones(n), -np.ones(n)]))
+    m.add_rows("exactly l CPU positions", 1, lb=float(cpus), ub=float(cpus), rows=np.zeros(P, int), cols=c, vals=1.0)
+    _communication(m, data, a, e)
+    _memory(m, data, a, cluster.memory_cap, "memory per accelerator position")
+    _loads(m, data, a, p, e, L, overlap, gpipe, "load")
+    _objective_and_bounds(m, data, L, P, gpipe)
+    return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe,
+                        {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges})
+
+
+def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, gpipe: bool = False) -> ThroughputIP:
+    """The assignment max-load IP over colour classes (module docstring).
+
+    >>> from exactplace import read_workload, workload_path
+    >>> w = read_workload(workload_path("layer_bert24_inference"))
+    >>> noncontiguous_ip(w.graph, w.cluster).space
+    'any'
+    """
+    data = unit_data(graph, graph.color)
+    U, k, cpus = data.units, cluster.accelerators, cluster.cpus
+    D = k + cpus
+    m = Model("throughput, non-contiguous (assignment)")
+    ub = np.ones((U, D))
+    ub[~data.supported, :k] = 0.0  # unsupported classes only on CPU cores
+    y = m.add_vars((U, D), ub=ub.reshape(-1), kind=Kind.INTEGER, name="y: class on device")
+    e = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses accelerator")
+    L = m.add_vars(2 if gpipe else 1, ub=_load_cap(data), name="L: max load")
+    m.add_rows("assignment: each class on one device", U, lb=1.0, ub=1.0,
+               rows=np.repeat(np.arange(U), D), cols=y.reshape(-1), vals=1.0)
+    _communication(m, data, y[:, :k], e)
+    _memory(m, data, y[:, :k], cluster.memory_cap, "memory per accelerator")
+    _loads(m, data, y[:, :k], y[:, k:], e, L, overlap, gpipe, "load")
+    # Symmetry: accelerators sorted by total (compute + communication) load, non-increasing.
+    if k > 1:
+        total_acc = data.acc.sum(axis=1)
+        rows, cols, vals = [], [], []
+        for d in range(k - 1):
+            for sign, dev in ((1.0, d), (-1.0, d + 1)):
+                rows += [np.full(U + data.groups, d)]
+                cols += [np.concatenate([y[:, dev], e[:, dev]])]
+                vals += [sign * np.concatenate([total_acc, data.group_cost])]
+        m.add_rows("symmetry: accelerator loads non-increasing", k - 1, lb=0.0,
+                   rows=np.concatenate(rows), cols=np.concatenate(cols), vals=np.concatenate(vals))
+    _objective_and_bounds(m, data, L, D, gpipe)
+    return ThroughputIP(m, "any", graph, cluster, data, overlap, gpipe, {"y": y, "e": e, "L": L})

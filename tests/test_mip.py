@@ -1,0 +1,153 @@
+"""The max-load IP (``method="mip"``) against the brute force and the DP, on every solver.
+
+Contiguous IP: its space is the DP's (``tests/oracle.py`` notion ``units``), so on random
+small instances contiguous IP = DP = brute force. Non-contiguous IP: notion ``any``.
+``gpipe`` (the DP does not take it) is checked against the brute force alone. The solver's
+objective never falls below the evaluator's (``method="mip"`` raises if it does), and the
+bound is a valid lower bound.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from oracle import brute_force_optima
+from strategies import clusters, dags, training_graphs
+
+from exactplace import Cluster, Graph, Node, ParameterError, SolverUnavailableError, Space, Status, solve
+from exactplace.backends.solvers import SOLVERS, get_solver
+from exactplace.backends.solvers.statuses import STATUS_TABLE, Outcome, interpret
+from exactplace.core.placement import Limit
+
+pytest.importorskip("exactplace._native")
+
+INSTALLED = [name for name in SOLVERS if get_solver(name).available() and name != "gurobi"]
+FAST = [s for s in ("highs", "cpsat") if s in INSTALLED]
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def graphs() -> st.SearchStrategy[Graph]:
+    return st.one_of(dags(max_nodes=6), training_graphs(max_forward=3))
+
+
+def homogeneous() -> st.SearchStrategy[Cluster]:
+    return clusters(min_accelerators=1, max_accelerators=3, max_cpus=1)
+
+
+def approx(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6)
+
+
+@SETTINGS
+@given(graphs(), homogeneous(), st.booleans(), st.sampled_from(FAST))
+def test_contiguous_ip_equals_dp_and_brute_force(graph: Graph, cluster: Cluster, overlap: bool, solver: str) -> None:
+    optima = brute_force_optima(graph, cluster, "throughput", overlap=overlap)
+    p = solve(graph, cluster, method="mip", solver=solver, rel_gap=0.0, warm_start=None, overlap=overlap)
+    if optima.units is None:
+        assert p.status in (Status.INFEASIBLE,) and p.device is None
+        return
+    dp = solve(graph, cluster, method="dp", overlap=overlap)
+    assert p.status is Status.OPTIMAL and p.space is Space.CHAIN
+    assert approx(p.objective, optima.units) and approx(dp.objective, p.objective)
+    assert p.bound is not None and 0 <= p.objective - p.bound <= 1e-5 * max(1.0, p.objective)
+    assert all(b.bound is None or a.bound is None or a.bound <= b.bound + 1e-9 for a, b in zip(p.trace, p.trace[1:]))
+
+
+@SETTINGS
+@given(graphs(), homogeneous(), st.sampled_from(FAST))
+def test_noncontiguous_ip_equals_brute_force(graph: Graph, cluster: Cluster, solver: str) -> None:
+    optima = brute_force_optima(graph, cluster, "throughput")
+    p = solve(graph, cluster, method="mip", solver=solver, contiguous=False, rel_gap=0.0, warm_start=None)
+    if optima.any is None:
+        assert p.status is Status.INFEASIBLE
+        return
+    assert p.status is Status.OPTIMAL and p.space is Space.ANY
+    assert approx(p.objective, optima.any)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(training_graphs(max_forward=3), homogeneous(), st.booleans(), st.booleans(), st.sampled_from(FAST))
+def test_gpipe_matches_brute_force(graph: Graph, cluster: Cluster, overlap: bool, contiguous: bool,
+                                   solver: str) -> None:
+    optima = brute_force_optima(graph, cluster, "throughput", gpipe=True, overlap=overlap)
+    expected = optima.units if contiguous else optima.any
+    p = solve(graph, cluster, method="mip", solver=solver, contiguous=contiguous, rel_gap=0.0,
+              gpipe=True, overlap=overlap)
+    if expected is None:
+        assert p.status is Status.INFEASIBLE
+        return
+    assert p.status is Status.OPTIMAL and approx(p.objective, expected)
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_every_installed_solver_finds_the_same_optimum(contiguous: bool) -> None:
+    graph = Graph([Node(i, 2.0 + i % 3, 1.0 + (i % 2), comm=0.5, memory=1.0) for i in range(7)],
+                  [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (4, 5), (4, 6)])
+    cluster = Cluster(3, memory=3.0, cpus=1)
+    values = {s: solve(graph, cluster, method="mip", solver=s, contiguous=contiguous, rel_gap=0.0,
+                       warm_start=None).objective for s in INSTALLED}
+    assert len(INSTALLED) >= 2
+    assert all(approx(v, values[INSTALLED[0]]) for v in values.values()), values
+
+
+def test_warm_start_is_used_and_reported() -> None:
+    graph = Graph([Node(i, 3.0, 1.0, comm=0.25) for i in range(5)], [(0, 1), (1, 2), (2, 3), (3, 4)])
+    cluster = Cluster(2, cpus=1)
+    auto = solve(graph, cluster, method="mip", solver="highs")
+    assert auto.info["warm_start"] == "dp" and auto.status is Status.OPTIMAL
+    given_start = solve(graph, cluster, method="mip", solver="cpsat", warm_start=auto)
+    assert given_start.info["warm_start"] == "given" and approx(given_start.objective, auto.objective)
+    none = solve(graph, cluster, method="mip", solver="cpsat", warm_start=None)
+    assert "warm_start" not in none.info
+
+
+def test_time_limit_returns_feasible_with_limit_and_trace() -> None:
+    rng = np.random.default_rng(0)
+    n = 40
+    nodes = [Node(i, float(rng.uniform(1, 5)), float(rng.uniform(0.5, 2)), comm=float(rng.uniform(0, 1)))
+             for i in range(n)]
+    edges = [(i, j) for i in range(n) for j in range(i + 1, min(n, i + 4)) if rng.uniform() < 0.6]
+    graph, cluster = Graph(nodes, edges), Cluster(4, cpus=1)
+    for solver in FAST:
+        p = solve(graph, cluster, method="mip", solver=solver, contiguous=False, rel_gap=0.0, time_limit=0.5)
+        assert p.has_solution and p.wall_seconds < 5
+        if p.limit is not None:
+            assert p.limit is Limit.TIME and p.status is Status.FEASIBLE
+        incumbents = [t.incumbent for t in p.trace if t.incumbent is not None]
+        assert incumbents == sorted(incumbents, reverse=True)
+
+
+def test_bad_solver_and_missing_solver() -> None:
+    graph, cluster = Graph([Node(0, 1.0, 1.0)], []), Cluster(1, cpus=1)
+    with pytest.raises(ParameterError, match="'solver'"):
+        solve(graph, cluster, method="mip", solver="cplex")
+    if not get_solver("gurobi").available():
+        with pytest.raises(SolverUnavailableError, match="pip install gurobipy"):
+            solve(graph, cluster, method="mip", solver="gurobi")
+
+
+def test_status_table_never_reads_a_limit_as_optimal() -> None:
+    for solver, table in STATUS_TABLE.items():
+        for raw, outcome in table.items():
+            if outcome in (Outcome.TIME, Outcome.INTERRUPT, Outcome.ITERATION, Outcome.MEMORY, Outcome.FEASIBLE):
+                for has in (True, False):
+                    status, limit = interpret(solver, raw, has_solution=has)
+                    assert status is (Status.FEASIBLE if has else Status.NO_SOLUTION)
+                    assert outcome is Outcome.FEASIBLE or limit is not None
+    assert interpret("highs", "kTimeLimit", has_solution=True) == (Status.FEASIBLE, Limit.TIME)
+    assert interpret("cpsat", "UNKNOWN/time", has_solution=False) == (Status.NO_SOLUTION, Limit.TIME)
+
+
+def test_highspy_and_ortools_load_in_one_process() -> None:
+    # Both ship libhighs.so.1; mismatched releases fail at import (pyproject pins them together).
+    code = "import highspy\nfrom ortools.sat.python import cp_model\nfrom ortools.linear_solver import pywraplp\n"
+    for order in (code, "\n".join(reversed(code.strip().split("\n")))):
+        subprocess.run([sys.executable, "-c", order], check=True)
