@@ -62,7 +62,7 @@ def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
     (:mod:`exactplace.heuristics.linear_latency`), the max-load DP split and DPL."""
     from exactplace.backends.dp import DP, DPL
     from exactplace.heuristics.greedy import Greedy
-    from exactplace.heuristics.linear_latency import linear_latency_split
+    from exactplace.heuristics.linear_latency import linear_latency_splits
 
     graph, cluster = problem.graph, problem.cluster
     found: dict[str, np.ndarray] = {}
@@ -75,9 +75,8 @@ def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
     greedy = Greedy().run(problem)
     if greedy.device is not None:
         found["greedy"] = greedy.device
-    linear = linear_latency_split(graph, cluster, problem.contraction)
-    if linear is not None:
-        found["linear_dp"] = linear
+    for i, split in enumerate(linear_latency_splits(graph, cluster, problem.contraction)):
+        found[f"linear_dp{i}" if i else "linear_dp"] = split
     remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
     throughput = Problem(graph, cluster, "throughput", deadline=time.monotonic() + max(remaining, 0) / 5,
                          cache=problem.cache)
