@@ -161,3 +161,18 @@ def test_shipped_example_reaches_its_optimum() -> None:
     assert p.status is Status.OPTIMAL and p.bound <= p.objective
     assert p.objective <= min(v for v in p.info["warm_start_candidates"].values() if v is not None) + 1e-9
     assert json.loads(p.to_json())["trace"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(dags(max_nodes=6), clusters(max_accelerators=3, max_cpus=2))
+def test_linear_latency_splits_are_contiguous_and_never_deadlock(graph: Graph, cluster: Cluster) -> None:
+    """The DP warm starts lie in the contiguous class (so they are valid hints for any q)."""
+    from exactplace import check_feasibility
+    from exactplace.core.contraction import contract
+    from exactplace.evaluators.feasibility import Guarantees
+    from exactplace.heuristics.linear_latency import linear_latency_splits
+
+    for device in linear_latency_splits(graph, cluster, contract(graph, cluster.memory_cap), orders=3):
+        assert check_feasibility(graph, cluster, device, guarantees=Guarantees()) == []
+        assert _pieces(graph, cluster, device) <= 1
+        assert math.isfinite(latency(graph, cluster, device))
