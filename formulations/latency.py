@@ -39,7 +39,8 @@ Tightenings tried (what each bought is measured in ``benchmarks/RESULTS.md``)
 * Per-node time windows ``[head_v, UB]``: ``head_v`` is the heaviest path into v with each
   node at its cheapest device and no communication (a path's nodes compute one after
   another, in one block or across blocks), ``UB`` the warm start's latency. The mirror image
-  ``F_v <= UB - tail_v`` is *not* valid: v finishes together with the successors in its block.
+  ``F_v <= UB - tail_v`` is *not* valid: v finishes together with the successors in its block;
+  ``T >= C_v + tail_v`` on the path-work variables below is.
 * Makespan bounded below by the critical path and by each accelerator's serial work
   (``T >= E_b`` for every block, blocks of one accelerator chained).
 * Symmetry between identical accelerators: accelerator ``d`` may hold class ``c`` only if
@@ -89,8 +90,9 @@ class LatencyData:
         Scaled compute times (accelerator time divided by the device's speed).
     group_cost : numpy array of int
         Scaled cost of each communication group.
-    head : numpy array of int, shape (n,)
-        Lower bound on the finish time of each node (heaviest path into it, cheapest devices).
+    head, tail : numpy arrays of int, shape (n,)
+        Heaviest path into each node (inclusive) and out of it (exclusive), cheapest devices,
+        no communication: lower bounds on the work along any path before and after it.
     """
 
     graph: Graph
@@ -107,15 +109,17 @@ class LatencyData:
     memory_cap: np.ndarray
     memory_binds: bool
     head: np.ndarray
+    tail: np.ndarray
     lower_bound: float
     identical: bool
 
 
-def _longest_paths(graph: Graph, weight: np.ndarray) -> np.ndarray:
-    """Heaviest path ending at each node, the node included."""
+def _longest_paths(graph: Graph, weight: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """Heaviest path ending at each node (starting at it if ``reverse``), the node included."""
     head = weight.astype(np.float64).copy()
-    preds = graph.predecessors
-    for v in graph.topological_order.tolist():
+    preds = graph.successors if reverse else graph.predecessors
+    order = graph.topological_order.tolist()
+    for v in reversed(order) if reverse else order:
         if len(preds[v]):
             head[v] += head[preds[v]].max()
     return head
@@ -162,6 +166,7 @@ def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = No
 
     # Time windows from the *rounded* weights, so that they bound the model's own times.
     head = _longest_paths(graph, floor(cheapest))
+    tail = _longest_paths(graph, floor(cheapest), reverse=True) - floor(cheapest)
     class_memory = np.bincount(cls, weights=graph.memory, minlength=classes)
     supported = np.bincount(cls, weights=~graph.supported, minlength=classes) == 0
     limit = cluster.memory_limit
@@ -176,7 +181,8 @@ def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = No
         cpu_time=floor(graph.cpu_time), acc_time=floor(acc), group_cost=floor(graph.group_cost),
         class_memory=np.ceil(class_memory * mscale).astype(np.int64),
         memory_cap=np.floor(np.where(finite, limit, 0) * mscale).astype(np.int64),
-        memory_binds=memory_binds, head=head.astype(np.int64), lower_bound=lower, identical=identical,
+        memory_binds=memory_binds, head=head.astype(np.int64), tail=tail.astype(np.int64), lower_bound=lower,
+        identical=identical,
     )
 
 
@@ -377,7 +383,8 @@ def build_model(data: LatencyData, upper: int | None = None, symmetry: bool = Tr
         for v in range(n):
             path_work.append(m.NewIntVar(min(int(data.head[v]), horizon), horizon, f"C{v}"))
             m.Add(path_work[v] >= work[v])
-            m.Add(makespan >= path_work[v])
+            # Any path through v continues to a sink: at least its cheapest work after v.
+            m.Add(makespan >= path_work[v] + int(data.tail[v]))
         for e in range(graph.m):
             u, v = src[e], dst[e]
             cost = group_cost[edge_group[e]]
@@ -577,5 +584,6 @@ def hint_values(lm: LatencyModel, device: np.ndarray) -> dict | None:
         for v in range(n):
             values[lm.path_work[v]] = int(cumulative[v])
     blocks_end = [values[lm.end[d][p]] for d in range(k) for p in range(q)]
-    values[lm.makespan] = int(max([finish.max(initial=0), *blocks_end, *(values[c] for c in lm.path_work)]))
+    values[lm.makespan] = int(max([finish.max(initial=0), *blocks_end,
+                                   *(values[c] + int(data.tail[v]) for v, c in enumerate(lm.path_work))]))
     return values

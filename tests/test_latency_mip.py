@@ -51,7 +51,7 @@ def _agrees(graph: Graph, cluster: Cluster, q: int, p) -> None:
     assert math.isclose(p.info["model_latency"], p.objective, rel_tol=1e-6, abs_tol=1e-6)
 
 
-tiny = dict(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+tiny = dict(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @settings(**tiny)
@@ -70,7 +70,7 @@ def test_q_subgraph_program_is_the_brute_force_optimum(graph: Graph, cluster: Cl
         assert p.objective <= one.objective * (1 + 1e-6) + 1e-6
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(dags(max_nodes=5), clusters(max_accelerators=3, max_cpus=2), st.sampled_from([0, 1]))
 def test_q1_is_contiguous_and_warm_start_does_not_change_the_optimum(graph: Graph, cluster: Cluster,
                                                                        seed: int) -> None:
@@ -163,7 +163,7 @@ def test_shipped_example_reaches_its_optimum() -> None:
     assert json.loads(p.to_json())["trace"]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(dags(max_nodes=6), clusters(max_accelerators=3, max_cpus=2))
 def test_linear_latency_splits_are_contiguous_and_never_deadlock(graph: Graph, cluster: Cluster) -> None:
     """The DP warm starts lie in the contiguous class (so they are valid hints for any q)."""
