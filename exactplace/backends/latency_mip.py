@@ -206,7 +206,11 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
 
     if status == cp_model.MODEL_INVALID:
         raise ExactplaceError(f"CP-SAT rejected the latency model: {lm.model.Validate()}. This is a bug.")
-    limit = Limit.INTERRUPT if info.get("interrupted") else None
+    # CP-SAT stops itself on Ctrl-C (SIGINT) and returns what it has: a stop well before the
+    # time limit without a proof can only be that.
+    stopped_early = (status in (cp_model.FEASIBLE, cp_model.UNKNOWN)
+                     and solver.WallTime() < params.max_time_in_seconds - 1)
+    limit = Limit.INTERRUPT if info.get("interrupted") or stopped_early else None
     space = Space.CONTIGUOUS if q == 1 else Space.SUBGRAPHS
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         device = decode(lm, solver.Value)
