@@ -587,3 +587,173 @@ def hint_values(lm: LatencyModel, device: np.ndarray) -> dict | None:
     values[lm.makespan] = int(max([finish.max(initial=0), *blocks_end,
                                    *(values[c] + int(data.tail[v]) for v, c in enumerate(lm.path_work))]))
     return values
+
+
+# ---- The same program for MIP solvers -----------------------------------------------------------
+class LatencyMIPForm:
+    """The CP-SAT model above, translated row by row into the solver-neutral :class:`Model`.
+
+    The program is written once (CP-SAT's modelling calls are its notation); MIP solvers get it
+    through this translation:
+
+    * times (block starts and ends, finishes, path work, makespan) become continuous
+      variables in the instance's own time unit (model units / ``scale``); a row holding one
+      is divided by ``scale``;
+    * a row with one enforcement literal becomes an indicator row whose big-M constants come
+      from the variables' domains, i.e. from the per-node windows ``[head_v, UB]`` and the
+      warm start's ``UB``, never from one global sum; a row with two literals (a block waits
+      for a predecessor outside it) gets an auxiliary binary ``z >= l1 + l2 - 1``;
+    * clauses become ``sum of literals >= 1``; ``max`` equalities (the exact piece rule for
+      ``q >= 2``, the symmetry prefix) become ``t >= e_i`` plus ``t <= e_i + M_i (1 - s_i)``
+      with one selector ``s_i`` per argument, ``sum s_i = 1``.
+
+    ``encode`` / ``decode`` go between device arrays and this model's values, as
+    :func:`exactplace.backends.mip.solve_ip` expects.
+    """
+
+    def __init__(self, lm: LatencyModel) -> None:
+        from .model import Kind, Model
+
+        self.lm = lm
+        proto = lm.model.Proto()
+        scale = lm.data.scale
+        time_vars = {v.Index() for v in [*[s for row in lm.start for s in row], *[e for row in lm.end for e in row],
+                                          *lm.finish, lm.makespan, *lm.path_work]}
+        nv = len(proto.variables)
+        lo = np.array([proto.variables[i].domain[0] for i in range(nv)], dtype=np.float64)
+        hi = np.array([proto.variables[i].domain[len(proto.variables[i].domain) - 1] for i in range(nv)],
+                      dtype=np.float64)
+        is_time = np.zeros(nv, dtype=bool)
+        is_time[list(time_vars)] = True
+        unit = np.where(is_time, 1.0 / scale, 1.0)  # model value of a variable = proto value * unit
+        model = Model("latency")
+        # One proto variable -> one model variable, same index order (runs of one kind at a time).
+        cuts = np.flatnonzero(np.diff(is_time.astype(np.int8))) + 1
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), nv]):
+            model.add_vars(b - a, lb=lo[a:b] * unit[a:b], ub=hi[a:b] * unit[a:b],
+                           kind=Kind.CONTINUOUS if is_time[a] else Kind.INTEGER, name="proto")
+        base = np.arange(nv, dtype=np.int64)
+        mlo, mhi = lo * unit, hi * unit
+        self.base, self.unit, self.scale = base, unit, scale
+        self.extra: list[tuple[str, object]] = []  # how to compute each auxiliary variable's value
+
+        def literal(lit: int) -> tuple[int, int]:  # (variable, value making the literal true)
+            return (lit, 1) if lit >= 0 else (-lit - 1, 0)
+
+        def activity(cols: list[int], coefs: list[float]) -> tuple[float, float]:
+            """Range of sum(coef * model value) over the variables' bounds."""
+            low = sum(c * (mlo[i] if c > 0 else mhi[i]) for i, c in zip(cols, coefs))
+            high = sum(c * (mhi[i] if c > 0 else mlo[i]) for i, c in zip(cols, coefs))
+            return low, high
+
+        def aux(name: str, recipe: object) -> int:
+            index = int(model.add_vars(1, lb=0, ub=1, kind=Kind.INTEGER, name=name)[0])
+            self.extra.append((index, recipe))
+            return index
+
+        for ct in proto.constraints:
+            enforcement = list(ct.enforcement_literal)
+            if ct.has_linear():
+                cols = list(ct.linear.vars)
+                raw = list(ct.linear.coeffs)
+                timed = any(is_time[i] for i in cols)
+                # Coefficients on model values: proto_coef / unit_i, then the row divided by scale if timed.
+                row_scale = 1.0 / scale if timed else 1.0
+                coefs = [c / unit[i] * row_scale for i, c in zip(cols, raw)]
+                dom = list(ct.linear.domain)
+                lb = dom[0] * row_scale if dom[0] > -2**62 else -math.inf
+                ub = dom[-1] * row_scale if dom[-1] < 2**62 else math.inf
+                if not enforcement:
+                    model.add_rows("row", 1, rows=np.zeros(len(cols), dtype=np.int64), cols=base[cols], vals=coefs,
+                                   lb=lb, ub=ub)
+                    continue
+                if len(enforcement) == 1:
+                    var, value = literal(enforcement[0])
+                    binary = int(base[var])
+                else:
+                    parts = [literal(lit) for lit in enforcement]
+                    binary = aux("both", parts)
+                    # z >= sum(literal) - (len - 1)
+                    lits_cols = [binary] + [int(base[v]) for v, _ in parts]
+                    vals = [1.0] + [-1.0 if val else 1.0 for _, val in parts]
+                    negatives = sum(1 for _, val in parts if not val)
+                    model.add_rows("both", 1, rows=np.zeros(len(lits_cols), dtype=np.int64), cols=lits_cols,
+                                   vals=vals, lb=negatives - (len(parts) - 1))
+                    value = 1
+                low, high = activity(cols, coefs)
+                model.add_indicators("enforced", 1, binary=binary, value=value,
+                                     rows=np.zeros(len(cols), dtype=np.int64), cols=base[cols], vals=coefs,
+                                     lb=lb, ub=ub, big_m_lb=max(0.0, lb - low) if math.isfinite(lb) else 0.0,
+                                     big_m_ub=max(0.0, high - ub) if math.isfinite(ub) else 0.0)
+            elif ct.has_bool_or():
+                parts = [literal(lit) for lit in ct.bool_or.literals] + [
+                    (v, 1 - val) for v, val in (literal(lit) for lit in enforcement)]
+                vals = [1.0 if val else -1.0 for _, val in parts]
+                negatives = sum(1 for _, val in parts if not val)
+                model.add_rows("clause", 1, rows=np.zeros(len(parts), dtype=np.int64),
+                               cols=[int(base[v]) for v, _ in parts], vals=vals, lb=1 - negatives)
+            elif ct.has_bool_and():
+                (enf, enf_val), = [literal(lit) for lit in enforcement]
+                for lit in ct.bool_and.literals:
+                    v, val = literal(lit)
+                    # enforcement true -> literal true:  lit >= enf
+                    lit_coef, lit_const = (1.0, 0.0) if val else (-1.0, 1.0)
+                    enf_coef, enf_const = (1.0, 0.0) if enf_val else (-1.0, 1.0)
+                    model.add_rows("implication", 1, rows=[0, 0], cols=[int(base[v]), int(base[enf])],
+                                   vals=[lit_coef, -enf_coef], lb=enf_const - lit_const)
+            elif ct.has_lin_max():
+                group = len(self.extra)
+                target = ct.lin_max.target
+                t_cols, t_coefs = list(target.vars), list(target.coeffs)
+                exprs = [(list(e.vars), list(e.coeffs), e.offset) for e in ct.lin_max.exprs]
+                selectors = []
+                for cols, coefs, offset in exprs:
+                    # target - expr >= 0 (integer variables only: units are 1)
+                    model.add_rows("max>=", 1, rows=np.zeros(len(t_cols) + len(cols), dtype=np.int64),
+                                   cols=[int(base[i]) for i in t_cols + cols], vals=t_coefs + [-c for c in coefs],
+                                   lb=offset - target.offset)
+                    s = aux("select", (group, t_cols, t_coefs, target.offset, cols, coefs, offset))
+                    selectors.append(s)
+                    _, high_t = activity(t_cols, t_coefs)
+                    low_e, _ = activity(cols, coefs)
+                    big = high_t + target.offset - (low_e + offset)
+                    model.add_indicators("max<=", 1, binary=s, value=1,
+                                         rows=np.zeros(len(t_cols) + len(cols), dtype=np.int64),
+                                         cols=[int(base[i]) for i in t_cols + cols],
+                                         vals=t_coefs + [-c for c in coefs], ub=offset - target.offset,
+                                         big_m_ub=max(0.0, big))
+                model.add_rows("one selector", 1, rows=np.zeros(len(selectors), dtype=np.int64), cols=selectors,
+                               vals=1.0, lb=1.0, ub=1.0)
+            else:
+                raise NotImplementedError("the latency model uses only linear, clause, implication and max rows")
+        model.minimize([int(base[lm.makespan.Index()])], [1.0])
+        self.model = model
+
+    def decode(self, values: np.ndarray) -> np.ndarray:
+        """Device array of a solution's values."""
+        base = self.base
+        return decode(self.lm, lambda var: values[base[var.Index()]] > 0.5)
+
+    def encode(self, device: np.ndarray) -> np.ndarray | None:
+        """This model's values for a placement (the warm start), or None outside the program's space."""
+        hint = hint_values(self.lm, device)
+        if hint is None:
+            return None
+        proto_values = np.zeros(len(self.base))
+        for var, value in hint.items():
+            proto_values[var.Index()] = value
+        values = np.full(self.model.num_vars, np.nan)
+        values[self.base] = proto_values * self.unit
+        chosen: set[int] = set()
+        for index, recipe in self.extra:
+            if isinstance(recipe, list):  # conjunction of literals
+                values[index] = float(all((proto_values[v] > 0.5) == bool(val) for v, val in recipe))
+            else:  # selector of a max argument: the first argument attaining the target
+                group, t_cols, t_coefs, t_off, cols, coefs, off = recipe
+                target = sum(c * proto_values[i] for i, c in zip(t_cols, t_coefs)) + t_off
+                expr = sum(c * proto_values[i] for i, c in zip(cols, coefs)) + off
+                take = abs(target - expr) < 0.5 and group not in chosen
+                if take:
+                    chosen.add(group)
+                values[index] = float(take)
+        return values

@@ -176,3 +176,33 @@ def test_linear_latency_splits_are_contiguous_and_never_deadlock(graph: Graph, c
         assert check_feasibility(graph, cluster, device, guarantees=Guarantees()) == []
         assert _pieces(graph, cluster, device) <= 1
         assert math.isfinite(latency(graph, cluster, device))
+
+
+def _installed_solvers() -> list[str]:
+    from exactplace.backends.solvers import SOLVERS, get_solver
+
+    names = []
+    for name in SOLVERS:
+        try:
+            get_solver(name).require()
+        except Exception:  # not installed / not licensed
+            continue
+        names.append(name)
+    return names
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dags(max_nodes=4), clusters(min_accelerators=1, max_accelerators=2, max_cpus=1), st.sampled_from([1, 2]))
+def test_every_solver_reaches_the_same_optimum(graph: Graph, cluster: Cluster, q: int) -> None:
+    """The MIP form (the same program translated for HiGHS, SCIP, CBC) agrees with CP-SAT and brute force."""
+    best = latency_subgraph_optimum(graph, cluster, q)
+    for name in _installed_solvers():
+        p = solve(graph, cluster, objective="latency", method="mip", solver=name, q=q, rel_gap=0.0,
+                  time_limit=30, threads=1, warm_start=None)
+        if best is None:
+            assert p.device is None, name
+            continue
+        assert p.status is Status.OPTIMAL, (name, p.status, p.info)
+        # MIP solvers decide with tolerances: a time can be off by their feasibility tolerance.
+        assert p.objective == pytest.approx(best, rel=1e-5, abs=1e-5), (name, p.objective, best)
+        assert p.bound <= p.objective

@@ -44,14 +44,8 @@ DEFAULT_TIME_LIMIT = 60.0
 #: CP-SAT workers when ``threads`` is not given: its portfolio needs several even on two cores.
 DEFAULT_WORKERS = 8
 
-#: Solvers the latency program runs on: its enforcement literals and exact piece rule are CP-SAT's.
-LATENCY_SOLVERS = ("auto", "cpsat")
-
-
 def check_latency(solver: str, options: dict) -> None:
     """Reject what the latency program cannot do, naming the option."""
-    check_param(solver in LATENCY_SOLVERS, "solver", "solve",
-                f"one of {list(LATENCY_SOLVERS)} for objective 'latency' (the latency program runs on CP-SAT)", solver)
     check_param("contiguous" not in options, "contiguous", "solve",
                 "left out for objective 'latency' (use q: q=1 is contiguous, q>=2 allows q subgraphs "
                 "per accelerator)", options.get("contiguous"))
@@ -113,7 +107,7 @@ def _best_start(problem: Problem, lm: Any, candidates: dict[str, np.ndarray]) ->
 
 
 def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log: bool = False,
-                  progress: bool = False) -> MethodResult:
+                  progress: bool = False, solver_name: str = "auto") -> MethodResult:
     """Solve the latency program for ``problem``; see the module docstring."""
     from ortools.sat.python import cp_model
 
@@ -158,6 +152,9 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
         info["warm_start_latency"] = found["value"]
     timings["build"] = time.monotonic() - built
     info.update(model=lm.stats, scale=data.scale)
+    space = Space.CONTIGUOUS if q == 1 else Space.SUBGRAPHS
+    if solver_name not in ("auto", "cpsat"):
+        return _solve_translated(problem, lm, solver_name, start, info, timings, space, threads, log, progress)
 
     solver = cp_model.CpSolver()
     params = solver.parameters
@@ -211,7 +208,6 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
     stopped_early = (status in (cp_model.FEASIBLE, cp_model.UNKNOWN)
                      and solver.WallTime() < params.max_time_in_seconds - 1)
     limit = Limit.INTERRUPT if info.get("interrupted") or stopped_early else None
-    space = Space.CONTIGUOUS if q == 1 else Space.SUBGRAPHS
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         device = decode(lm, solver.Value)
         model_value = solver.ObjectiveValue() / scale
@@ -245,3 +241,27 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
                             solver="cpsat", space=space, trace=trace, timings=timings, info=info)
     return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver="cpsat", space=space, trace=trace,
                         timings=timings, info=info)
+
+
+def _solve_translated(problem: Problem, lm: Any, solver: str, start: tuple | None, info: dict, timings: dict,
+                      space: Space, threads: int | None, log: bool, progress: bool) -> MethodResult:
+    """The program on a MIP solver (HiGHS, SCIP, CBC, Gurobi) through the neutral model's adapters."""
+    from exactplace.backends.mip import solve_ip
+    from exactplace.formulations.latency import LatencyMIPForm
+
+    clock = time.monotonic()
+    form = LatencyMIPForm(lm)
+    timings["translate"] = time.monotonic() - clock
+    info.update(variables=form.model.num_vars, rows=form.model.num_rows,
+                indicator_rows=form.model.indicators.count)
+    warm = start[1] if start is not None else None
+    result, out = solve_ip(problem, form, solver, warm=warm, threads=int(threads or usable_cpus()), log=log,
+                           progress=progress, space=space, info=info, timings=timings)
+    if result.device is not None:
+        value = latency(problem.graph, problem.cluster, result.device)
+        slack = lm.bound_slack / lm.data.scale
+        bound = out.bound if out.bound is not None else lm.data.lower_bound
+        result.bound = min(max(bound - slack, lm.data.lower_bound), value)
+        if out.objective is not None:
+            info["model_latency"] = out.objective
+    return result

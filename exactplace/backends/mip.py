@@ -184,7 +184,8 @@ class MIP(Method):
 
             return solve_latency(problem, q=int(self.setting(problem, "q")), threads=self.setting(problem, "threads"),
                                  log=bool(self.setting(problem, "log")),
-                                 progress=bool(self.setting(problem, "progress")))
+                                 progress=bool(self.setting(problem, "progress")),
+                                 solver_name=self.setting(problem, "solver"))
 
         overlap, gpipe = bool(problem.option("overlap")), bool(problem.option("gpipe"))
         contiguous = bool(self.setting(problem, "contiguous"))
