@@ -11,7 +11,8 @@ machine load (``uptime``) at the start of each solve: the machine is shared.
 Usage::
 
     python benchmarks/bench_latency_mip.py [--limit 60] [--checkpoints 1,10,60] [--q 1]
-                                           [--only NAME] [--threads N] [--json OUT]
+                                           [--only NAME] [--threads N] [--json OUT] [--solver NAME]
+                                           [--no-warm-start]
 
 ``--q 2 --chain`` starts each q=2 solve from the q=1 result of the same run (a contiguous
 placement is a 2-subgraph placement), so the q=2 value is at most the contiguous one.
@@ -55,12 +56,16 @@ def main() -> None:
     parser.add_argument("--only", default="")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", default=None, help="append one JSON line per solve to this file")
+    parser.add_argument("--solver", default="cpsat")
+    parser.add_argument("--no-warm-start", dest="warm_start", action="store_const", const=None, default="auto",
+                        help="start from nothing (warm_start=None)")
     args = parser.parse_args()
     if not SHARED.exists():
         sys.exit(f"no shared workloads at {SHARED}")
     reference = {row["workload"]: row for row in csv.DictReader(open(SHARED / "reference.csv"))}
     checkpoints = [float(c) for c in args.checkpoints.split(",") if c]
     qs = [int(q) for q in args.q.split(",")]
+    print(f"solver {args.solver}, warm start {args.warm_start or 'none'}")
     print("| workload | q | load | t (s) | value | bound | gap | ip_contiguous | greedy | maxload_dp_latency | "
           "ratio to ip |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -74,9 +79,10 @@ def main() -> None:
         for q in qs:
             load = load_average()
             options = {"threads": args.threads} if args.threads else {}
-            warm = previous if (args.chain and q > 1 and previous is not None) else None
+            warm = previous if (args.chain and q > 1 and previous is not None) else args.warm_start
             clock = time.monotonic()
-            p = solve(w, objective="latency", method="mip", time_limit=args.limit, q=q, warm_start=warm, **options)
+            p = solve(w, objective="latency", method="mip", solver=args.solver, time_limit=args.limit, q=q,
+                      warm_start=warm, **options)
             wall = time.monotonic() - clock
             if q == 1:
                 previous = p
@@ -93,7 +99,8 @@ def main() -> None:
             if args.json:
                 with open(args.json, "a") as out:
                     out.write(json.dumps({
-                        "workload": name, "q": q, "limit": args.limit, "load": load, "wall": wall,
+                        "workload": name, "q": q, "solver": args.solver, "warm": args.warm_start or "none",
+                        "limit": args.limit, "load": load, "wall": wall,
                         "value": p.objective, "bound": p.bound, "status": p.status.value,
                         "warm_start": p.info.get("warm_start"), "candidates": p.info.get("warm_start_candidates"),
                         "trace": [(t.seconds, t.incumbent, t.bound) for t in p.trace],
