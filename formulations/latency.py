@@ -29,25 +29,40 @@ the model's latency of a placement never exceeds the true one by rounding and it
 stays valid after the correction in :attr:`LatencyModel.bound_slack`; the evaluator recomputes
 the exact objective of the decoded placement.
 
-Tightenings tried (what each bought is measured in ``benchmarks/RESULTS.md``)
--------------------------------------------------------------------------------
-* Enforcement literals instead of big-M for every conditional constraint (block start after
-  its external predecessors, node finish at its block's end): the LP relaxation of big-M
-  rows is useless for makespans, CP-SAT propagates the literals directly.
+Tightenings tried, and what each bought (measured on the shared 2-core machine under a load
+average of 9-18 from other jobs, so seconds are pessimistic; ``benchmarks/RESULTS.md``)
+-------------------------------------------------------------------------------------------
+* Enforcement literals instead of big-M for every conditional row on CP-SAT (block start
+  after its external predecessors, node finish at its block's end). Not ablated against
+  big-M on CP-SAT; MIP solvers get per-row big-M from the variable domains (see
+  :class:`LatencyMIPForm`).
 * CPU rows without any literal: ``F_v >= F_u + cpu_v * on_cpu(v)`` for each edge is valid for
-  every placement (a node never finishes before its predecessors), so it is a plain linear row.
+  every placement (a node never finishes before its predecessors), so it is a plain row.
 * Per-node time windows ``[head_v, UB]``: ``head_v`` is the heaviest path into v with each
   node at its cheapest device and no communication (a path's nodes compute one after
   another, in one block or across blocks), ``UB`` the warm start's latency. The mirror image
   ``F_v <= UB - tail_v`` is *not* valid: v finishes together with the successors in its block;
-  ``T >= C_v + tail_v`` on the path-work variables below is.
+  ``T >= C_v + tail_v`` on the path-work variables below is. (A first version used the
+  invalid window and cut off the optimum of a one-accelerator instance; a test now covers it.)
+* Path-work rows ``C_v >= C_u + work_v + c_uv * sum_d |x_ud - x_vd|``, ``T >= C_v + tail_v``:
+  the LP then sees that CPU nodes and block boundaries cost time. op_bert3_inference's bound
+  after about one second went from 268.7 to 397.2 (optimum 408.47); on layer_resnet50 the
+  bound stays at the critical path (187.5 against 1157): there the latency comes from how
+  many cuts memory forces, which a fractional assignment hides.
+* Warm start (the largest effect): the best of all-CPU, greedy, the linear latency DP over
+  six DFS orders, the max-load DP split and DPL. Without it op_bert6_inference reached
+  439.54 after 600 s; with it 438.065 within 60 s. On layer_resnet50 and op_resnet50 the
+  linear DP alone (1156.9, 651.1) beats what CP-SAT found in 120 s from the max-load DP split
+  (1247.6, and 712.5 in 60 s) and Gurobi's hour (1191.02, 672.06).
 * Makespan bounded below by the critical path and by each accelerator's serial work
   (``T >= E_b`` for every block, blocks of one accelerator chained).
 * Symmetry between identical accelerators: accelerator ``d`` may hold class ``c`` only if
   accelerator ``d-1`` holds a class earlier in topological order (devices ordered by their
-  first class); the warm start is relabelled to match.
+  first class); the warm start is relabelled to match. Not ablated.
 * ``q >= 2``: the piece of every node is *exactly* the evaluator's rule (``AddMaxEquality``),
-  not just a lower bound on it, so the model's schedule is the evaluator's.
+  not just a lower bound on it, so the model's schedule is the evaluator's (with lower
+  bounds only, the model could run a node in a later piece than the evaluator does and
+  report a latency the placement does not have).
 """
 
 from __future__ import annotations

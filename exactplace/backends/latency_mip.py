@@ -1,10 +1,13 @@
-"""The latency program on CP-SAT: ``solve(objective="latency", method="mip")``.
+"""The latency program: ``solve(objective="latency", method="mip")``.
 
 Runs :mod:`exactplace.formulations.latency` (paper Fig. 3, and Fig. 4 with the ``q``
-option) on OR-Tools CP-SAT, warm-started from the best of several placements scored by the
-latency evaluator: the user's ``warm_start``, the greedy baseline, the max-load DP split (when
-the DP suits the instance), DPL, and everything on the CPU. The warm start is a complete
-CP-SAT hint and its latency an upper bound on the makespan.
+option) on OR-Tools CP-SAT (``solver="auto"`` or ``"cpsat"``), or translated into the MIP
+layer's neutral model on HiGHS, SCIP, CBC or Gurobi. By default (``warm_start="auto"``) it
+starts from the best of several placements scored by the latency evaluator: all-CPU, greedy,
+the linear latency DP (:mod:`exactplace.heuristics.linear_latency`), the max-load DP split
+(when the DP suits the instance) and DPL; a given ``warm_start`` is one more candidate,
+``warm_start=None`` starts from nothing. The start is a complete solution of the model (a
+CP-SAT hint, a MIP start) and its latency the makespan's upper bound.
 
 Without a ``time_limit`` the solve still stops after :data:`DEFAULT_TIME_LIMIT` seconds and
 says so in ``info["time_limit"]``; it returns the best placement with the solver's bound
