@@ -662,9 +662,20 @@ class LatencyMIPForm:
             return low, high
 
         def aux(name: str, recipe: object) -> int:
-            index = int(model.add_vars(1, lb=0, ub=1, kind=Kind.INTEGER, name=name)[0])
+            index = nv + len(self.extra)  # auxiliary binaries follow the proto's variables
             self.extra.append((index, recipe))
             return index
+
+        # Rows are buffered per family and added in one call each (the model is built in bulk).
+        plain: dict[str, list] = {}
+        enforced: dict[str, list] = {}
+
+        def add_row(family: str, cols: object, vals: object, lb: float = -math.inf, ub: float = math.inf) -> None:
+            plain.setdefault(family, []).append((list(cols), list(vals), lb, ub))
+
+        def add_indicator(family: str, binary: int, value: int, cols: object, vals: object, lb: float = -math.inf,
+                          ub: float = math.inf, big_m_lb: float = 0.0, big_m_ub: float = 0.0) -> None:
+            enforced.setdefault(family, []).append((binary, value, list(cols), list(vals), lb, ub, big_m_lb, big_m_ub))
 
         for ct in proto.constraints:
             enforcement = list(ct.enforcement_literal)
@@ -679,8 +690,7 @@ class LatencyMIPForm:
                 lb = dom[0] * row_scale if dom[0] > -2**62 else -math.inf
                 ub = dom[-1] * row_scale if dom[-1] < 2**62 else math.inf
                 if not enforcement:
-                    model.add_rows("row", 1, rows=np.zeros(len(cols), dtype=np.int64), cols=base[cols], vals=coefs,
-                                   lb=lb, ub=ub)
+                    add_row("row", base[cols], coefs, lb, ub)
                     continue
                 if len(enforcement) == 1:
                     var, value = literal(enforcement[0])
@@ -692,21 +702,18 @@ class LatencyMIPForm:
                     lits_cols = [binary] + [int(base[v]) for v, _ in parts]
                     vals = [1.0] + [-1.0 if val else 1.0 for _, val in parts]
                     negatives = sum(1 for _, val in parts if not val)
-                    model.add_rows("both", 1, rows=np.zeros(len(lits_cols), dtype=np.int64), cols=lits_cols,
-                                   vals=vals, lb=negatives - (len(parts) - 1))
+                    add_row("both literals", lits_cols, vals, lb=negatives - (len(parts) - 1))
                     value = 1
                 low, high = activity(cols, coefs)
-                model.add_indicators("enforced", 1, binary=binary, value=value,
-                                     rows=np.zeros(len(cols), dtype=np.int64), cols=base[cols], vals=coefs,
-                                     lb=lb, ub=ub, big_m_lb=max(0.0, lb - low) if math.isfinite(lb) else 0.0,
-                                     big_m_ub=max(0.0, high - ub) if math.isfinite(ub) else 0.0)
+                add_indicator("enforced", binary, value, base[cols], coefs, lb, ub,
+                              max(0.0, lb - low) if math.isfinite(lb) else 0.0,
+                              max(0.0, high - ub) if math.isfinite(ub) else 0.0)
             elif ct.has_bool_or():
                 parts = [literal(lit) for lit in ct.bool_or.literals] + [
                     (v, 1 - val) for v, val in (literal(lit) for lit in enforcement)]
                 vals = [1.0 if val else -1.0 for _, val in parts]
                 negatives = sum(1 for _, val in parts if not val)
-                model.add_rows("clause", 1, rows=np.zeros(len(parts), dtype=np.int64),
-                               cols=[int(base[v]) for v, _ in parts], vals=vals, lb=1 - negatives)
+                add_row("clause", [int(base[v]) for v, _ in parts], vals, lb=1 - negatives)
             elif ct.has_bool_and():
                 (enf, enf_val), = [literal(lit) for lit in enforcement]
                 for lit in ct.bool_and.literals:
@@ -714,8 +721,8 @@ class LatencyMIPForm:
                     # enforcement true -> literal true:  lit >= enf
                     lit_coef, lit_const = (1.0, 0.0) if val else (-1.0, 1.0)
                     enf_coef, enf_const = (1.0, 0.0) if enf_val else (-1.0, 1.0)
-                    model.add_rows("implication", 1, rows=[0, 0], cols=[int(base[v]), int(base[enf])],
-                                   vals=[lit_coef, -enf_coef], lb=enf_const - lit_const)
+                    add_row("implication", [int(base[v]), int(base[enf])], [lit_coef, -enf_coef],
+                            lb=enf_const - lit_const)
             elif ct.has_lin_max():
                 group = len(self.extra)
                 target = ct.lin_max.target
@@ -724,23 +731,34 @@ class LatencyMIPForm:
                 selectors = []
                 for cols, coefs, offset in exprs:
                     # target - expr >= 0 (integer variables only: units are 1)
-                    model.add_rows("max>=", 1, rows=np.zeros(len(t_cols) + len(cols), dtype=np.int64),
-                                   cols=[int(base[i]) for i in t_cols + cols], vals=t_coefs + [-c for c in coefs],
-                                   lb=offset - target.offset)
+                    add_row("max >=", [int(base[i]) for i in t_cols + cols], t_coefs + [-c for c in coefs],
+                            lb=offset - target.offset)
                     s = aux("select", (group, t_cols, t_coefs, target.offset, cols, coefs, offset))
                     selectors.append(s)
                     _, high_t = activity(t_cols, t_coefs)
                     low_e, _ = activity(cols, coefs)
                     big = high_t + target.offset - (low_e + offset)
-                    model.add_indicators("max<=", 1, binary=s, value=1,
-                                         rows=np.zeros(len(t_cols) + len(cols), dtype=np.int64),
-                                         cols=[int(base[i]) for i in t_cols + cols],
-                                         vals=t_coefs + [-c for c in coefs], ub=offset - target.offset,
-                                         big_m_ub=max(0.0, big))
-                model.add_rows("one selector", 1, rows=np.zeros(len(selectors), dtype=np.int64), cols=selectors,
-                               vals=1.0, lb=1.0, ub=1.0)
+                    add_indicator("max <=", s, 1, [int(base[i]) for i in t_cols + cols],
+                                  t_coefs + [-c for c in coefs], ub=offset - target.offset, big_m_ub=max(0.0, big))
+                add_row("one selector", selectors, [1.0] * len(selectors), 1.0, 1.0)
             else:
                 raise NotImplementedError("the latency model uses only linear, clause, implication and max rows")
+        if self.extra:
+            model.add_vars(len(self.extra), lb=0, ub=1, kind=Kind.INTEGER, name="auxiliary")
+        for family, rows in plain.items():
+            sizes = [len(r[0]) for r in rows]
+            model.add_rows(family, len(rows), rows=np.repeat(np.arange(len(rows)), sizes),
+                           cols=np.concatenate([np.asarray(r[0], dtype=np.int64) for r in rows]),
+                           vals=np.concatenate([np.asarray(r[1], dtype=np.float64) for r in rows]),
+                           lb=[r[2] for r in rows], ub=[r[3] for r in rows])
+        for family, rows in enforced.items():
+            sizes = [len(r[2]) for r in rows]
+            model.add_indicators(family, len(rows), binary=[r[0] for r in rows], value=[r[1] for r in rows],
+                                 rows=np.repeat(np.arange(len(rows)), sizes),
+                                 cols=np.concatenate([np.asarray(r[2], dtype=np.int64) for r in rows]),
+                                 vals=np.concatenate([np.asarray(r[3], dtype=np.float64) for r in rows]),
+                                 lb=[r[4] for r in rows], ub=[r[5] for r in rows],
+                                 big_m_lb=[r[6] for r in rows], big_m_ub=[r[7] for r in rows])
         model.minimize([int(base[lm.makespan.Index()])], [1.0])
         self.model = model
 
