@@ -109,13 +109,21 @@ def _best_start(problem: Problem, lm: Any, candidates: dict[str, np.ndarray]) ->
     return None
 
 
+def _pieces(graph: Any, cluster: Any, device: np.ndarray) -> int:
+    """Most contiguous pieces (the evaluator's rule) any accelerator's node set falls into."""
+    from exactplace.evaluators.latency import contiguous_pieces
+
+    return max((int(contiguous_pieces(graph, device == d).max(initial=0)) for d in range(cluster.accelerators)),
+               default=0)
+
+
 def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log: bool = False,
                   progress: bool = False, solver_name: str = "auto") -> MethodResult:
     """Solve the latency program for ``problem``; see the module docstring."""
     from ortools.sat.python import cp_model
 
     from exactplace.backends.mip import _progress_printer
-    from exactplace.formulations.latency import build_model, decode, hint_values, prepare
+    from exactplace.formulations.latency import build_model, decode, prepare
 
     graph, cluster = problem.graph, problem.cluster
     clock = time.monotonic()
@@ -141,14 +149,20 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
     built = time.monotonic()
     finite = [v for v in values.values() if v is not None and math.isfinite(v)]
     data = prepare(graph, cluster, q, upper=min(finite) if finite else None)
-    # Build once to pick the best candidate inside the model's space, then again with its
-    # makespan as the horizon: every node's time window shrinks to [head, UB - tail].
-    lm = build_model(data)
+    # The best candidate's latency bounds every time window [head, UB]: in model units its
+    # schedule is at most UB * scale plus one unit per block (the one-unit block minimum).
+    inside = [values[name] for name, device in candidates.items()
+              if values[name] is not None and math.isfinite(values[name]) and _pieces(graph, cluster, device) <= q]
+    upper = math.ceil(min(inside) * data.scale) + cluster.accelerators * q + 1 if inside else None
+    lm = build_model(data, upper=upper)
     start = _best_start(problem, lm, candidates)
+    if upper is not None and (start is None or start[2]["hint"][lm.makespan] > upper):
+        lm = build_model(data)  # the horizon came from a start the model rejects (memory rounding): none
+        start = _best_start(problem, lm, candidates)
     if start is not None:
         name, device, found = start
-        lm = build_model(data, upper=found["hint"][lm.makespan])
-        hint = hint_values(lm, device)
+        hint = found["hint"]
+        lm.model.Add(lm.makespan <= hint[lm.makespan])
         for var, value in hint.items():
             lm.model.AddHint(var, value)
         info["warm_start"] = name
