@@ -191,7 +191,7 @@ def _installed_solvers() -> list[str]:
     return names
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dags(max_nodes=4), clusters(min_accelerators=1, max_accelerators=2, max_cpus=1), st.sampled_from([1, 2]))
 def test_every_solver_reaches_the_same_optimum(graph: Graph, cluster: Cluster, q: int) -> None:
     """The MIP form (the same program translated for HiGHS, SCIP, CBC) agrees with CP-SAT and brute force."""
