@@ -171,3 +171,34 @@ def _position_digraph(graph: Graph) -> nx.DiGraph:
     digraph.add_nodes_from(range(graph.n))
     digraph.add_edges_from(zip(graph.src.tolist(), graph.dst.tolist()))
     return digraph
+
+
+def latency_subgraph_optimum(graph: Graph, cluster: Cluster, q: int) -> float | None:
+    """Least latency over placements with at most ``q`` subgraphs per accelerator (None: none).
+
+    The latency programs' space (paper Figs. 3 and 4): support, memory and colocation; each
+    accelerator's node set cut by the evaluator's piece rule into at most ``q`` contiguous
+    pieces (``q=1``: contiguous, Definition 3.1); CPU nodes anywhere (they run independently);
+    and the accelerators must not wait on each other in a cycle (the evaluator raises
+    PlacementError for such placements, which are skipped).
+    """
+    from exactplace.evaluators.latency import contiguous_pieces
+
+    k = cluster.accelerators
+    best = None
+    for device in canonical_placements(graph, cluster):
+        on_accelerator = device < k
+        if np.any(on_accelerator & ~graph.supported):
+            continue
+        used = np.bincount(device[on_accelerator], weights=graph.memory[on_accelerator], minlength=k)[:k]
+        if np.any(used > cluster.memory * (1 + 1e-9) + 1e-9):
+            continue
+        if any(contiguous_pieces(graph, device == d).max(initial=0) > q for d in range(k)):
+            continue
+        try:
+            value = evaluate(graph, cluster, device, "latency")
+        except PlacementError:
+            continue
+        if best is None or value < best:
+            best = value
+    return best

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from exactplace.core.errors import ExactplaceError, check_param
-from exactplace.core.params import Boolean, Choice, Option
+from exactplace.core.params import Boolean, Choice, Integer, Option
 from exactplace.core.placement import Space, Status, TracePoint
 from exactplace.evaluators import max_load
 from exactplace.evaluators.feasibility import Guarantees
@@ -129,15 +129,19 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
 
 
 class MIP(Method):
-    """The max-load IP, contiguous (chain of ideals) or not, on HiGHS, CP-SAT, SCIP, CBC or Gurobi."""
+    """The max-load IP, contiguous (chain of ideals) or not, on HiGHS, CP-SAT, SCIP, CBC or Gurobi;
+    and the latency program (paper §4) on CP-SAT (:mod:`exactplace.backends.latency_mip`)."""
 
     name = "mip"
-    objectives = ("throughput",)
+    objectives = ("throughput", "latency")
     exact = True
     space = Space.CHAIN
     guarantee = Guarantees(forward_contiguous=True, chain_order=True)
-    description = "max-load IP (contiguous: chain of ideals = the DP's space; or any split) on a MIP/CP solver"
+    description = ("max-load IP (contiguous: chain of ideals = the DP's space; or any split) on a MIP/CP solver; "
+                   "latency program (Fig. 3, Fig. 4 with q) on CP-SAT")
     options = {
+        "q": Option("q", Integer(low=1, high=16), 1,
+                    "latency: subgraphs per accelerator, run one at a time (1: contiguous, Fig. 3; >1: Fig. 4)"),
         "solver": Option("solver", Choice(SOLVER_NAMES), "auto", "the solver ('auto': the fastest installed)"),
         "contiguous": Option("contiguous", Boolean(), True,
                              "True: chain splits (the DP's space); False: any split of the colour classes"),
@@ -148,7 +152,17 @@ class MIP(Method):
 
     @classmethod
     def check(cls, problem: Problem) -> None:
-        """A homogeneous cluster (the IP treats accelerators as identical)."""
+        """Throughput: a homogeneous cluster (the IP treats accelerators as identical).
+        Latency: CP-SAT, and ``q`` rather than ``contiguous``."""
+        if problem.objective == "latency":
+            from exactplace.backends.latency_mip import check_latency
+
+            check_latency(cls.setting(problem, "solver"), problem.options)
+            return
+        check_param(
+            "q" not in problem.options, "q", "solve", "left out for objective 'throughput' (it is the latency "
+            "program's number of subgraphs per accelerator; use contiguous=False)", problem.options.get("q"),
+        )
         check_param(
             problem.cluster.is_homogeneous, "cluster", "solve",
             f"a homogeneous cluster (one accelerator memory size, speed 1) for method {cls.name!r}", problem.cluster,
@@ -156,11 +170,22 @@ class MIP(Method):
 
     @classmethod
     def promises(cls, problem: Problem) -> Guarantees:
-        """Chain splits when contiguous (forward parts contiguous and ordered); else only the basics."""
+        """Chain splits when contiguous (forward parts contiguous and ordered); else only the basics.
+        Latency: only the basics (CPU nodes are placed freely, so the CPU's node set is not contiguous)."""
+        if problem.objective == "latency":
+            return Guarantees()
         return cls.guarantee if cls.setting(problem, "contiguous") else Guarantees()
 
     def run(self, problem: Problem) -> MethodResult:
         from exactplace.formulations.throughput import contiguous_ip, noncontiguous_ip
+
+        if problem.objective == "latency":
+            from exactplace.backends.latency_mip import solve_latency
+
+            return solve_latency(problem, q=int(self.setting(problem, "q")), threads=self.setting(problem, "threads"),
+                                 log=bool(self.setting(problem, "log")),
+                                 progress=bool(self.setting(problem, "progress")),
+                                 solver_name=self.setting(problem, "solver"))
 
         overlap, gpipe = bool(problem.option("overlap")), bool(problem.option("gpipe"))
         contiguous = bool(self.setting(problem, "contiguous"))

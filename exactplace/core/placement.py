@@ -83,6 +83,9 @@ class Space(str, Enum):
     forward graph (paper §5.1.1); each unit brings its backward partners."""
     CONTIGUOUS = "contiguous"
     """Contiguous splits (Definition 3.1) with forward parts orderable as a chain."""
+    SUBGRAPHS = "subgraphs"
+    """Latency (paper Fig. 4): at most ``q`` contiguous subgraphs per accelerator, run one at a
+    time in the evaluator's piece order; CPU nodes anywhere."""
     ANY = "any"
     """Every placement satisfying memory, support and colocation."""
 

@@ -28,6 +28,6 @@ BUILTIN_METHODS: dict[str, str] = {
 
 AUTO_ORDER: dict[str, tuple[str, ...]] = {
     "throughput": ("dp", "dpl", "greedy"),
-    "latency": ("greedy",),
+    "latency": ("mip", "greedy"),
     "makespan": ("m-etf",),
 }

@@ -1,0 +1,111 @@
+"""Benchmark of the latency program (``solve(objective="latency", method="mip")``) on CP-SAT.
+
+For every latency workload of ``../shared/workloads`` (or those matching ``--only``), one
+solve per ``q`` with the longest time limit asked for; the value and bound at each shorter
+checkpoint are read off the solve's trace (incumbent and bound at that second, measured from
+the start of the solve, warm start included), so a 600 s run also reports 1, 10 and 60 s.
+Printed next to the published ``ip_contiguous`` (Gurobi 8.1, 4 cores, up to an hour),
+``greedy`` and ``maxload_dp_latency`` values, with ``ratio = ours / ip_contiguous`` and the
+machine load (``uptime``) at the start of each solve: the machine is shared.
+
+Usage::
+
+    python benchmarks/bench_latency_mip.py [--limit 60] [--checkpoints 1,10,60] [--q 1]
+                                           [--only NAME] [--threads N] [--json OUT] [--solver NAME]
+                                           [--no-warm-start]
+
+``--q 2 --chain`` starts each q=2 solve from the q=1 result of the same run (a contiguous
+placement is a 2-subgraph placement), so the q=2 value is at most the contiguous one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from exactplace import read_workload, solve
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "workloads"
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
+def at(trace, seconds: float) -> tuple[float | None, float | None]:
+    """Incumbent and bound of the last trace point at or before ``seconds``."""
+    incumbent = bound = None
+    for point in trace:
+        if point.seconds > seconds:
+            break
+        incumbent, bound = point.incumbent, point.bound
+    return incumbent, bound
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=float, default=60.0)
+    parser.add_argument("--checkpoints", default="1,10,60")
+    parser.add_argument("--q", default="1", help="comma-separated q values")
+    parser.add_argument("--chain", action="store_true", help="start q>1 from the q=1 result")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--json", default=None, help="append one JSON line per solve to this file")
+    parser.add_argument("--solver", default="cpsat")
+    parser.add_argument("--no-warm-start", dest="warm_start", action="store_const", const=None, default="auto",
+                        help="start from nothing (warm_start=None)")
+    args = parser.parse_args()
+    if not SHARED.exists():
+        sys.exit(f"no shared workloads at {SHARED}")
+    reference = {row["workload"]: row for row in csv.DictReader(open(SHARED / "reference.csv"))}
+    checkpoints = [float(c) for c in args.checkpoints.split(",") if c]
+    qs = [int(q) for q in args.q.split(",")]
+    print(f"solver {args.solver}, warm start {args.warm_start or 'none'}")
+    print("| workload | q | load | t (s) | value | bound | gap | ip_contiguous | greedy | maxload_dp_latency | "
+          "ratio to ip |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for path in sorted((SHARED / "latency").glob("*.json")):
+        name = path.stem
+        if args.only and args.only not in name:
+            continue
+        row = reference[f"latency/{path.name}"]
+        w = read_workload(path)
+        previous = None
+        for q in qs:
+            load = load_average()
+            options = {"threads": args.threads} if args.threads else {}
+            warm = previous if (args.chain and q > 1 and previous is not None) else args.warm_start
+            clock = time.monotonic()
+            p = solve(w, objective="latency", method="mip", solver=args.solver, time_limit=args.limit, q=q,
+                      warm_start=warm, **options)
+            wall = time.monotonic() - clock
+            if q == 1:
+                previous = p
+            published = float(row["ip_contiguous"])
+            points = [(c, *at(p.trace, c)) for c in checkpoints if c < args.limit]
+            points.append((round(wall), p.objective, p.bound))
+            for seconds, value, bound in points:
+                gap = (value - bound) / value if value and bound is not None else None
+                print(f"| {name} | {q} | {load:.1f} | {seconds:g} | {value:.3f} | "
+                      f"{bound:.3f} | {gap:.1%} | {published} | {row['greedy']} | {row['maxload_dp_latency']} | "
+                      f"{value / published:.4f} |" if value is not None else f"| {name} | {q} | {load:.1f} | "
+                      f"{seconds:g} | - | - | - | {published} | | | |")
+            sys.stdout.flush()
+            if args.json:
+                with open(args.json, "a") as out:
+                    out.write(json.dumps({
+                        "workload": name, "q": q, "solver": args.solver, "warm": args.warm_start or "none",
+                        "limit": args.limit, "load": load, "wall": wall,
+                        "value": p.objective, "bound": p.bound, "status": p.status.value,
+                        "warm_start": p.info.get("warm_start"), "candidates": p.info.get("warm_start_candidates"),
+                        "trace": [(t.seconds, t.incumbent, t.bound) for t in p.trace],
+                    }) + "\n")
+
+
+if __name__ == "__main__":
+    main()

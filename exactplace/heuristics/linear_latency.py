@@ -1,0 +1,141 @@
+"""A latency warm start: the best split of a DFS topological order into accelerator segments.
+
+The units of the Appendix B contraction are put in the depth-first topological order DPL
+uses. A split sends consecutive runs of that order to distinct accelerators (each run
+fitting one accelerator's memory and supported there) and every other unit to the CPU. A
+dynamic program over (units placed, accelerators used) minimizes a *serial surrogate* of the
+latency: the sum of every run's duration (copy-in + compute + copy-out, as the §4 semantics
+charge it) plus every CPU node's time. The surrogate is exact on a chain and overestimates
+where branches run in parallel; the latency program only uses the result as a starting
+point, scored by the real evaluator. On the chain-like layer graphs (ResNet-50) it is far
+closer to the optimum than greedy or the max-load DP split, because latency is dominated by
+where the cuts fall, which the serial surrogate prices exactly.
+
+Examples
+--------
+>>> from exactplace.core.cluster import Cluster
+>>> from exactplace.core.contraction import contract
+>>> from exactplace.core.graph import Graph, Node
+>>> g = Graph([Node(0, 5.0, 1.0, memory=1, comm=9.0), Node(1, 5.0, 1.0, memory=1, comm=1.0),
+...            Node(2, 5.0, 1.0, memory=1)], [(0, 1), (1, 2)])
+>>> linear_latency_split(g, Cluster(2, memory=2.0, cpus=1), contract(g)).tolist()  # cut the cheap edge
+[0, 0, 1]
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.contraction import Contraction, dfs_topological_order
+from exactplace.core.graph import Graph
+
+__all__ = ["linear_latency_split", "linear_latency_splits"]
+
+
+def linear_latency_splits(graph: Graph, cluster: Cluster, contraction: Contraction,
+                          orders: int = 6, seed: int = 0) -> list[np.ndarray]:
+    """Surrogate-optimal splits along ``orders`` DFS orders: the DPL order, then orders with the
+    units' tie-breaking shuffled (seeded). Where the cuts can fall depends on the order; on the
+    ResNet-50 graphs a shuffled order is 2% better than DPL's."""
+    rng = np.random.default_rng(seed)
+    splits = []
+    for attempt in range(orders):
+        rank = np.arange(contraction.num_units) if attempt == 0 else rng.permutation(contraction.num_units)
+        order = dfs_topological_order(contraction.num_units, rank[contraction.src], rank[contraction.dst])
+        inverse = np.empty_like(rank)
+        inverse[rank] = np.arange(len(rank))
+        split = linear_latency_split(graph, cluster, contraction, inverse[order])
+        if split is not None:
+            splits.append(split)
+    return splits
+
+
+def linear_latency_split(graph: Graph, cluster: Cluster, contraction: Contraction,
+                         order: np.ndarray | None = None) -> np.ndarray | None:
+    """The surrogate-optimal split (device array) along ``order`` (a topological order of the
+    units; default DPL's DFS order), or None when no split places every unit."""
+    k, units = cluster.accelerators, contraction.num_units
+    if order is None:
+        order = dfs_topological_order(units, contraction.src, contraction.dst)
+    position = np.empty(units, dtype=np.int64)
+    position[order] = np.arange(units)
+    pos = position[contraction.unit]  # position of each node's unit
+    cap = cluster.memory_cap
+    memory = contraction.memory[order]
+    supported = contraction.supported[order]
+    cpu_cost = np.bincount(pos, weights=graph.cpu_time, minlength=units)
+    acc_cost = np.bincount(pos, weights=np.where(graph.supported, graph.acc_time, 0.0), minlength=units)
+
+    # Communication groups: source position, the positions of their targets, cost.
+    group_pos = pos[graph.group_source]
+    last = np.full(len(graph.group_cost), -1, dtype=np.int64)
+    np.maximum.at(last, graph.edge_group, pos[graph.dst])
+    entering: list[list[tuple[int, int]]] = [[] for _ in range(units)]  # at each target unit: (group, source pos)
+    for g, t in zip(graph.edge_group.tolist(), pos[graph.dst].tolist()):
+        if group_pos[g] != t:
+            entering[t].append((g, int(group_pos[g])))
+    sources: list[list[int]] = [[] for _ in range(units)]
+    ends: list[list[int]] = [[] for _ in range(units)]
+    for g in range(len(graph.group_cost)):
+        if last[g] > group_pos[g]:
+            sources[group_pos[g]].append(g)
+            ends[last[g]].append(g)
+    cost = graph.group_cost.tolist()
+
+    # duration[i][j]: run of units i..j (inclusive) on one accelerator; inf where it cannot fit.
+    inf = math.inf
+    best = np.full((units + 1, k + 1), inf)
+    choice: dict[tuple[int, int], int] = {}
+    best[0, 0] = 0.0
+    duration = [dict() for _ in range(units)]
+    for i in range(units):
+        used, copy_in, copy_out, compute = 0.0, 0.0, 0.0, 0.0
+        seen: set[int] = set()
+        out: set[int] = set()
+        for j in range(i, units):
+            used += memory[j]
+            if not supported[j] or used > cap:
+                break
+            compute += acc_cost[j]
+            for g, s in entering[j]:
+                if s < i and g not in seen:
+                    seen.add(g)
+                    copy_in += cost[g]
+            for g in sources[j]:
+                out.add(g)
+                copy_out += cost[g]
+            for g in ends[j]:
+                if g in out:
+                    out.discard(g)
+                    copy_out -= cost[g]
+            duration[i][j] = copy_in + compute + copy_out
+    for i in range(units):
+        for a in range(k + 1):
+            here = best[i, a]
+            if here == inf:
+                continue
+            if cluster.cpus and here + cpu_cost[i] < best[i + 1, a]:
+                best[i + 1, a] = here + cpu_cost[i]
+                choice[(i + 1, a)] = -1
+            if a < k:
+                for j, length in duration[i].items():
+                    if here + length < best[j + 1, a + 1]:
+                        best[j + 1, a + 1] = here + length
+                        choice[(j + 1, a + 1)] = i
+    a = int(np.argmin(best[units]))
+    if best[units, a] == inf:
+        return None
+    unit_device = np.full(units, k, dtype=np.int64)
+    i = units
+    while i > 0:
+        start = choice[(i, a)]
+        if start < 0:
+            i -= 1
+        else:
+            a -= 1
+            unit_device[start:i] = a
+            i = start
+    return unit_device[pos]

@@ -1,0 +1,208 @@
+"""The latency program (formulations/latency.py, method "mip" for objective "latency").
+
+Against the brute-force oracle on tiny random DAGs (contiguous and q-subgraph classes), the
+model's own latency against the evaluator's (on random instances and on the published splits
+of the shared workloads), and the method's behaviour (default time limit, auto, statuses).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from oracle import latency_subgraph_optimum
+from strategies import clusters, dags
+
+from exactplace import Cluster, Graph, Node, Space, Status, read_split, read_workload, solve
+from exactplace.evaluators.latency import contiguous_pieces, latency
+
+pytest.importorskip("ortools")
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "workloads"
+
+
+def _mip(graph: Graph, cluster: Cluster, q: int, **kwargs):
+    return solve(graph, cluster, objective="latency", method="mip", q=q, rel_gap=0.0, time_limit=30,
+                 threads=1, **kwargs)
+
+
+def _pieces(graph: Graph, cluster: Cluster, device: np.ndarray) -> int:
+    return max((int(contiguous_pieces(graph, device == d).max(initial=0)) for d in range(cluster.accelerators)),
+               default=0)
+
+
+def _agrees(graph: Graph, cluster: Cluster, q: int, p) -> None:
+    """p is the oracle's optimum over its class (up to the model's time rounding)."""
+    best = latency_subgraph_optimum(graph, cluster, q)
+    if best is None:
+        assert p.status in (Status.INFEASIBLE, Status.NO_SOLUTION) and p.device is None
+        return
+    assert p.status is Status.OPTIMAL, (p.status, p.info)
+    assert _pieces(graph, cluster, p.device) <= q  # inside the class, so never below its minimum
+    assert p.objective >= best - 1e-9 * max(1.0, best)
+    assert p.objective <= best * (1 + 1e-6) + 1e-6, (p.objective, best)
+    assert p.bound <= p.objective and p.bound >= best * (1 - 1e-6) - 1e-6
+    # The model's own latency of its solution is the evaluator's (up to rounding to its units).
+    assert math.isclose(p.info["model_latency"], p.objective, rel_tol=1e-6, abs_tol=1e-6)
+
+
+tiny = dict(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@settings(**tiny)
+@given(dags(max_nodes=5), clusters(max_accelerators=3, max_cpus=2))
+def test_contiguous_latency_program_is_the_brute_force_optimum(graph: Graph, cluster: Cluster) -> None:
+    _agrees(graph, cluster, 1, _mip(graph, cluster, 1))
+
+
+@settings(**tiny)
+@given(dags(max_nodes=5), clusters(min_accelerators=1, max_accelerators=2, max_cpus=1))
+def test_q_subgraph_program_is_the_brute_force_optimum(graph: Graph, cluster: Cluster) -> None:
+    p = _mip(graph, cluster, 2)
+    _agrees(graph, cluster, 2, p)
+    one = _mip(graph, cluster, 1)
+    if one.has_solution:  # more subgraphs can only help
+        assert p.objective <= one.objective * (1 + 1e-6) + 1e-6
+
+
+@settings(max_examples=10, deadline=None)
+@given(dags(max_nodes=5), clusters(max_accelerators=3, max_cpus=2), st.sampled_from([0, 1]))
+def test_q1_is_contiguous_and_warm_start_does_not_change_the_optimum(graph: Graph, cluster: Cluster,
+                                                                       seed: int) -> None:
+    """q=1 is the contiguous class; a start from the all-CPU placement reaches the same optimum."""
+    p = _mip(graph, cluster, 1)
+    best = latency_subgraph_optimum(graph, cluster, 1)
+    if best is None or not cluster.cpus:
+        return
+    start = np.full(graph.n, cluster.accelerators, dtype=np.int64)
+    again = _mip(graph, cluster, 1, warm_start=start)
+    assert math.isclose(p.objective, again.objective, rel_tol=1e-6, abs_tol=1e-6)
+
+
+def test_deadlocking_zero_time_blocks_are_excluded() -> None:
+    """Two zero-cost accelerator blocks feeding each other (a -> d, b -> c with {a, c}, {b, d}
+    colocated) would finish at time 0 in a model without the one-unit block minimum; the
+    evaluator rejects them, and so must the program."""
+    nodes = [Node(0, 1.0, 0.0, color=1), Node(1, 1.0, 0.0, color=2), Node(2, 1.0, 0.0, color=2),
+             Node(3, 1.0, 0.0, color=1)]
+    g = Graph(nodes, [(0, 2), (1, 3)])
+    c = Cluster(accelerators=2, cpus=1)
+    p = _mip(g, c, 1)
+    assert p.status is Status.OPTIMAL
+    latency(g, c, p.device)  # raises PlacementError on a deadlock
+    assert math.isclose(p.objective, latency_subgraph_optimum(g, c, 1), abs_tol=1e-6)
+
+
+def test_default_time_limit_is_stated_and_auto_picks_the_program() -> None:
+    g = Graph([Node(1, 4.0, 1.0, comm=0.5), Node(2, 3.0, 2.0, comm=0.5), Node(3, 1.0, 1.0)], [(1, 2), (2, 3)])
+    c = Cluster(accelerators=1, cpus=1)
+    p = solve(g, c, objective="latency")
+    assert p.method == "mip" and p.solver == "cpsat"
+    assert "default" in p.info["time_limit"] and "60" in p.info["time_limit"]
+    assert p.status is Status.OPTIMAL and p.space is Space.CONTIGUOUS
+    assert p.objective == pytest.approx(latency_subgraph_optimum(g, c, 1)) and p.gap == pytest.approx(0, abs=1e-6)
+    assert "time_limit" not in solve(g, c, objective="latency", time_limit=10).info
+    trace = [t.incumbent for t in p.trace if t.incumbent is not None]
+    assert trace == sorted(trace, reverse=True)
+    assert solve(g, c, objective="latency", q=2).space is Space.SUBGRAPHS
+
+
+def _published_splits():
+    if not SHARED.exists():
+        return []
+    table = (SHARED / "README.md").read_text().split("| split | latency |")[1]
+    rows = [line.strip("| ").split(" | ") for line in table.strip().splitlines()[1:] if line.startswith("|")]
+    return [(name, float(value)) for name, value in rows]
+
+
+@pytest.mark.parametrize("split,published", _published_splits() or [pytest.param("", 0, marks=pytest.mark.skip)])
+def test_model_schedule_of_published_splits_is_the_evaluators(split: str, published: float) -> None:
+    """Fixing the assignment to a published split, the model's optimal makespan is the split's latency."""
+    from exactplace.formulations.latency import build_model, decode, prepare
+    from ortools.sat.python import cp_model
+
+    workload = split.removeprefix("latency_").rsplit("_", 1)[0].removesuffix("_maxload")
+    w = read_workload(SHARED / "latency" / f"{workload}.json")
+    device = read_split(SHARED / "splits" / f"{split}.json", w.graph, w.cluster)
+    value = latency(w.graph, w.cluster, device)
+    assert abs(value - published) <= 5e-4 + 1e-9
+    q = max(1, _pieces(w.graph, w.cluster, device))
+    data = prepare(w.graph, w.cluster, q, upper=value)
+    lm = build_model(data, symmetry=False)
+    for c in range(data.classes):
+        d = int(device[data.cls == c][0])
+        for dd in range(w.cluster.accelerators):
+            lm.model.Add(lm.x[c][dd] == int(d == dd))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = 20
+    assert solver.Solve(lm.model) == cp_model.OPTIMAL
+    assert latency(w.graph, w.cluster, decode(lm, solver.Value)) == pytest.approx(value)
+    tolerance = (w.graph.n + 2 * len(w.graph.group_cost) + lm.bound_slack) / data.scale
+    assert value - tolerance <= solver.ObjectiveValue() / data.scale <= value + 1e-9 + lm.bound_slack / data.scale
+
+
+def test_bad_q_is_rejected() -> None:
+    g = Graph([Node(1, 1.0, 1.0)], [])
+    with pytest.raises(Exception, match="'q'"):
+        solve(g, Cluster(1, cpus=1), objective="latency", method="mip", q=0)
+
+
+def test_shipped_example_reaches_its_optimum() -> None:
+    from exactplace import workload_path
+
+    w = read_workload(workload_path("layer_bert24_inference"))
+    p = solve(w, objective="latency", method="mip", time_limit=30, threads=2)
+    assert p.status is Status.OPTIMAL and p.bound <= p.objective
+    assert p.objective <= min(v for v in p.info["warm_start_candidates"].values() if v is not None) + 1e-9
+    assert json.loads(p.to_json())["trace"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(dags(max_nodes=6), clusters(max_accelerators=3, max_cpus=2))
+def test_linear_latency_splits_are_contiguous_and_never_deadlock(graph: Graph, cluster: Cluster) -> None:
+    """The DP warm starts lie in the contiguous class (so they are valid hints for any q)."""
+    from exactplace import check_feasibility
+    from exactplace.core.contraction import contract
+    from exactplace.evaluators.feasibility import Guarantees
+    from exactplace.heuristics.linear_latency import linear_latency_splits
+
+    for device in linear_latency_splits(graph, cluster, contract(graph, cluster.memory_cap), orders=3):
+        assert check_feasibility(graph, cluster, device, guarantees=Guarantees()) == []
+        assert _pieces(graph, cluster, device) <= 1
+        assert math.isfinite(latency(graph, cluster, device))
+
+
+def _installed_solvers() -> list[str]:
+    from exactplace.backends.solvers import SOLVERS, get_solver
+
+    names = []
+    for name in SOLVERS:
+        try:
+            get_solver(name).require()
+        except Exception:  # not installed / not licensed
+            continue
+        names.append(name)
+    return names
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dags(max_nodes=4), clusters(min_accelerators=1, max_accelerators=2, max_cpus=1), st.sampled_from([1, 2]))
+def test_every_solver_reaches_the_same_optimum(graph: Graph, cluster: Cluster, q: int) -> None:
+    """The MIP form (the same program translated for HiGHS, SCIP, CBC) agrees with CP-SAT and brute force."""
+    best = latency_subgraph_optimum(graph, cluster, q)
+    for name in _installed_solvers():
+        p = solve(graph, cluster, objective="latency", method="mip", solver=name, q=q, rel_gap=0.0,
+                  time_limit=30, threads=1, warm_start=None)
+        if best is None:
+            assert p.device is None, name
+            continue
+        assert p.status is Status.OPTIMAL, (name, p.status, p.info)
+        # MIP solvers decide with tolerances: a time can be off by their feasibility tolerance.
+        assert p.objective == pytest.approx(best, rel=1e-5, abs=1e-5), (name, p.objective, best)
+        assert p.bound <= p.objective
