@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from exactplace import Cluster, Graph, Node, Status, solve, workload_path
+from exactplace import Cluster, Graph, Node, Status, read_workload, solve, workload_path
 from exactplace.cli import main as cli
 from exactplace.cli.files import check_output, write_output
 from exactplace.core.errors import ParameterError
@@ -330,11 +330,23 @@ def test_api_errors_are_exactplace_errors() -> None:
         solve(w, method="dp", memory_budget=4096)
 
 
-def test_time_limit_with_nothing_to_show_falls_back_to_greedy() -> None:
-    """The exact DP stopped before it has a placement: greedy's placement, status feasible, limit time."""
-    from test_dp import HARD, slow_graph
+def test_time_limit_with_nothing_to_show_falls_back_to_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A method stopped by its time limit before it has a placement: greedy's, status feasible, limit time."""
+    from exactplace.methods import registry
+    from exactplace.methods.base import Method, MethodResult, Problem
 
-    p = solve(slow_graph(), HARD, method="dp", time_limit=0.2)
+    class NothingYet(Method):
+        name = "nothing-yet-test-method"
+        objectives = ("throughput",)
+        description = "stops at its time limit with no placement"
+
+        def run(self, problem: Problem) -> MethodResult:
+            return MethodResult(None, Status.NO_SOLUTION, limit=Limit.TIME, solver="test")
+
+    registry.registered_methods()
+    monkeypatch.setitem(registry._REGISTRY, NothingYet.name, NothingYet)
+    w = read_workload(workload_path("layer_bert24_inference"))
+    p = solve(w, method=NothingYet.name, time_limit=0.2)
     assert p.status is Status.FEASIBLE and p.limit is Limit.TIME and p.info["returned"].startswith("greedy")
     assert p.device is not None and p.objective is not None
 
