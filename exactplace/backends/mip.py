@@ -53,7 +53,7 @@ SOLVER_NAMES = ("auto", "highs", "cpsat", "scip", "cbc", "gurobi")
 
 def default_start(problem: Problem) -> tuple[np.ndarray | None, str]:
     """The default warm start: (devices, which method gave them); DP when quick, else DPL, else greedy."""
-    from exactplace.backends.dp import DP, DPL, _count, _units
+    from exactplace.backends.dp import DP, DPL, _count
     from exactplace.heuristics.greedy import Greedy
 
     plain = Problem(problem.graph, problem.cluster, problem.objective, problem.deadline, problem.rel_gap, None,
@@ -61,7 +61,7 @@ def default_start(problem: Problem) -> tuple[np.ndarray | None, str]:
     plain.cache.update(problem.cache)
     candidates: list[type[Method]] = []
     if problem.cluster.is_homogeneous:
-        if _count(plain, _units(plain, False), WARM_DP_MAX_IDEALS, False) is not None:
+        if _count(plain, plain.contraction, WARM_DP_MAX_IDEALS) is not None:
             candidates.append(DP)
         candidates.append(DPL)
     candidates.append(Greedy)

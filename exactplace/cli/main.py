@@ -52,7 +52,9 @@ def _read_stdin(what: str) -> Any:
     return parse_json(text, what, "on standard input")
 
 
-def _workload(path: str) -> Workload:
+def _workload(argument: str) -> Workload:
+    """The workload an argument names (see :func:`_input_path`), read and checked."""
+    path = _input_path(argument)
     if path == STDIO:
         return workload_from_dict(_read_stdin("Workload"), name="stdin")
     return read_workload(path)
