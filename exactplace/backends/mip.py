@@ -29,6 +29,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -78,9 +79,14 @@ def default_start(problem: Problem) -> tuple[np.ndarray | None, str]:
     return None, "none"
 
 
-def _progress_printer() -> Callable[[TracePoint], None]:
-    """A progress line on stderr: incumbent, bound and gap as they move."""
+def _progress_printer(every: float = 1.0) -> Callable[[TracePoint], None]:
+    """A progress line on stderr: incumbent, bound and gap, when the incumbent improves or ``every`` seconds."""
+    last = {"seconds": -math.inf, "incumbent": None}
+
     def show(point: TracePoint) -> None:
+        if point.incumbent == last["incumbent"] and point.seconds - last["seconds"] < every:
+            return
+        last.update(seconds=point.seconds, incumbent=point.incumbent)
         inc = "-" if point.incumbent is None else f"{point.incumbent:.6g}"
         bnd = "-" if point.bound is None else f"{point.bound:.6g}"
         gap = ("-" if point.incumbent is None or point.bound is None or point.incumbent == 0
