@@ -115,7 +115,7 @@ def main() -> None:
     parser.add_argument("--modes", default="contiguous,contiguous-warm,noncontiguous")
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--rel-gap", type=float, default=0.01)
-    parser.add_argument("--only", default="")
+    parser.add_argument("--only", default="", help="comma-separated substrings of workload names")
     parser.add_argument("--build", action="store_true")
     args = parser.parse_args()
     if not (SHARED / "reference.csv").exists():
@@ -130,7 +130,7 @@ def main() -> None:
           "wall (s) | published | Gurobi (s) | ratio | start | load |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for path in sorted((SHARED / "throughput").glob("*.json")):
-        if args.only not in path.stem:
+        if not any(part in path.stem for part in args.only.split(",")):
             continue
         ref = refs[f"throughput/{path.name}"]
         for mode in args.modes.split(","):

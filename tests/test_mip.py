@@ -151,3 +151,47 @@ def test_highspy_and_ortools_load_in_one_process() -> None:
     code = "import highspy\nfrom ortools.sat.python import cp_model\nfrom ortools.linear_solver import pywraplp\n"
     for order in (code, "\n".join(reversed(code.strip().split("\n")))):
         subprocess.run([sys.executable, "-c", order], check=True)
+
+
+@pytest.mark.parametrize("solver", FAST)
+def test_ctrl_c_returns_the_incumbent(solver: str) -> None:
+    import _thread
+    import threading
+    import time
+
+    from exactplace import read_workload, workload_path
+
+    w = read_workload(workload_path("layer_bert24_inference"))  # non-contiguous: minutes to prove at gap 0
+    timer = threading.Timer(1.5, _thread.interrupt_main)
+    timer.start()
+    try:
+        start = time.monotonic()
+        p = solve(w, method="mip", solver=solver, contiguous=False, rel_gap=0.0)
+        elapsed = time.monotonic() - start
+    finally:
+        timer.cancel()
+    assert elapsed < 10
+    assert p.limit is Limit.INTERRUPT and p.status is Status.FEASIBLE and p.has_solution
+    assert p.bound is not None and p.bound <= p.objective
+
+
+def test_cli_solver_options_and_plan(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from exactplace.cli.main import main
+
+    out = tmp_path / "plan.json"  # type: ignore[operator]
+    code = main(["solve", "layer_bert24_inference", "--method", "mip", "--solver", "cpsat",
+                 "--option", "warm_start=none", "--option", "threads=1", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0 and "method mip (cpsat): optimal" in captured.out
+    assert "incumbent" in captured.err and "bound" in captured.err  # the progress line
+    plan = json.loads(out.read_text())  # type: ignore[attr-defined]
+    assert plan["solver"] == "cpsat" and plan["space"] == "chain" and plan["trace"]
+    assert "warm_start" not in plan["info"]
+    incumbents = [t[1] for t in plan["trace"] if t[1] is not None]
+    bounds = [t[2] for t in plan["trace"] if t[2] is not None]
+    assert incumbents == sorted(incumbents, reverse=True) and bounds == sorted(bounds)
+    assert main(["solve", "layer_bert24_inference", "--method", "mip", "--option", "contiguous"]) == 2
+    assert main(["solve", "layer_bert24_inference", "--method", "mip", "--option", "contiguous=maybe"]) == 2
+    assert "'contiguous'" in capsys.readouterr().err

@@ -39,7 +39,7 @@ import numpy as np
 
 from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.params import Boolean, Choice, Option
-from exactplace.core.placement import Space, Status, TracePoint
+from exactplace.core.placement import Limit, Space, Status, TracePoint
 from exactplace.evaluators import max_load
 from exactplace.evaluators.feasibility import Guarantees
 from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
@@ -172,8 +172,8 @@ class MIP(Method):
         contiguous = bool(self.setting(problem, "contiguous"))
         timings: dict[str, float] = {}
         info: dict[str, Any] = {}
+        warm = problem.warm_start
         try:
-            warm = problem.warm_start
             if warm is not None:
                 info["warm_start"] = "given"
             elif problem.default_start:
@@ -194,8 +194,12 @@ class MIP(Method):
                 log=bool(self.setting(problem, "log")), progress=bool(self.setting(problem, "progress")),
                 space=Space.CHAIN if contiguous else Space.ANY, info=info, timings=timings,
             )
-        except KeyboardInterrupt:  # during the warm start or the build: the front door keeps any warm start
-            raise
+        except KeyboardInterrupt:
+            # Ctrl-C before the solver ran (warm start, build, translation): return the start, if any.
+            status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
+            return MethodResult(warm, status, limit=Limit.INTERRUPT, solver=str(self.setting(problem, "solver")),
+                                space=Space.CHAIN if contiguous else Space.ANY, timings=timings,
+                                info={**info, "returned": "warm start" if warm is not None else "nothing"})
         if result.device is not None and out.values is not None:
             self._agree(problem, result, out, overlap, gpipe)
         return result

@@ -150,6 +150,7 @@ class CpSatSolver(Solver):
             params.max_time_in_seconds = max(remaining, 1e-3)
         params.relative_gap_limit = float(request.rel_gap)
         params.num_workers = max(1, int(request.threads))
+        params.catch_sigint_signal = False  # Ctrl-C reaches Python, which stops the search (run_interruptibly)
         if request.log is not None:
             params.log_search_progress = True
             params.log_to_stdout = False

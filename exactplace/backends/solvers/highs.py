@@ -93,8 +93,8 @@ class HighsSolver(Solver):
         raw = h.getModelStatus().name
         info = h.getInfo()
         has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
-        if interrupted and raw in ("kInterrupt", "kHighsInterrupt", "kUnknown"):
-            raw = "kInterrupt"
+        if interrupted and raw not in ("kOptimal", "kInfeasible"):
+            raw = "kInterrupt"  # stopped early (even before a status was set: kNotset)
         if raw == "kModelEmpty":
             has_solution = True
         status, limit = interpret(self.name, raw, has_solution=has_solution)
