@@ -8,9 +8,11 @@ over that space, ``trace`` its (seconds, incumbent, bound) progress; the objecti
 evaluator's, and a solver objective that disagrees with it beyond rounding is raised as a bug.
 
 Warm start: the ``warm_start`` given to ``solve``, else (``warm_start="auto"``, the default)
-the DP's optimum when the DP is quick (at most ``WARM_DP_MAX_IDEALS`` ideals), else DPL,
-else greedy; a start outside the IP's space (a greedy split that is not a chain) is
-dropped and ``info["warm_start"]`` says so. ``warm_start=None`` starts from nothing.
+the DP's optimum when the DP is quick (at most ``WARM_DP_MAX_IDEALS`` ideals; for the
+non-contiguous IP whenever ``method="auto"`` would run the DP, so that its result is never
+above the contiguous optimum), else DPL, else greedy; a start outside the IP's space (a
+greedy split that is not a chain) is dropped and ``info["warm_start"]`` says so.
+``warm_start=None`` starts from nothing.
 
 How another formulation plugs in (latency, ...): build a ``Model`` in ``formulations/``
 with ``decode`` / ``encode`` as :class:`~exactplace.formulations.throughput.ThroughputIP`
@@ -37,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from exactplace.backends.dp import AUTO_MAX_IDEALS
 from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.params import Boolean, Choice, Option
 from exactplace.core.placement import Limit, Space, Status, TracePoint
@@ -52,8 +55,8 @@ WARM_DP_MAX_IDEALS = 5_000
 SOLVER_NAMES = ("auto", "highs", "cpsat", "scip", "cbc", "gurobi")
 
 
-def default_start(problem: Problem) -> tuple[np.ndarray | None, str]:
-    """The default warm start: (devices, which method gave them); DP when quick, else DPL, else greedy."""
+def default_start(problem: Problem, dp_max_ideals: int = WARM_DP_MAX_IDEALS) -> tuple[np.ndarray | None, str]:
+    """The default warm start: (devices, which method gave them); DP up to ``dp_max_ideals``, else DPL, else greedy."""
     from exactplace.backends.dp import DP, DPL, _count, _units
     from exactplace.heuristics.greedy import Greedy
 
@@ -62,7 +65,7 @@ def default_start(problem: Problem) -> tuple[np.ndarray | None, str]:
     plain.cache.update(problem.cache)
     candidates: list[type[Method]] = []
     if problem.cluster.is_homogeneous:
-        if _count(plain, _units(plain, False), WARM_DP_MAX_IDEALS, False) is not None:
+        if _count(plain, _units(plain, False), dp_max_ideals, False) is not None:
             candidates.append(DP)
         candidates.append(DPL)
     candidates.append(Greedy)
@@ -178,7 +181,9 @@ class MIP(Method):
                 info["warm_start"] = "given"
             elif problem.default_start:
                 clock = time.perf_counter()
-                warm, origin = default_start(problem)
+                # Non-contiguous: the DP's optimum (the contiguous one) whenever auto would run the DP,
+                # so the result is never above it; contiguous: only when the DP is quick.
+                warm, origin = default_start(problem, WARM_DP_MAX_IDEALS if contiguous else AUTO_MAX_IDEALS)
                 timings["warm_start"] = time.perf_counter() - clock
                 info["warm_start"] = origin
             clock = time.perf_counter()
