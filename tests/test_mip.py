@@ -15,14 +15,27 @@ import sys
 
 import numpy as np
 import pytest
+from exactplace.formulations.throughput import contiguous_ip, noncontiguous_ip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
-from strategies import clusters, dags, training_graphs
+from strategies import clusters, dags, placements, training_graphs
 
-from exactplace import Cluster, Graph, Node, ParameterError, SolverUnavailableError, Space, Status, solve
+from exactplace import (
+    Cluster,
+    Graph,
+    Node,
+    ParameterError,
+    SolverUnavailableError,
+    Space,
+    Status,
+    check_feasibility,
+    max_load,
+    solve,
+)
 from exactplace.backends.solvers import SOLVERS, get_solver
 from exactplace.backends.solvers.statuses import STATUS_TABLE, Outcome, interpret
+from exactplace.core.contraction import contract
 from exactplace.core.placement import Limit
 
 pytest.importorskip("exactplace._native")
@@ -195,3 +208,26 @@ def test_cli_solver_options_and_plan(tmp_path: object, capsys: pytest.CaptureFix
     assert main(["solve", "layer_bert24_inference", "--method", "mip", "--option", "contiguous"]) == 2
     assert main(["solve", "layer_bert24_inference", "--method", "mip", "--option", "contiguous=maybe"]) == 2
     assert "'contiguous'" in capsys.readouterr().err
+
+
+@settings(max_examples=60, deadline=None)
+@given(graphs(), homogeneous(), st.booleans(), st.booleans(), st.data())
+def test_encoded_placements_satisfy_the_model_at_their_value(graph: Graph, cluster: Cluster, overlap: bool,
+                                                             gpipe: bool, data: st.DataObject) -> None:
+    """Every feasible placement of the IP's space is a point of the model with the evaluator's objective:
+    the formulation cuts off nothing it should keep, and its load rows are exact."""
+    gpipe = gpipe and graph.is_training
+    device = data.draw(placements(graph, cluster, colocated=True, supported=True))
+    if check_feasibility(graph, cluster, device, contiguous=False):
+        return
+    value = max_load(graph, cluster, device, overlap=overlap, gpipe=gpipe)
+    for ip in (noncontiguous_ip(graph, cluster, overlap=overlap, gpipe=gpipe),
+               contiguous_ip(graph, cluster, contract(graph, cluster.memory_cap), overlap=overlap, gpipe=gpipe)):
+        x = ip.encode(device)
+        if x is None:
+            assert ip.space == "chain"  # not a chain split
+            continue
+        assert ip.model.violation(x) <= 1e-9
+        assert approx(ip.model.objective_value(x), value)
+        assert np.array_equal(ip.decode(x)[graph.color.argsort()] < cluster.accelerators,
+                              device[graph.color.argsort()] < cluster.accelerators)
