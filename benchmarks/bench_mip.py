@@ -68,7 +68,8 @@ def run(path: Path, ref: dict[str, str], mode: str, solver: str, time_limit: flo
     ratio = ""
     if p.status.value == "optimal" and not gurobi.startswith(">"):
         ratio = f"{wall / max(float(gurobi), 1e-9):.2f}"
-    return (f"| {path.stem} | {w.graph.n} | {mode} | {solver} | {p.objective:.4f} | {bound} | {gap} | "
+    value = "-" if p.objective is None else f"{p.objective:.4f}"
+    return (f"| {path.stem} | {w.graph.n} | {mode} | {solver} | {value} | {bound} | {gap} | "
             f"{p.status.value}{'/' + p.limit.value if p.limit else ''} | {fmt(t1)} | {fmt(topt)} | {wall:.2f} | "
             f"{published:.4f} | {gurobi} | {ratio} | {p.info.get('warm_start', 'none')} | {load()} |")
 
