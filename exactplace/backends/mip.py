@@ -8,9 +8,9 @@ over that space, ``trace`` its (seconds, incumbent, bound) progress; the objecti
 evaluator's, and a solver objective that disagrees with it beyond rounding is raised as a bug.
 
 Warm start: the ``warm_start`` given to ``solve``, else (``warm_start="auto"``, the default)
-the DP's optimum when the DP is quick (at most ``WARM_DP_MAX_IDEALS`` ideals; for the
-non-contiguous IP whenever ``method="auto"`` would run the DP, so that its result is never
-above the contiguous optimum), else DPL, else greedy; a start outside the IP's space (a
+the DP's optimum when the DP fits (when ``method="auto"`` would run it: at most
+``AUTO_MAX_IDEALS`` ideals, a fraction of a second on every shared workload; so the
+non-contiguous result is never above the contiguous optimum), else DPL, else greedy; a start outside the IP's space (a
 greedy split that is not a chain) is dropped and ``info["warm_start"]`` says so.
 ``warm_start=None`` starts from nothing.
 
@@ -47,15 +47,12 @@ from exactplace.evaluators import max_load
 from exactplace.evaluators.feasibility import Guarantees
 from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
 
-__all__ = ["MIP", "WARM_DP_MAX_IDEALS", "default_start", "solve_ip"]
-
-#: The default warm start runs the exact DP only up to this many ideals (a second or two), else DPL.
-WARM_DP_MAX_IDEALS = 5_000
+__all__ = ["MIP", "default_start", "solve_ip"]
 
 SOLVER_NAMES = ("auto", "highs", "cpsat", "scip", "cbc", "gurobi")
 
 
-def default_start(problem: Problem, dp_max_ideals: int = WARM_DP_MAX_IDEALS) -> tuple[np.ndarray | None, str]:
+def default_start(problem: Problem, dp_max_ideals: int = AUTO_MAX_IDEALS) -> tuple[np.ndarray | None, str]:
     """The default warm start: (devices, which method gave them); DP up to ``dp_max_ideals``, else DPL, else greedy."""
     from exactplace.backends.dp import DP, DPL, _count, _units
     from exactplace.heuristics.greedy import Greedy
@@ -181,9 +178,7 @@ class MIP(Method):
                 info["warm_start"] = "given"
             elif problem.default_start:
                 clock = time.perf_counter()
-                # Non-contiguous: the DP's optimum (the contiguous one) whenever auto would run the DP,
-                # so the result is never above it; contiguous: only when the DP is quick.
-                warm, origin = default_start(problem, WARM_DP_MAX_IDEALS if contiguous else AUTO_MAX_IDEALS)
+                warm, origin = default_start(problem)
                 timings["warm_start"] = time.perf_counter() - clock
                 info["warm_start"] = origin
             clock = time.perf_counter()
