@@ -231,3 +231,13 @@ def test_encoded_placements_satisfy_the_model_at_their_value(graph: Graph, clust
         assert approx(ip.model.objective_value(x), value)
         assert np.array_equal(ip.decode(x)[graph.color.argsort()] < cluster.accelerators,
                               device[graph.color.argsort()] < cluster.accelerators)
+
+
+@pytest.mark.parametrize(("solver", "marker"), [("highs", "MIP has"), ("cpsat", "CP-SAT")])
+def test_log_streams_the_solver_log_to_stderr(solver: str, marker: str, capfd: pytest.CaptureFixture[str]) -> None:
+    graph, cluster = Graph([Node(0, 2.0, 1.0, comm=0.5), Node(1, 2.0, 1.0)], [(0, 1)]), Cluster(2, cpus=1)
+    solve(graph, cluster, method="mip", solver=solver, log=True, warm_start=None)
+    captured = capfd.readouterr()
+    assert marker in captured.err and marker not in captured.out
+    solve(graph, cluster, method="mip", solver=solver, warm_start=None)
+    assert marker not in "".join(capfd.readouterr())

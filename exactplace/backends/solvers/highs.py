@@ -35,8 +35,9 @@ class HighsSolver(Solver):
 
         clock = time.monotonic()
         h = highspy.Highs()
+        # With a logging callback subscribed HiGHS sends its log there instead of the console
+        # (and with log_to_console off it sends nothing at all), so only output_flag is switched.
         h.setOptionValue("output_flag", request.log is not None)
-        h.setOptionValue("log_to_console", False)
         h.setOptionValue("mip_rel_gap", float(request.rel_gap))
         h.setOptionValue("mip_abs_gap", 1e-9)
         h.setOptionValue("threads", int(request.threads))
