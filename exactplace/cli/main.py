@@ -33,16 +33,57 @@ def _workload(argument: str) -> Workload:
     return read_workload(argument)
 
 
+def option_value(text: str) -> object:
+    """``--option KEY=VALUE`` values, JSON-ish: true/false, none/null, numbers, else the string.
+
+    >>> [option_value(t) for t in ("false", "None", "2", "0.5", "cpsat")]
+    [False, None, 2, 0.5, 'cpsat']
+    """
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _solve_options(args: argparse.Namespace) -> tuple[dict, object]:
+    """Method options from the flags, and the warm start (``--option warm_start=none`` turns it off)."""
+    from exactplace.core.errors import ParameterError
+    from exactplace.methods.registry import registered_methods
+
+    options: dict = {"overlap": True} if args.overlap else {}
+    for item in args.option or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ParameterError(f"--option takes KEY=VALUE (for example contiguous=false). Got {item!r} instead.")
+        options[key.strip()] = option_value(value)
+    if args.solver is not None:
+        options["solver"] = args.solver
+    if args.log:
+        options["log"] = True
+    warm_start = options.pop("warm_start", "auto")
+    method = registered_methods().get(args.method)
+    if method is not None and "progress" in method.options and "progress" not in options:
+        options["progress"] = True  # the incumbent / bound / gap line on stderr
+    return options, warm_start
+
+
 def _command_solve(args: argparse.Namespace) -> int:
     from exactplace.cli.progress import elapsed
     from exactplace.methods import solve
 
     workload = _workload(args.workload)
-    options = {"overlap": True} if args.overlap else {}
+    options, warm_start = _solve_options(args)
     with elapsed(f"solving {workload.name} ({args.objective}, method {args.method})"):
         placement = solve(
             workload, objective=args.objective, method=args.method, time_limit=args.time_limit,
-            rel_gap=args.rel_gap, **options,
+            rel_gap=args.rel_gap, warm_start=warm_start, **options,
         )
     print(f"workload {workload.name}: {workload.graph.n} nodes, {workload.graph.m} edges, "
           f"{workload.cluster.accelerators} accelerators, {workload.cluster.cpus} CPUs")
@@ -145,6 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--rel-gap", "--gap", dest="rel_gap", type=float, default=0.01,
                        help="relative gap at which methods with a bound may stop (default 0.01)")
     solve.add_argument("--overlap", action="store_true", help="communication overlaps compute (max, not sum)")
+    solve.add_argument("--solver", default=None, help="for method mip: auto, highs, cpsat, scip, cbc or gurobi")
+    solve.add_argument("--option", action="append", metavar="KEY=VALUE",
+                       help="a method option, repeatable (contiguous=false, threads=2, warm_start=none)")
+    solve.add_argument("--log", action="store_true", help="stream the solver's log to stderr")
     solve.add_argument("--out", metavar="PLAN.json", help="write the plan JSON here")
     solve.set_defaults(run=_command_solve)
 
@@ -182,4 +227,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "option_value"]
