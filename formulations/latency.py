@@ -24,6 +24,11 @@ then contiguous and runs (CPU nodes are separate blocks), so fusion would cut of
 possibly optimal placements. Trivial merges of zero-time units are unsafe for ``q >= 2``
 (a merged node can land in an earlier piece and make that piece pay a copy-out).
 
+Memory is an integer row too: sizes scaled so the largest cap is ``2**40`` units, sizes
+rounded up and caps down. The model therefore never returns a placement the evaluator
+rejects, and accepts every set within the memory itself; a set that fits only thanks to the
+evaluator's rounding slack (``memory * (1 + 1e-9) + 1e-9``) may be excluded.
+
 Times are integers for CP-SAT: every time is multiplied by ``scale`` and rounded *down*, so
 the model's latency of a placement never exceeds the true one by rounding and its dual bound
 stays valid after the correction in :attr:`LatencyModel.bound_slack`; the evaluator recomputes

@@ -380,8 +380,11 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
                         {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges})
 
 
-def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, gpipe: bool = False) -> ThroughputIP:
+def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, gpipe: bool = False,
+                     symmetry: bool = True) -> ThroughputIP:
     """The assignment max-load IP over colour classes (module docstring).
+
+    ``symmetry=False`` leaves out the rows sorting accelerators by load (for measurements).
 
     >>> from exactplace import read_workload, workload_path
     >>> w = read_workload(workload_path("layer_bert24_inference"))
@@ -403,7 +406,7 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     _memory(m, data, y[:, :k], cluster.memory_cap, "memory per accelerator")
     _loads(m, data, y[:, :k], y[:, k:], e, L, overlap, gpipe, "load")
     # Symmetry: accelerators sorted by total (compute + communication) load, non-increasing.
-    if k > 1:
+    if symmetry and k > 1:
         total_acc = data.acc.sum(axis=1)
         rows, cols, vals = [], [], []
         for d in range(k - 1):

@@ -29,6 +29,7 @@ topological order of a tiny graph.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import networkx as nx
@@ -38,7 +39,8 @@ from strategies import canonical_placements
 from exactplace import Cluster, Graph, PlacementError, evaluate
 
 __all__ = [
-    "Optima", "brute_force_optima", "brute_force_orders", "class_graph_edges", "is_unit_chain", "replay_makespan",
+    "Optima", "brute_force_optima", "brute_force_orders", "class_graph_edges", "fits_only_on_the_slack",
+    "is_unit_chain", "latency_subgraph_optimum", "replay_makespan",
 ]
 
 
@@ -202,3 +204,17 @@ def latency_subgraph_optimum(graph: Graph, cluster: Cluster, q: int) -> float | 
         if best is None or value < best:
             best = value
     return best
+
+
+def fits_only_on_the_slack(graph: Graph, cluster: Cluster) -> bool:
+    """Some colour classes fit one accelerator only thanks to the evaluator's rounding slack.
+
+    The model rounds sizes up and caps down (so it never returns a placement the evaluator
+    rejects); a set whose size lies in (memory, memory * (1 + 1e-9) + 1e-9] is then excluded.
+    """
+    if not cluster.accelerators or math.isinf(cluster.memory[0]):
+        return False
+    sizes = [float(graph.memory[graph.color == c].sum()) for c in np.unique(graph.color)]
+    cap, limit = float(cluster.memory[0]), float(cluster.memory_limit[0])
+    return any(cap < sum(sizes[i] for i in range(len(sizes)) if mask >> i & 1) <= limit
+               for mask in range(1, 2 ** len(sizes)))

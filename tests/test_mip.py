@@ -15,14 +15,27 @@ import sys
 
 import numpy as np
 import pytest
+from exactplace.formulations.throughput import contiguous_ip, noncontiguous_ip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
-from strategies import clusters, dags, training_graphs
+from strategies import clusters, dags, placements, training_graphs
 
-from exactplace import Cluster, Graph, Node, ParameterError, SolverUnavailableError, Space, Status, solve
+from exactplace import (
+    Cluster,
+    Graph,
+    Node,
+    ParameterError,
+    SolverUnavailableError,
+    Space,
+    Status,
+    check_feasibility,
+    max_load,
+    solve,
+)
 from exactplace.backends.solvers import SOLVERS, get_solver
 from exactplace.backends.solvers.statuses import STATUS_TABLE, Outcome, interpret
+from exactplace.core.contraction import contract
 from exactplace.core.placement import Limit
 
 pytest.importorskip("exactplace._native")
@@ -37,7 +50,7 @@ def graphs() -> st.SearchStrategy[Graph]:
 
 
 def homogeneous() -> st.SearchStrategy[Cluster]:
-    return clusters(min_accelerators=1, max_accelerators=3, max_cpus=1)
+    return clusters(min_accelerators=1, max_accelerators=3, max_cpus=2)
 
 
 def approx(a: float | None, b: float | None) -> bool:
@@ -89,9 +102,9 @@ def test_gpipe_matches_brute_force(graph: Graph, cluster: Cluster, overlap: bool
 
 @pytest.mark.parametrize("contiguous", [True, False])
 def test_every_installed_solver_finds_the_same_optimum(contiguous: bool) -> None:
-    graph = Graph([Node(i, 2.0 + i % 3, 1.0 + (i % 2), comm=0.5, memory=1.0) for i in range(7)],
-                  [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (4, 5), (4, 6)])
-    cluster = Cluster(3, memory=3.0, cpus=1)
+    graph = Graph([Node(i, 2.0 + i % 3, 1.0 + (i % 2), comm=0.5, memory=1.0) for i in range(6)],
+                  [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (3, 5)])
+    cluster = Cluster(2, memory=3.0, cpus=1)
     values = {s: solve(graph, cluster, method="mip", solver=s, contiguous=contiguous, rel_gap=0.0,
                        warm_start=None).objective for s in INSTALLED}
     assert len(INSTALLED) >= 2
@@ -151,3 +164,80 @@ def test_highspy_and_ortools_load_in_one_process() -> None:
     code = "import highspy\nfrom ortools.sat.python import cp_model\nfrom ortools.linear_solver import pywraplp\n"
     for order in (code, "\n".join(reversed(code.strip().split("\n")))):
         subprocess.run([sys.executable, "-c", order], check=True)
+
+
+@pytest.mark.parametrize("solver", FAST)
+def test_ctrl_c_returns_the_incumbent(solver: str) -> None:
+    import _thread
+    import threading
+    import time
+
+    from exactplace import read_workload, workload_path
+
+    w = read_workload(workload_path("layer_bert24_inference"))  # non-contiguous: minutes to prove at gap 0
+    timer = threading.Timer(1.5, _thread.interrupt_main)
+    timer.start()
+    try:
+        start = time.monotonic()
+        p = solve(w, method="mip", solver=solver, contiguous=False, rel_gap=0.0)
+        elapsed = time.monotonic() - start
+    finally:
+        timer.cancel()
+    assert elapsed < 10
+    assert p.limit is Limit.INTERRUPT and p.status is Status.FEASIBLE and p.has_solution
+    assert p.bound is not None and p.bound <= p.objective
+
+
+def test_cli_solver_options_and_plan(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from exactplace.cli.main import main
+
+    out = tmp_path / "plan.json"  # type: ignore[operator]
+    code = main(["solve", "layer_bert24_inference", "--method", "mip", "--solver", "cpsat",
+                 "--option", "warm_start=none", "--option", "threads=1", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0 and "method mip (cpsat): optimal" in captured.out
+    assert "incumbent" in captured.err and "bound" in captured.err  # the progress line
+    plan = json.loads(out.read_text())  # type: ignore[attr-defined]
+    assert plan["solver"] == "cpsat" and plan["space"] == "chain" and plan["trace"]
+    assert "warm_start" not in plan["info"]
+    incumbents = [t[1] for t in plan["trace"] if t[1] is not None]
+    bounds = [t[2] for t in plan["trace"] if t[2] is not None]
+    assert incumbents == sorted(incumbents, reverse=True) and bounds == sorted(bounds)
+    assert main(["solve", "layer_bert24_inference", "--method", "mip", "--option", "contiguous"]) == 2
+    assert main(["solve", "layer_bert24_inference", "--method", "mip", "--option", "contiguous=maybe"]) == 2
+    assert "'contiguous'" in capsys.readouterr().err
+
+
+@settings(max_examples=60, deadline=None)
+@given(graphs(), homogeneous(), st.booleans(), st.booleans(), st.data())
+def test_encoded_placements_satisfy_the_model_at_their_value(graph: Graph, cluster: Cluster, overlap: bool,
+                                                             gpipe: bool, data: st.DataObject) -> None:
+    """Every feasible placement of the IP's space is a point of the model with the evaluator's objective:
+    the formulation cuts off nothing it should keep, and its load rows are exact."""
+    gpipe = gpipe and graph.is_training
+    device = data.draw(placements(graph, cluster, colocated=True, supported=True))
+    if check_feasibility(graph, cluster, device, contiguous=False):
+        return
+    value = max_load(graph, cluster, device, overlap=overlap, gpipe=gpipe)
+    for ip in (noncontiguous_ip(graph, cluster, overlap=overlap, gpipe=gpipe),
+               contiguous_ip(graph, cluster, contract(graph, cluster.memory_cap), overlap=overlap, gpipe=gpipe)):
+        x = ip.encode(device)
+        if x is None:
+            assert ip.space == "chain"  # not a chain split
+            continue
+        assert ip.model.violation(x) <= 1e-9
+        assert approx(ip.model.objective_value(x), value)
+        assert np.array_equal(ip.decode(x)[graph.color.argsort()] < cluster.accelerators,
+                              device[graph.color.argsort()] < cluster.accelerators)
+
+
+@pytest.mark.parametrize(("solver", "marker"), [("highs", "MIP has"), ("cpsat", "CP-SAT")])
+def test_log_streams_the_solver_log_to_stderr(solver: str, marker: str, capfd: pytest.CaptureFixture[str]) -> None:
+    graph, cluster = Graph([Node(0, 2.0, 1.0, comm=0.5), Node(1, 2.0, 1.0)], [(0, 1)]), Cluster(2, cpus=1)
+    solve(graph, cluster, method="mip", solver=solver, log=True, warm_start=None)
+    captured = capfd.readouterr()
+    assert marker in captured.err and marker not in captured.out
+    solve(graph, cluster, method="mip", solver=solver, warm_start=None)
+    assert marker not in "".join(capfd.readouterr())

@@ -21,7 +21,7 @@ Examples
 >>> w = read_workload(workload_path("layer_bert24_inference"))
 >>> p = solve(w, objective="latency", method="mip", time_limit=30, threads=2)
 >>> p.status.value, round(p.objective, 3), p.solver
-('optimal', 100.218, 'cpsat')
+('optimal', 92.406, 'cpsat')
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ over that space, ``trace`` its (seconds, incumbent, bound) progress; the objecti
 evaluator's, and a solver objective that disagrees with it beyond rounding is raised as a bug.
 
 Warm start: the ``warm_start`` given to ``solve``, else (``warm_start="auto"``, the default)
-the DP's optimum when the DP is quick (at most ``WARM_DP_MAX_IDEALS`` ideals), else DPL,
-else greedy; a start outside the IP's space (a greedy split that is not a chain) is
-dropped and ``info["warm_start"]`` says so. ``warm_start=None`` starts from nothing.
+the DP's optimum when the DP fits (when ``method="auto"`` would run it: at most
+``AUTO_MAX_IDEALS`` ideals, a fraction of a second on every shared workload; so the
+non-contiguous result is never above the contiguous optimum), else DPL, else greedy; a start outside the IP's space (a
+greedy split that is not a chain) is dropped and ``info["warm_start"]`` says so.
+``warm_start=None`` starts from nothing.
 
 How another formulation plugs in (latency, ...): build a ``Model`` in ``formulations/``
 with ``decode`` / ``encode`` as :class:`~exactplace.formulations.throughput.ThroughputIP`
@@ -29,6 +31,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -36,23 +39,21 @@ from typing import Any
 
 import numpy as np
 
+from exactplace.backends.dp import AUTO_MAX_IDEALS
 from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.params import Boolean, Choice, Integer, Option
-from exactplace.core.placement import Space, Status, TracePoint
+from exactplace.core.placement import Limit, Space, Status, TracePoint
 from exactplace.evaluators import max_load
 from exactplace.evaluators.feasibility import Guarantees
 from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
 
-__all__ = ["MIP", "WARM_DP_MAX_IDEALS", "default_start", "solve_ip"]
-
-#: The default warm start runs the exact DP only up to this many ideals (a second or two), else DPL.
-WARM_DP_MAX_IDEALS = 5_000
+__all__ = ["MIP", "default_start", "solve_ip"]
 
 SOLVER_NAMES = ("auto", "highs", "cpsat", "scip", "cbc", "gurobi")
 
 
-def default_start(problem: Problem) -> tuple[np.ndarray | None, str]:
-    """The default warm start: (devices, which method gave them); DP when quick, else DPL, else greedy."""
+def default_start(problem: Problem, dp_max_ideals: int = AUTO_MAX_IDEALS) -> tuple[np.ndarray | None, str]:
+    """The default warm start: (devices, which method gave them); DP up to ``dp_max_ideals``, else DPL, else greedy."""
     from exactplace.backends.dp import DP, DPL, _count
     from exactplace.heuristics.greedy import Greedy
 
@@ -61,7 +62,7 @@ def default_start(problem: Problem) -> tuple[np.ndarray | None, str]:
     plain.cache.update(problem.cache)
     candidates: list[type[Method]] = []
     if problem.cluster.is_homogeneous:
-        if _count(plain, plain.contraction, WARM_DP_MAX_IDEALS) is not None:
+        if _count(plain, plain.contraction, dp_max_ideals) is not None:
             candidates.append(DP)
         candidates.append(DPL)
     candidates.append(Greedy)
@@ -78,9 +79,14 @@ def default_start(problem: Problem) -> tuple[np.ndarray | None, str]:
     return None, "none"
 
 
-def _progress_printer() -> Callable[[TracePoint], None]:
-    """A progress line on stderr: incumbent, bound and gap as they move."""
+def _progress_printer(every: float = 1.0) -> Callable[[TracePoint], None]:
+    """A progress line on stderr: incumbent, bound and gap, when the incumbent improves or ``every`` seconds."""
+    last = {"seconds": -math.inf, "incumbent": None}
+
     def show(point: TracePoint) -> None:
+        if point.incumbent == last["incumbent"] and point.seconds - last["seconds"] < every:
+            return
+        last.update(seconds=point.seconds, incumbent=point.incumbent)
         inc = "-" if point.incumbent is None else f"{point.incumbent:.6g}"
         bnd = "-" if point.bound is None else f"{point.bound:.6g}"
         gap = ("-" if point.incumbent is None or point.bound is None or point.incumbent == 0
@@ -191,8 +197,8 @@ class MIP(Method):
         contiguous = bool(self.setting(problem, "contiguous"))
         timings: dict[str, float] = {}
         info: dict[str, Any] = {}
+        warm = problem.warm_start
         try:
-            warm = problem.warm_start
             if warm is not None:
                 info["warm_start"] = "given"
             elif problem.default_start:
@@ -213,8 +219,12 @@ class MIP(Method):
                 log=bool(self.setting(problem, "log")), progress=bool(self.setting(problem, "progress")),
                 space=Space.CHAIN if contiguous else Space.ANY, info=info, timings=timings,
             )
-        except KeyboardInterrupt:  # during the warm start or the build: the front door keeps any warm start
-            raise
+        except KeyboardInterrupt:
+            # Ctrl-C before the solver ran (warm start, build, translation): return the start, if any.
+            status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
+            return MethodResult(warm, status, limit=Limit.INTERRUPT, solver=str(self.setting(problem, "solver")),
+                                space=Space.CHAIN if contiguous else Space.ANY, timings=timings,
+                                info={**info, "returned": "warm start" if warm is not None else "nothing"})
         if result.device is not None and out.values is not None:
             self._agree(problem, result, out, overlap, gpipe)
         return result

@@ -64,6 +64,47 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
+def option_value(text: str) -> object:
+    """``--option KEY=VALUE`` values, JSON-ish: true/false, none/null, numbers, else the string.
+
+    >>> [option_value(t) for t in ("false", "None", "2", "0.5", "cpsat")]
+    [False, None, 2, 0.5, 'cpsat']
+    """
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _solve_options(args: argparse.Namespace) -> tuple[dict, object]:
+    """Method options from the flags, and the warm start (``--option warm_start=none`` turns it off)."""
+    from exactplace.core.errors import ParameterError
+    from exactplace.methods.registry import registered_methods
+
+    options: dict = {"overlap": True} if args.overlap else {}
+    for item in args.option or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ParameterError(f"--option takes KEY=VALUE (for example contiguous=false). Got {item!r} instead.")
+        options[key.strip()] = option_value(value)
+    if args.solver is not None:
+        options["solver"] = args.solver
+    if args.log:
+        options["log"] = True
+    warm_start = options.pop("warm_start", "auto")
+    method = registered_methods().get(args.method)
+    if method is not None and "progress" in method.options and "progress" not in options:
+        options["progress"] = True  # the incumbent / bound / gap line on stderr
+    return options, warm_start
+
+
 def _command_solve(args: argparse.Namespace) -> int:
     from exactplace.cli.progress import elapsed
     from exactplace.core.placement import Limit
@@ -72,11 +113,11 @@ def _command_solve(args: argparse.Namespace) -> int:
     source = _input_path(args.workload)
     check_output(args.out, [source])  # before any work: a bad --out costs nothing
     workload = _workload(source)
-    options = {"overlap": True} if args.overlap else {}
+    options, warm_start = _solve_options(args)
     with elapsed(f"solving {workload.name} ({args.objective}, method {args.method})"):
         placement = solve(
             workload, objective=args.objective, method=args.method, time_limit=args.time_limit,
-            rel_gap=args.rel_gap, **options,
+            rel_gap=args.rel_gap, warm_start=warm_start, **options,
         )
     interrupted = placement.limit is Limit.INTERRUPT
     # The plan is saved before anything is printed, so a closed standard output cannot lose it.
@@ -284,6 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="relative gap at which methods that report a bound may stop (default 0.01); "
                             "the DP methods are exact and ignore it")
     solve.add_argument("--overlap", action="store_true", help="communication overlaps compute (max, not sum)")
+    solve.add_argument("--solver", default=None, help="for method mip: auto, highs, cpsat, scip, cbc or gurobi")
+    solve.add_argument("--option", action="append", metavar="KEY=VALUE",
+                       help="a method option, repeatable (contiguous=false, threads=2, warm_start=none)")
+    solve.add_argument("--log", action="store_true", help="stream the solver's log to stderr")
     solve.add_argument("--out", type=_out, metavar="PLAN.json",
                        help="write the plan JSON here (- for standard output); never over an input")
     solve.set_defaults(run=_command_solve)
@@ -355,4 +400,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "option_value"]

@@ -102,24 +102,32 @@ class Trace:
 
 
 def run_interruptibly(work: Callable[[], object], stop: Callable[[], None]) -> tuple[object, bool]:
-    """Run ``work`` in a thread; on Ctrl-C call ``stop`` and wait for it. Returns (its value, interrupted)."""
+    """Run ``work`` in a thread; on Ctrl-C call ``stop`` and wait for it. Returns (its value, interrupted).
+
+    The main thread waits on an Event, not on ``Thread.join``: a KeyboardInterrupt inside
+    ``join`` can leave the thread looking finished while it still runs (CPython before 3.13).
+    """
     box: dict[str, object] = {}
+    done = threading.Event()
 
     def target() -> None:
         try:
             box["value"] = work()
         except BaseException as error:  # re-raised in the caller's thread
             box["error"] = error
+        finally:
+            done.set()
 
     thread = threading.Thread(target=target, name="exactplace-solver", daemon=True)
     thread.start()
     interrupted = False
-    while thread.is_alive():
+    while not done.is_set():
         try:
-            thread.join(0.1)
+            done.wait(0.1)
         except KeyboardInterrupt:
             interrupted = True
             stop()
+    thread.join()
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box.get("value"), interrupted

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 
@@ -36,6 +37,12 @@ class CbcSolver(Solver):
         import pulp
 
         clock = time.monotonic()
+        with warnings.catch_warnings():
+            # PuLP 3.3 deprecates the constructors it still supports (for 4.0); pulp>=2.7 has only these.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return self._solve(pulp, model, request, clock)
+
+    def _solve(self, pulp: object, model: Model, request: Request, clock: float) -> Result:
         problem = pulp.LpProblem("exactplace", pulp.LpMinimize)
         kind = model.kind
         xs = [pulp.LpVariable(f"x{i}", None if not math.isfinite(a) else a, None if not math.isfinite(b) else b,

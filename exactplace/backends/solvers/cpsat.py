@@ -74,18 +74,19 @@ def scale_for_cpsat(model: Model) -> dict:
     # Per-row factors: S for rows with a continuous variable, else the smallest exact power of two.
     factor = np.ones(model.num_rows)
     factor[has_cont] = scale
-    ints = np.flatnonzero(~has_cont)
-    if len(ints):
-        absmax = np.zeros(model.num_rows)
-        np.maximum.at(absmax, row_of, np.abs(data))
-        for r in ints.tolist():
-            coefs = data[indptr[r]:indptr[r + 1]]
-            f = 1.0
-            while f < _EXACT_MAX and not np.all(coefs * f == np.round(coefs * f)):
-                f *= 2.0
-            if not np.all(coefs * f == np.round(coefs * f)):
-                f = _pow2_at_most(_EXACT_MAX / max(absmax[r], 1e-300))
-            factor[r] = f
+    # Rows of integer variables: the smallest power of two 2**k (k <= 30) making every coefficient integral.
+    need = np.full(len(data), 31)
+    for k in range(31):
+        f = 2.0**k
+        need[(need == 31) & (data * f == np.round(data * f))] = k
+    row_need = np.zeros(model.num_rows, dtype=np.int64)
+    np.maximum.at(row_need, row_of, need)
+    absmax = np.zeros(model.num_rows)
+    np.maximum.at(absmax, row_of, np.abs(data))
+    exact = ~has_cont & (row_need <= 30)
+    factor[exact] = 2.0 ** row_need[exact]
+    for r in np.flatnonzero(~has_cont & (row_need > 30)).tolist():
+        factor[r] = _pow2_at_most(_EXACT_MAX / max(absmax[r], 1e-300))
     scaled = np.where(continuous[indices], data, data * factor[row_of])
     coef = np.round(scaled)
     lb, ub = model.lb, model.ub
@@ -149,6 +150,7 @@ class CpSatSolver(Solver):
             params.max_time_in_seconds = max(remaining, 1e-3)
         params.relative_gap_limit = float(request.rel_gap)
         params.num_workers = max(1, int(request.threads))
+        params.catch_sigint_signal = False  # Ctrl-C reaches Python, which stops the search (run_interruptibly)
         if request.log is not None:
             params.log_search_progress = True
             params.log_to_stdout = False

@@ -35,8 +35,9 @@ class HighsSolver(Solver):
 
         clock = time.monotonic()
         h = highspy.Highs()
+        # With a logging callback subscribed HiGHS sends its log there instead of the console
+        # (and with log_to_console off it sends nothing at all), so only output_flag is switched.
         h.setOptionValue("output_flag", request.log is not None)
-        h.setOptionValue("log_to_console", False)
         h.setOptionValue("mip_rel_gap", float(request.rel_gap))
         h.setOptionValue("mip_abs_gap", 1e-9)
         h.setOptionValue("threads", int(request.threads))
@@ -93,8 +94,8 @@ class HighsSolver(Solver):
         raw = h.getModelStatus().name
         info = h.getInfo()
         has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
-        if interrupted and raw in ("kInterrupt", "kHighsInterrupt", "kUnknown"):
-            raw = "kInterrupt"
+        if interrupted and raw not in ("kOptimal", "kInfeasible"):
+            raw = "kInterrupt"  # stopped early (even before a status was set: kNotset)
         if raw == "kModelEmpty":
             has_solution = True
         status, limit = interpret(self.name, raw, has_solution=has_solution)
