@@ -90,3 +90,13 @@ def test_bad_time_limit_rejected_by_parser() -> None:
 def test_methods_lists_greedy(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["methods"]) == 0
     assert "greedy" in capsys.readouterr().out
+
+
+def test_methods_lists_objectives_guarantees_and_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    dp = out.split("\ndpl:")[0]
+    assert dp.startswith("dp: ") and "objectives: throughput; exact over chain splits" in dp
+    assert "guarantees: forward contiguous, chain order" in dp
+    assert "option threads: an integer in [1, 1024]" in dp and "option memory_budget: a finite number >= 4096" in dp
+    assert "greedy: " in out and "guarantees: memory, support and colocation only" in out

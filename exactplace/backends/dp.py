@@ -78,7 +78,7 @@ _NATIVE_MAX_IDEALS = 2**30 - 1
 SOLVER = "native-dp"
 
 MEMORY_BUDGET = Option(
-    "memory_budget", Real(low=2**12, high=2.0**50), DEFAULT_MEMORY_BUDGET,
+    "memory_budget", Real(low=2**12), DEFAULT_MEMORY_BUDGET,
     "bytes the DP's tables may take (at least 4 KiB); past it TooManyIdealsError is raised before allocating",
 )
 
