@@ -185,7 +185,8 @@ def test_ctrl_c_returns_the_incumbent(solver: str) -> None:
         timer.cancel()
     assert elapsed < 10
     assert p.limit is Limit.INTERRUPT and p.status is Status.FEASIBLE and p.has_solution
-    assert p.bound is not None and p.bound <= p.objective
+    # (no bound when Ctrl-C came before the solver started, on a very loaded machine: the start is returned)
+    assert p.bound is None or p.bound <= p.objective
 
 
 def test_cli_solver_options_and_plan(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
