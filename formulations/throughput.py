@@ -305,6 +305,16 @@ def _load_cap(data: UnitData) -> float:
     return compute + float((data.group_cost * fanout).sum())
 
 
+def _fits_accelerator(data: UnitData, cluster: Cluster) -> np.ndarray:
+    """Units that may go on an accelerator: supported, and not alone over the memory cap.
+
+    Fixing the others off the accelerators (variable bounds, not the memory row) matters for
+    tiny sizes: a solver's feasibility tolerance (1e-6 in HiGHS) would let a 1e-6-byte unit
+    onto a 0-byte accelerator, which the referee (1e-9 slack) rejects.
+    """
+    return data.supported & (data.memory <= cluster.memory_cap)
+
+
 def _memory(model: Model, data: UnitData, placed_acc: np.ndarray, cap: float, name: str) -> None:
     """Memory of each accelerator slot at most the cap (no row when it cannot bind)."""
     slots = placed_acc.shape[1]
@@ -337,8 +347,8 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
                    kind=Kind.INTEGER, name="w: unit in ideal I_j")
     c = m.add_vars(P, lb=1.0 if k == 0 else 0.0, ub=0.0 if cpus == 0 else 1.0, kind=Kind.INTEGER,
                    name="c: position j is a CPU core")
-    a = m.add_vars((U, P), ub=np.repeat(data.supported.astype(float), P), kind=Kind.IMPLIED_INTEGER,
-                   name="a: unit at accelerator position j")
+    a = m.add_vars((U, P), ub=np.repeat(_fits_accelerator(data, cluster).astype(float), P),
+                   kind=Kind.IMPLIED_INTEGER, name="a: unit at accelerator position j")
     p = m.add_vars((U, P), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="p: unit at CPU position j")
     e = m.add_vars((data.groups, P), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses position j")
     L = m.add_vars(2 if gpipe else 1, ub=_load_cap(data), name="L: max load")
@@ -396,7 +406,7 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     D = k + cpus
     m = Model("throughput, non-contiguous (assignment)")
     ub = np.ones((U, D))
-    ub[~data.supported, :k] = 0.0  # unsupported classes only on CPU cores
+    ub[~_fits_accelerator(data, cluster), :k] = 0.0  # unsupported or too big: only on CPU cores
     y = m.add_vars((U, D), ub=ub.reshape(-1), kind=Kind.INTEGER, name="y: class on device")
     e = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses accelerator")
     L = m.add_vars(2 if gpipe else 1, ub=_load_cap(data), name="L: max load")

@@ -2,7 +2,8 @@
 
 1. Blocks: the units of the Appendix B contraction (:mod:`exactplace.core.contraction`):
    colocation classes with their backward partners, fused along cycles (a block can only
-   move as a whole), the same units every method places.
+   move as a whole), the same units every method places; units that feed each other
+   through forward-to-backward edges are fused too (:func:`greedy_blocks`).
 2. Fix a topological order of the blocks: lexicographic by unit number (units are numbered
    by their first node position), so it is deterministic.
 3. Fill accelerator 0 with as many consecutive blocks as fit in its memory, then
@@ -21,6 +22,7 @@ import networkx as nx
 import numpy as np
 
 from exactplace.core.contraction import Contraction
+from exactplace.core.graph import Graph
 from exactplace.core.placement import Status
 from exactplace.methods.base import Method, MethodResult, Problem
 
@@ -30,21 +32,35 @@ __all__ = ["Greedy", "greedy_blocks"]
 SOLVER = "python"
 
 
-def greedy_blocks(contraction: Contraction) -> list[np.ndarray]:
-    """The contraction's units as arrays of node positions, in the greedy's topological order.
+def greedy_blocks(graph: Graph, contraction: Contraction) -> list[np.ndarray]:
+    """The greedy's blocks (arrays of node positions) in its topological order.
+
+    A block is a strongly connected component of the contraction's units under the unit
+    edges plus every original edge leaving a forward node. The contraction orders units by
+    forward edges only (what the max-load DP needs); a forward node feeding another class's
+    backward node also makes that class wait, so classes feeding each other that way share
+    a block (else the latency evaluator's accelerator subgraphs would wait on each other).
+    Backward-to-backward edges mirror forward ones and are left out, as they would fuse
+    every class of a training graph. Blocks are ordered lexicographically by their first unit.
 
     >>> from exactplace.core.contraction import contract
     >>> from exactplace.core.graph import Graph, Node
     >>> g = Graph([Node(i, 1.0, 1.0) for i in range(3)], [(2, 0), (0, 1)])
-    >>> [b.tolist() for b in greedy_blocks(contract(g))]
+    >>> [b.tolist() for b in greedy_blocks(g, contract(g))]
     [[2], [0], [1]]
     """
+    forward_source = ~graph.backward[graph.src]
     units = nx.DiGraph()
     units.add_nodes_from(range(contraction.num_units))
     units.add_edges_from(zip(contraction.src.tolist(), contraction.dst.tolist()))
-    members = np.argsort(contraction.unit, kind="stable")
-    bounds = np.searchsorted(contraction.unit[members], np.arange(contraction.num_units + 1))
-    return [members[bounds[u]:bounds[u + 1]] for u in nx.lexicographical_topological_sort(units)]
+    units.add_edges_from(zip(contraction.unit[graph.src[forward_source]].tolist(),
+                             contraction.unit[graph.dst[forward_source]].tolist()))
+    units.remove_edges_from(nx.selfloop_edges(units))
+    condensed = nx.condensation(units)
+    block_of_unit = condensed.graph["mapping"]
+    block = np.array([block_of_unit[u] for u in range(contraction.num_units)])[contraction.unit]
+    first = {c: min(condensed.nodes[c]["members"]) for c in condensed.nodes}
+    return [np.flatnonzero(block == c) for c in nx.lexicographical_topological_sort(condensed, key=first.__getitem__)]
 
 
 class Greedy(Method):
@@ -60,7 +76,7 @@ class Greedy(Method):
         device = np.empty(graph.n, dtype=np.int64)
         cpu = cluster.accelerators if cluster.cpus else None
         current, used = 0, 0.0
-        for block in greedy_blocks(problem.contraction):
+        for block in greedy_blocks(graph, problem.contraction):
             size = float(graph.memory[block].sum())
             fits_somewhere = bool(graph.supported[block].all()) and size <= cluster.memory_limit.max(initial=0.0)
             while fits_somewhere and current < cluster.accelerators and used + size > cluster.memory_limit[current]:
