@@ -30,6 +30,7 @@ topological order of a tiny graph.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import networkx as nx
@@ -40,7 +41,7 @@ from exactplace import Cluster, Graph, PlacementError, evaluate
 
 __all__ = [
     "Optima", "brute_force_optima", "brute_force_orders", "class_graph_edges", "fits_only_on_the_slack",
-    "is_unit_chain", "latency_subgraph_optimum", "replay_makespan",
+    "fitting_placements", "is_unit_chain", "latency_subgraph_optimum", "replay_makespan",
 ]
 
 
@@ -90,12 +91,24 @@ def is_unit_chain(graph: Graph, device: np.ndarray, edges: list[tuple[int, int]]
                      if device_of_class[a] != device_of_class[b]})
 
 
+def fitting_placements(graph: Graph, cluster: Cluster) -> Iterator[np.ndarray]:
+    """``canonical_placements`` that respect accelerator support and memory (plain sums, the shared 1e-9 slack)."""
+    k = cluster.accelerators
+    for device in canonical_placements(graph, cluster):
+        on_accelerator = device < k
+        if np.any(on_accelerator & ~graph.supported):
+            continue
+        used = np.bincount(device[on_accelerator], weights=graph.memory[on_accelerator], minlength=k)[:k]
+        if not np.any(used > cluster.memory * (1 + 1e-9) + 1e-9):
+            yield device
+
+
 def brute_force_optima(graph: Graph, cluster: Cluster, objective: str, **options: bool) -> Optima:
     """Enumerate every placement up to renaming identical devices; see the module docstring.
 
     ``options`` (``overlap``, ``gpipe``) are passed to the evaluator.
     """
-    n, k = graph.n, cluster.accelerators
+    n = graph.n
     digraph = graph.to_networkx()
     ids = graph.ids.tolist()
     position = {node_id: i for i, node_id in enumerate(ids)}
@@ -116,13 +129,7 @@ def brute_force_optima(graph: Graph, cluster: Cluster, objective: str, **options
         if best[kind] is None or value < best[kind]:
             best[kind] = value
 
-    for device in canonical_placements(graph, cluster):
-        on_accelerator = device < k
-        if np.any(on_accelerator & ~graph.supported):
-            continue
-        used = np.bincount(device[on_accelerator], weights=graph.memory[on_accelerator], minlength=k)[:k]
-        if np.any(used > cluster.memory * (1 + 1e-9) + 1e-9):
-            continue
+    for device in fitting_placements(graph, cluster):
         try:
             value = evaluate(graph, cluster, device, objective, **options)
         except PlacementError:  # latency: the subgraphs wait on each other forever
@@ -188,13 +195,7 @@ def latency_subgraph_optimum(graph: Graph, cluster: Cluster, q: int) -> float | 
 
     k = cluster.accelerators
     best = None
-    for device in canonical_placements(graph, cluster):
-        on_accelerator = device < k
-        if np.any(on_accelerator & ~graph.supported):
-            continue
-        used = np.bincount(device[on_accelerator], weights=graph.memory[on_accelerator], minlength=k)[:k]
-        if np.any(used > cluster.memory * (1 + 1e-9) + 1e-9):
-            continue
+    for device in fitting_placements(graph, cluster):
         if any(contiguous_pieces(graph, device == d).max(initial=0) > q for d in range(k)):
             continue
         try:
