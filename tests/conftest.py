@@ -28,6 +28,11 @@ import os
 import re
 from pathlib import Path
 
+# Subprocesses (`python -m exactplace`, `python -c ...`) must import the installed package, as a
+# user's shell does, not the source tree in the working directory: a non-editable install (CI)
+# has no compiled extension in the checkout. Python 3.11+ honours this; 3.10 ignores it.
+os.environ["PYTHONSAFEPATH"] = "1"
+
 import pytest
 from hypothesis import HealthCheck, settings
 
