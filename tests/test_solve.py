@@ -570,3 +570,16 @@ def test_space_and_limit_are_enums_and_reach_the_plan() -> None:
     assert data["space"] == "chain" and data["limit"] is None and data["trace"] == []
     assert "over chain splits" in p.summary()
     assert Limit("time") is Limit.TIME and Limit.TIME == "time" and str(Limit.INTERRUPT) == "interrupt"
+
+
+def test_fallback_placement_carries_neither_the_methods_bound_nor_its_guarantee(
+    scripted: type[Scripted], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A contiguity-promising method stopped with nothing but a bound: greedy's placement comes back,
+    refereed as greedy's (it may lie outside the method's space), and the bound moves to info."""
+    monkeypatch.setattr(scripted, "guarantee", Guarantees.contiguous_split())
+    g, c = small()
+    scripted.script = lambda problem: MethodResult(None, Status.NO_SOLUTION, bound=1e9, limit=Limit.TIME)
+    p = solve(g, c, method=scripted.name, time_limit=5)
+    assert p.status is Status.FEASIBLE and p.limit is Limit.TIME and p.info["returned"].startswith("greedy")
+    assert p.bound is None and p.gap is None and p.info["bound_of_method"] == 1e9

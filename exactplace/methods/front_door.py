@@ -272,20 +272,22 @@ def _fallback(problem: Problem, result: MethodResult) -> MethodResult:
     """A method stopped by its time limit with nothing to show: the quick greedy placement instead.
 
     The result keeps ``limit=Limit.TIME`` and says so in ``info["returned"]``; a hopeless
-    instance (greedy finds nothing either) keeps NO_SOLUTION.
+    instance (greedy finds nothing either) keeps NO_SOLUTION. Greedy's placement need not lie
+    in the method's space, so the method's bound moves to ``info["bound_of_method"]`` and the
+    referee holds the placement to greedy's guarantee, not the method's.
     """
-    from exactplace.heuristics.greedy import Greedy
-
-    if problem.objective not in Greedy.objectives:
+    greedy = registered_methods()["greedy"]  # through the catalog: methods never import a placer
+    if problem.objective not in greedy.objectives:
         return result
     try:
-        quick = Greedy().run(problem)
+        quick = greedy().run(problem)
     except (ExactplaceError, KeyboardInterrupt):
         return result
     if quick.device is None:
         return result
-    return MethodResult(quick.device, Status.FEASIBLE, limit=Limit.TIME, solver=result.solver, space=result.space,
-                        trace=result.trace, timings=result.timings, info={**result.info, "returned": FALLBACK})
+    info = {**result.info, "returned": FALLBACK, "bound_of_method": result.bound}
+    return MethodResult(quick.device, Status.FEASIBLE, limit=Limit.TIME, solver=result.solver,
+                        trace=result.trace, timings=result.timings, info=info)
 
 
 def _referee(
