@@ -79,6 +79,7 @@ import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
+from exactplace.evaluators.latency import piece_levels
 
 __all__ = ["LatencyData", "LatencyModel", "build_model", "decode", "hint_values", "prepare"]
 
@@ -479,19 +480,6 @@ def canonical_devices(data: LatencyData, device: np.ndarray) -> np.ndarray:
     return relabel[dev]
 
 
-def levels(graph: Graph, member: np.ndarray) -> np.ndarray:
-    """The evaluator's piece counter for every node (non-members too), as the model's ``level``."""
-    level = np.zeros(graph.n, dtype=np.int64)
-    preds = graph.predecessors
-    for v in graph.topological_order.tolist():
-        inside = bool(member[v])
-        value = 1 if inside else 0
-        for u in preds[v].tolist():
-            value = max(value, level[u] + (1 if inside and not member[u] else 0))
-        level[v] = value
-    return level
-
-
 def hint_values(lm: LatencyModel, device: np.ndarray) -> dict | None:
     """A complete model solution for a placement (the CP-SAT hint), or None if outside the model.
 
@@ -507,7 +495,7 @@ def hint_values(lm: LatencyModel, device: np.ndarray) -> dict | None:
         member = dev == d
         if member.any() and not data.allowed[data.cls[member], d].all():
             return None
-        level[:, d] = levels(graph, member)
+        level[:, d] = piece_levels(graph, member)
         if level[member, d].max(initial=0) > q:
             return None
     if data.memory_binds:

@@ -26,7 +26,10 @@ from exactplace.core.errors import PlacementError
 from exactplace.core.graph import Graph
 from exactplace.core.placement_array import as_device_array
 
-__all__ = ["LatencySchedule", "contiguous_pieces", "latency", "latency_schedule"]
+__all__ = [
+    "InvocationBlocks", "LatencySchedule", "contiguous_pieces", "invocation_blocks", "latency", "latency_schedule",
+    "piece_levels",
+]
 
 
 @dataclass(frozen=True)
@@ -42,36 +45,56 @@ class LatencySchedule:
         return float(self.finish.max())
 
 
+def piece_levels(graph: Graph, member: np.ndarray) -> np.ndarray:
+    """The piece counter of the set ``member`` (bool mask) at every node, non-members included.
+
+    A member's level is one plus the number of times a path into it left the set (the
+    reference implementation's rule); a non-member carries the largest level reaching it.
+    """
+    level = np.zeros(graph.n, dtype=np.int64)
+    preds = graph.predecessors
+    for v in graph.topological_order.tolist():
+        inside = bool(member[v])
+        value = 1 if inside else 0
+        for u in preds[v].tolist():
+            value = max(value, level[u] + (1 if inside and not member[u] else 0))
+        level[v] = value
+    return level
+
+
 def contiguous_pieces(graph: Graph, member: np.ndarray) -> np.ndarray:
     """Split the set ``member`` (bool mask) into contiguous pieces numbered 1, 2, ...
 
     Returns an int array: the piece of each member, 0 for non-members. A contiguous set
     is one piece.
-
     """
-    piece = np.zeros(graph.n, dtype=np.int64)
-    preds = graph.predecessors
-    for v in graph.topological_order.tolist():
-        inside = bool(member[v])
-        level = 1 if inside else 0
-        for u in preds[v].tolist():
-            level = max(level, piece[u] + (1 if inside and not member[u] else 0))
-        piece[v] = level
-    return np.where(member, piece, 0)
+    return np.where(member, piece_levels(graph, member), 0)
 
 
-def latency_schedule(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray) -> LatencySchedule:
-    """Simulate one sample through the placement; see the module docstring for the rules.
+@dataclass(frozen=True)
+class InvocationBlocks:
+    """The units of single-sample execution: one block per accelerator piece, one per CPU node.
+
+    ``block[v]`` is node v's block, ``device[b]`` block b's device, ``waits`` the graph of
+    blocks that must end before another starts (data edges and the serial order of one
+    accelerator's pieces), ``order`` a topological order of it (lexicographic, so deterministic).
+    """
+
+    block: np.ndarray
+    device: list[int]
+    waits: nx.DiGraph
+    order: list[int]
+
+
+def invocation_blocks(graph: Graph, cluster: Cluster, dev: np.ndarray) -> InvocationBlocks:
+    """The blocks of a checked device array and an order to invoke them (§4).
 
     Raises
     ------
     PlacementError
-        The placement is malformed, or its accelerator subgraphs wait on each other in a
-        cycle (no invocation order exists).
+        The accelerator subgraphs wait on each other in a cycle (no invocation order exists).
     """
-    dev = as_device_array(graph, cluster, device)
     k = cluster.accelerators
-    # Blocks: one per accelerator piece, one per CPU node.
     block = np.empty(graph.n, dtype=np.int64)
     block_device: list[int] = []
     serial: list[tuple[int, int]] = []
@@ -88,23 +111,40 @@ def latency_schedule(graph: Graph, cluster: Cluster, device: Sequence[int] | np.
     for v in np.flatnonzero(dev >= k):
         block[v] = len(block_device)
         block_device.append(int(dev[v]))
-    num_blocks = len(block_device)
 
-    order_graph = nx.DiGraph()
-    order_graph.add_nodes_from(range(num_blocks))
-    bs, bd = block[graph.src], block[graph.dst]
-    crossing = bs != bd
-    order_graph.add_edges_from(zip(bs[crossing].tolist(), bd[crossing].tolist()))
-    order_graph.add_edges_from(serial)
+    waits = nx.DiGraph()
+    waits.add_nodes_from(range(len(block_device)))
+    crossing = block[graph.src] != block[graph.dst]
+    waits.add_edges_from(zip(block[graph.src][crossing].tolist(), block[graph.dst][crossing].tolist()))
+    waits.add_edges_from(serial)
     try:
-        order = list(nx.topological_sort(order_graph))
+        order = list(nx.lexicographical_topological_sort(waits))
     except nx.NetworkXUnfeasible:
-        cycle = nx.find_cycle(order_graph)
+        cycle = nx.find_cycle(waits)
         names = cluster.device_names()
         shown = " -> ".join(names[block_device[b]] for b, _ in cycle)
         raise PlacementError(
             f"No invocation order exists: accelerator subgraphs wait on each other in a cycle ({shown})."
         ) from None
+    return InvocationBlocks(block, block_device, waits, order)
+
+
+def latency_schedule(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray) -> LatencySchedule:
+    """Simulate one sample through the placement; see the module docstring for the rules.
+
+    Raises
+    ------
+    PlacementError
+        The placement is malformed, or its accelerator subgraphs wait on each other in a
+        cycle (no invocation order exists).
+    """
+    dev = as_device_array(graph, cluster, device)
+    k = cluster.accelerators
+    blocks = invocation_blocks(graph, cluster, dev)
+    block, block_device, order, order_graph = blocks.block, blocks.device, blocks.order, blocks.waits
+    num_blocks = len(block_device)
+    bd = block[graph.dst]
+    crossing = block[graph.src] != bd
 
     nodes_of = [[] for _ in range(num_blocks)]
     for v, b in enumerate(block.tolist()):

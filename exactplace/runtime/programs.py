@@ -112,35 +112,11 @@ def latency_blocks(graph: Graph, cluster: Cluster, dev: np.ndarray) -> list[Bloc
     ...  for b in latency_blocks(g, Cluster(accelerators=1, cpus=1), np.array([1, 0, 1]))]
     [(1, ['compute', 'send'], ()), (0, ['recv', 'compute', 'send'], (0,)), (1, ['recv', 'compute'], (1,))]
     """
-    import networkx as nx
-
-    from exactplace.evaluators.latency import contiguous_pieces
+    from exactplace.evaluators.latency import invocation_blocks
 
     k = cluster.accelerators
-    block = np.empty(graph.n, dtype=np.int64)
-    block_device: list[int] = []
-    serial: list[tuple[int, int]] = []
-    for d in range(k):
-        member = dev == d
-        if member.any():
-            pieces = contiguous_pieces(graph, member)
-            first, count = len(block_device), int(pieces.max())
-            block[member] = first + pieces[member] - 1
-            block_device.extend([d] * count)
-            serial.extend((first + p, first + p + 1) for p in range(count - 1))
-    for v in np.flatnonzero(dev >= k).tolist():
-        block[v] = len(block_device)
-        block_device.append(int(dev[v]))
-    order_graph = nx.DiGraph()
-    order_graph.add_nodes_from(range(len(block_device)))
-    crossing = block[graph.src] != block[graph.dst]
-    order_graph.add_edges_from(zip(block[graph.src][crossing].tolist(), block[graph.dst][crossing].tolist()))
-    order_graph.add_edges_from(serial)
-    try:
-        order = list(nx.lexicographical_topological_sort(order_graph))
-    except nx.NetworkXUnfeasible:
-        raise PlacementError("No invocation order exists: accelerator subgraphs wait on each other in a cycle.") \
-            from None
+    blocks_of = invocation_blocks(graph, cluster, dev)  # the evaluator's blocks and order, raising as it does
+    block, block_device, order, order_graph = blocks_of.block, blocks_of.device, blocks_of.order, blocks_of.waits
     renumber = {b: i for i, b in enumerate(order)}
     new_block = np.array([renumber[int(b)] for b in block.tolist()], dtype=np.int64)
     topo = graph.topological_order.tolist()
