@@ -17,7 +17,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -29,6 +29,7 @@ from exactplace.core.errors import ExactplaceError, ParameterError
 from exactplace.core.graph import Graph
 from exactplace.core.io import Workload, parse_json, placement_from_dict, read_workload, workload_from_dict
 from exactplace.core.objectives import OBJECTIVES
+from exactplace.core.params import Constraint, Integer, Real
 from exactplace.data import shipped_workloads, workload_path
 
 EXIT_NO_RESULT = 1
@@ -263,34 +264,24 @@ def _add_compare(commands: argparse._SubParsersAction, workload_help: str) -> No
     compare.set_defaults(run=_command_compare)
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
+def _argument(parse: Callable[[str], Any], constraint: Constraint, requirement: str) -> Callable[[str], Any]:
+    """An argparse type: ``parse`` the text, then hold it to the same constraint the Python API uses."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = parse(text)
+        except ValueError:
+            value = None
+        if value is None or not constraint.accepts(value):
+            raise argparse.ArgumentTypeError(f"must be {requirement}, got {text!r}")
+        return value
+
+    return convert
 
 
-def _gap(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
+_positive = _argument(float, Real(low=0, low_closed=False, finite=False), "a positive number")
+_gap = _argument(float, Real(low=0, high=1, high_closed=False), "a number in [0, 1)")
+_count = _argument(int, Integer(low=0), "a non-negative integer")
 
 
 def _out(text: str) -> str:
