@@ -293,6 +293,23 @@ def test_preparation_is_shared_between_unsuited_and_run(monkeypatch: pytest.Monk
     assert p.method == "dp" and calls == {"contract": 1, "count": 1}
 
 
+@pytest.mark.parametrize(("method", "options"), [("dp", {"time_limit": 60}), ("mip", {"time_limit": 60})])
+def test_problems_a_method_derives_share_the_contraction(
+    monkeypatch: pytest.MonkeyPatch, method: str, options: dict
+) -> None:
+    """The DP's DPL incumbent (a replaced problem) and mip's default start (a new problem on the same
+    cache) reuse the contraction instead of computing it again."""
+    if method == "mip":
+        pytest.importorskip("ortools")
+    import exactplace.methods.base as base
+
+    calls = []
+    real_contract = base.contract
+    monkeypatch.setattr(base, "contract", lambda *a, **k: calls.append(1) or real_contract(*a, **k))
+    p = solve(parallel_chains(branches=2, length=3), HARD, method=method, **options)
+    assert p.has_solution and len(calls) == 1
+
+
 def test_threads_do_not_change_the_result() -> None:
     graph = parallel_chains(branches=3, length=6)
     one = solve(graph, HARD, method="dp", threads=1)

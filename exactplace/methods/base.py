@@ -13,7 +13,6 @@ import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
@@ -72,10 +71,16 @@ class Problem:
     default_start: bool = False
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
-    @cached_property
+    @property
     def contraction(self) -> Contraction:
-        """The Appendix B contraction of the graph for this cluster's memory (computed once)."""
-        return contract(self.graph, self.cluster.memory_cap)
+        """The Appendix B contraction of the graph for this cluster's memory.
+
+        Computed once and kept in ``cache``, which the problems a method derives from this one
+        (``dataclasses.replace``, or a new Problem given this cache: same graph and cluster) share.
+        """
+        if "contraction" not in self.cache:
+            self.cache["contraction"] = contract(self.graph, self.cluster.memory_cap)
+        return self.cache["contraction"]
 
     def option(self, name: str) -> Any:
         """An objective option's value (False when not given)."""
