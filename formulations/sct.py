@@ -1,21 +1,29 @@
 """The LP relaxation of scheduling with small communication times (SCT), as Baechi's m-SCT uses it.
 
-Variables: ``x[e] in [0, 1]`` per edge ``e = (i, j)`` (1: the edge pays its communication
-cost; 0: ``j`` is ``i``'s *favorite child*, run right after ``i`` on the same device),
-start times ``s[i] >= 0`` and the makespan ``w``.
+Variables: ``x[e] in [0, 1]`` per edge ``e = (i, j)`` (1: the edge pays its delay; 0: ``j``
+is ``i``'s *favorite child*, run right after ``i`` on the same device), start times
+``s[i] >= 0`` and the makespan ``w``.
 
-* precedence: ``s[i] + p[i] + c[e] * x[e] <= s[j]`` for every edge;
+* precedence: ``s[i] + p[i] + d[e] * x[e] <= s[j]`` for every edge;
 * one favorite child: ``sum_j x[i, j] >= outdeg(i) - 1``;
 * one favorite parent: ``sum_i x[i, j] >= indeg(j) - 1``;
 * makespan: ``s[i] + p[i] <= w``; minimize ``w``.
 
-With communication times at most the processing times (the SCT assumption), ``w`` is a lower
-bound on the makespan of any schedule on any number of devices; with ``x = 1`` everywhere
-it would be the critical path with all communication, with ``x = 0`` without any.
+Baechi (after Hanen and Munier) takes the delay ``d`` to be the communication cost ``c``;
+``w`` is then a lower bound on the makespan only when every communication time is at most
+every processing time (the SCT assumption) and every edge between devices pays its cost.
+The published graphs break both (zero-time nodes with costly edges; CPU cores read each
+other's results for free), so :func:`edge_delays` lowers each ``d[e]`` to what *every*
+schedule of the simulator (:mod:`exactplace.evaluators.makespan`) must pay, which makes
+``w`` a lower bound on any graph, placement, execution order and number of devices.
+When the SCT assumption holds and no two CPU cores are available, ``d = c``: Baechi's LP.
 
 >>> from exactplace.core.graph import Graph, Node
 >>> g = Graph([Node(0, 1, 2, comm=1), Node(1, 1, 3), Node(2, 1, 4)], [(0, 1), (0, 2)])
->>> lp = sct_lp(g, np.array([2.0, 3.0, 4.0]))
+>>> p = np.array([2.0, 3.0, 4.0])
+>>> edge_delays(g, p, cpu_slack=None).tolist()   # c = 1 is below the sibling's 3 and 4
+[1.0, 1.0]
+>>> lp = sct_lp(g, p, edge_delays(g, p, cpu_slack=None))
 >>> lp.model.num_vars, lp.model.num_rows   # 2 edges, 3 starts, w; 2 + 1 + 0 + 3 rows
 (6, 6)
 """
@@ -30,7 +38,7 @@ from exactplace.core.graph import Graph
 
 from .model import Model
 
-__all__ = ["SctLP", "favorite_children", "sct_lp"]
+__all__ = ["SctLP", "edge_delays", "favorite_children", "sct_lp"]
 
 
 @dataclass
@@ -43,19 +51,54 @@ class SctLP:
     w: np.ndarray   # (1,)
 
 
-def sct_lp(graph: Graph, p: np.ndarray) -> SctLP:
-    """The SCT LP of ``graph`` with processing times ``p`` (per node position) and the edge costs."""
+def _least_among_others(group: np.ndarray, value: np.ndarray, size: int) -> np.ndarray:
+    """Per edge, the least ``value`` over the *other* edges of its ``group`` (inf when it has none)."""
+    order = np.lexsort((value, group))
+    g, v = group[order], value[order]
+    opens = np.r_[True, g[1:] != g[:-1]] if len(g) else np.zeros(0, dtype=bool)
+    least, second = np.full(size, np.inf), np.full(size, np.inf)
+    least[g[opens]] = v[opens]
+    follows = np.r_[False, opens[:-1]] & ~opens if len(g) else opens
+    second[g[follows]] = v[follows]
+    is_least = np.zeros(len(group), dtype=bool)
+    is_least[order[opens]] = True
+    return np.where(is_least, second[group], least[group])
+
+
+def edge_delays(graph: Graph, p: np.ndarray, cpu_slack: np.ndarray | None) -> np.ndarray:
+    """The delay ``d[e]`` every schedule pays on edge ``e = (i, j)`` unless ``j`` is ``i``'s favorite.
+
+    ``d[e] = min(c[e], min p over i's other children, min p over j's other parents, cpu_slack[i])``,
+    which keeps ``w`` a lower bound on every schedule (``p`` must be at most each node's time
+    on any device): set ``x[e] = 0`` exactly on the edges with ``s[j] < s[i] + p[i] + d[e]``
+    in a schedule. A child on another device waits for the transfer (at least ``c``, through
+    host RAM), or, on another CPU core, for ``i``'s CPU time (``p[i] + cpu_slack[i]``, with
+    ``cpu_slack`` the CPU time minus ``p``; None when there are not two CPU cores). Children
+    on ``i``'s device run one at a time, so all but the first wait at least one sibling's
+    ``p``: at most one child has ``x = 0``. Likewise on ``j``'s device every parent but the
+    last finishes at least the last one's ``p`` before ``j`` starts: at most one parent has
+    ``x = 0``.
+    """
+    delay = np.minimum(graph.edge_cost, _least_among_others(graph.src, p[graph.dst], graph.n))
+    delay = np.minimum(delay, _least_among_others(graph.dst, p[graph.src], graph.n))
+    if cpu_slack is not None:
+        delay = np.minimum(delay, cpu_slack[graph.src])
+    return delay
+
+
+def sct_lp(graph: Graph, p: np.ndarray, delay: np.ndarray) -> SctLP:
+    """The SCT LP of ``graph`` with processing times ``p`` (per node position) and edge delays ``delay``."""
     n, m = graph.n, graph.m
     model = Model("SCT LP relaxation")
-    horizon = float(p.sum() + graph.edge_cost.sum())
+    horizon = float(p.sum() + delay.sum())
     x = model.add_vars(m, ub=1.0, name="x: edge pays its communication")
     s = model.add_vars(n, ub=horizon, name="s: start time")
     w = model.add_vars(1, ub=horizon, name="w: makespan")
     e = np.arange(m)
-    # s[i] + c x - s[j] <= -p[i]
+    # s[i] + d x - s[j] <= -p[i]
     model.add_rows("precedence", m, ub=-p[graph.src], rows=np.concatenate([e, e, e]),
                    cols=np.concatenate([s[graph.src], x, s[graph.dst]]),
-                   vals=np.concatenate([np.ones(m), graph.edge_cost, -np.ones(m)]))
+                   vals=np.concatenate([np.ones(m), delay, -np.ones(m)]))
     for label, end in (("one favorite child", graph.src), ("one favorite parent", graph.dst)):
         degree = np.bincount(end, minlength=n)
         nodes = np.flatnonzero(degree >= 2)  # degree 1 gives x >= 0, already a bound
@@ -77,6 +120,7 @@ def favorite_children(graph: Graph, x: np.ndarray, threshold: float = 0.5) -> di
     Edges with ``x < threshold`` are candidates; conflicts (a node with two candidate children,
     or a child with two candidate parents) keep the edge with the smallest ``x``, then the
     largest communication cost (what the favorite saves), then the first in edge order.
+    (An edge whose delay is 0 has an arbitrary ``x``; the cost still orders it.)
 
     >>> from exactplace.core.graph import Graph, Node
     >>> g = Graph([Node(i, 1, 1, comm=1) for i in range(3)], [(0, 1), (0, 2)])

@@ -1,8 +1,10 @@
 """``exactplace.sct_relaxation``: the SCT LP relaxation (``formulations/sct.py``) solved by HiGHS.
 
-The m-SCT placer (Baechi) is built on it: its ``bound`` is a lower bound on the makespan of
-one sample on any number of devices (under the small-communication assumption), and
-``favorite_child`` says which child each node should be followed by on its own device.
+The m-SCT placer (Baechi) is built on it: its ``bound`` is a lower bound on the makespan
+(``objective="makespan"``) of one sample under any placement, execution order and number of
+devices (the edge delays of ``formulations/sct.py`` make it one without Baechi's
+small-communication assumption), and ``favorite_child`` says which child each node should
+be followed by on its own device.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ def sct_relaxation(graph: Graph, cluster: Cluster | None = None, threshold: floa
     ----------
     graph : Graph
     cluster : Cluster, optional
-        Processing time ``p_i`` is the node's accelerator time when it is supported and the
-        cluster has an accelerator (divided by the fastest accelerator's speed), else its CPU
-        time. Without a cluster: accelerator time when supported.
+        Processing time ``p_i`` is the node's least time on any device of the cluster: its
+        accelerator time divided by the fastest accelerator's speed when it is supported and
+        the cluster has an accelerator, its CPU time when the cluster has a CPU core (the
+        smaller of the two when both; a bound needs the least). Without a cluster: any
+        number of accelerators and CPU cores.
     threshold : float, default 0.5
         An edge with LP value ``x < threshold`` is a favorite-child candidate.
 
@@ -47,29 +51,35 @@ def sct_relaxation(graph: Graph, cluster: Cluster | None = None, threshold: floa
 
     Examples
     --------
-    >>> from exactplace.core.graph import Graph, Node
+    >>> from exactplace import Cluster, Graph, Node
     >>> g = Graph([Node(0, 5, 2, comm=1), Node(1, 5, 3), Node(2, 5, 4)], [(0, 1), (0, 2)])
     >>> r = sct_relaxation(g)
     >>> r.bound, r.favorite_child      # 0 -> 2 stays on one device, 0 -> 1 pays 1
     (6.0, {0: 2})
+
+    On a graph that breaks the small-communication assumption the delay is capped by what a
+    schedule must pay instead: here both children can follow their parent on its device for
+    1 + 1 + 1 = 3, so the second child waits 1 (a sibling's time), not a transfer of 10. The
+    LP splits that wait over the two edges (x = 1/2 each): 2.5, below the best schedule's 3.
+
+    >>> g = Graph([Node(0, 5, 1, comm=10), Node(1, 5, 1), Node(2, 5, 1)], [(0, 1), (0, 2)])
+    >>> sct_relaxation(g, Cluster(2, cpus=1)).bound
+    2.5
     """
     from exactplace.backends.solvers import Request, solve_model
-    from exactplace.formulations.sct import favorite_children, sct_lp
+    from exactplace.formulations.sct import edge_delays, favorite_children, sct_lp
 
     check_param(isinstance(graph, Graph), "graph", "sct_relaxation", "a Graph", type(graph).__name__)
     check_param(cluster is None or isinstance(cluster, Cluster), "cluster", "sct_relaxation", "a Cluster or None",
                 cluster)
     check_param(isinstance(threshold, (int, float)) and 0 < threshold <= 1, "threshold", "sct_relaxation",
                 "a number in (0, 1]", threshold)
-    use_acc = graph.supported.copy()
-    speed = 1.0
-    if cluster is not None:
-        if cluster.accelerators == 0:
-            use_acc[:] = False
-        else:
-            speed = float(cluster.speed.max())
-    p = np.where(use_acc, np.where(use_acc, graph.acc_time, 0.0) / speed, graph.cpu_time)
-    lp = sct_lp(graph, p)
+    has_acc = cluster is None or cluster.accelerators > 0
+    cpus = 2 if cluster is None else cluster.cpus  # only "two or more" matters: CPU to CPU is free
+    speed = 1.0 if cluster is None or not has_acc else float(cluster.speed.max())
+    acc = np.where(graph.supported & has_acc, np.where(graph.supported, graph.acc_time, 0.0) / speed, np.inf)
+    p = np.minimum(acc, graph.cpu_time if cpus else np.inf)
+    lp = sct_lp(graph, p, edge_delays(graph, p, graph.cpu_time - p if cpus >= 2 else None))
     out = solve_model(lp.model, "highs", Request(rel_gap=0.0))
     if out.values is None or out.status.value != "optimal":
         raise ExactplaceError(f"The SCT LP ended with {out.raw_status!r}; it is always feasible, so this is a bug.")

@@ -10,23 +10,24 @@
    reservations are dropped for that step, so waiting never deadlocks. Choice Baechi leaves
    to its implementation: "urgent" is read per device, as above.
 
-The LP's makespan bound is reported in ``info["sct_bound"]``; it bounds every schedule only
-under the SCT assumption (no edge costs more than any node computes) and when every edge
-between devices pays its cost, which this model's free CPU-to-CPU edges do not. The
-published graphs break the assumption (zero-time nodes with costly edges: on
-``layer_bert24_inference`` the "bound" exceeds the sum of all accelerator times), so it is
-not claimed as ``bound``.
+The LP's makespan is the result's ``bound`` (and ``info["sct_bound"]``): a lower bound on
+the makespan of every placement, so ``Placement.gap`` says how far m-SCT can be from the
+optimum. It needs no small-communication assumption: ``formulations/sct.py`` caps each edge's
+delay by what every schedule must pay (the published graphs have zero-time nodes with costly
+edges, where Baechi's LP with the raw costs is no bound).
 
 Examples
 --------
 >>> from exactplace import Cluster, Graph, Node, solve
 >>> g = Graph([Node(0, 9.0, 2.0, comm=1.0), Node(1, 9.0, 3.0), Node(2, 9.0, 4.0)], [(0, 1), (0, 2)])
 >>> p = solve(g, Cluster(2, cpus=1), objective="makespan", method="m-sct")
->>> p.device.tolist(), p.objective, p.info["sct_bound"]   # 2 follows its parent; 1 pays 2 x 1
+>>> p.device.tolist(), p.objective, p.bound   # 2 follows its parent; 1 pays 2 x 1
 ([0, 1, 0], 7.0, 6.0)
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from exactplace.heuristics.common import CO_PLACEMENT, FUSION, Memory, finish, schedule_order, task_graph
 from exactplace.heuristics.m_etf import etf_schedule
@@ -59,4 +60,5 @@ class MSCT(Method):
         memory = Memory(cluster, tasks, self.setting(problem, "co_placement"))
         device, start = etf_schedule(cluster, tasks, memory, favorite)
         info = {"tasks": tasks.size, "sct_bound": relaxation.bound, "favorite_children": len(relaxation.favorite_child)}
-        return finish(graph, cluster, tasks, device, schedule_order(tasks, start), info)
+        result = finish(graph, cluster, tasks, device, schedule_order(tasks, start), info)
+        return dataclasses.replace(result, bound=relaxation.bound)
