@@ -23,13 +23,10 @@ import numpy as np
 
 from exactplace.core.contraction import Contraction
 from exactplace.core.graph import Graph
-from exactplace.core.placement import Status
+from exactplace.heuristics.common import settle_memory
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["Greedy", "greedy_blocks"]
-
-#: Pure Python: ``Placement.solver`` names no external solver.
-SOLVER = "python"
 
 
 def greedy_blocks(graph: Graph, contraction: Contraction) -> list[np.ndarray]:
@@ -86,7 +83,6 @@ class Greedy(Method):
                 used += size
             elif cpu is not None:
                 device[block] = cpu
-            else:
-                reason = {"reason": "accelerators full, no CPU"}
-                return MethodResult(None, Status.NO_SOLUTION, solver=SOLVER, info=reason)
-        return MethodResult(device, Status.FEASIBLE, solver=SOLVER)
+            else:  # accelerators full and no CPU: the last one, overfull, for settle_memory to repair or refute
+                device[block] = cluster.accelerators - 1
+        return settle_memory(graph, cluster, device, deadline=problem.deadline)

@@ -38,7 +38,7 @@ from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.params import Integer, Option
 from exactplace.core.placement import Limit, Status
 from exactplace.evaluators.max_load import max_load
-from exactplace.heuristics.common import SEED, SOLVER
+from exactplace.heuristics.common import SEED, SOLVER, settle_memory
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["LocalSearch"]
@@ -207,8 +207,8 @@ class LocalSearch(Method):
         if best_device is None:
             if limit is not None:
                 return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver=SOLVER, info=info)
-            info["reason"] = "no random start found room for every colour class (no CPU, accelerators too full)"
-            return MethodResult(None, Status.NO_SOLUTION, solver=SOLVER, info=info)
+            # No random start found room for every class (no CPU): repaired from all on one accelerator, or refuted.
+            return settle_memory(graph, cluster, np.zeros(graph.n, dtype=np.int64), info, deadline=problem.deadline)
         return MethodResult(best_device, Status.FEASIBLE, limit=limit, solver=SOLVER, info=info)
 
     @staticmethod

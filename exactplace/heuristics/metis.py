@@ -7,8 +7,10 @@
    Weights are scaled to integers (METIS takes integers; edge weights at least 1).
 2. Memory repair (METIS does not know the memory cap; our choice): while an accelerator is
    overfull, its class with the least compute per byte moves to the accelerator with the
-   most free memory that can hold it, else to the first CPU core; with no room anywhere the
-   result is ``no_solution`` with the overfull devices named (:mod:`~exactplace.heuristics.common`).
+   most free memory that can hold it, else to the first CPU core
+   (:func:`~exactplace.heuristics.common.repair_memory`); with no room anywhere an exact
+   packing decides between a fit and a proof of infeasibility
+   (:func:`~exactplace.heuristics.common.settle_memory`).
 
 3. METIS is run ``tries`` times (seeds ``seed``, ``seed + 1``, ...; our choice, as one
    partition's max-load varies a lot with the seed) and the repaired partition with the
@@ -31,9 +33,8 @@ import numpy as np
 
 from exactplace.core.graph import Graph
 from exactplace.core.params import Integer, Option
-from exactplace.core.placement import Status
 from exactplace.evaluators.max_load import max_load
-from exactplace.heuristics.common import SEED
+from exactplace.heuristics.common import SEED, repair_memory, settle_memory
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["Metis"]
@@ -68,7 +69,6 @@ class Metis(Method):
         classes = int(graph.color.max()) + 1
         supported = np.bincount(graph.color, weights=~graph.supported, minlength=classes) == 0
         compute = np.bincount(graph.color, weights=np.where(graph.supported, graph.acc_time, 0.0), minlength=classes)
-        memory = np.bincount(graph.color, weights=graph.memory, minlength=classes)
         cpu = k if cluster.cpus else -1
         seed, tries = int(self.setting(problem, "seed")), int(self.setting(problem, "tries"))
         vertices = np.flatnonzero(supported)
@@ -84,8 +84,8 @@ class Metis(Method):
                                               vweights=_integers(compute[vertices], 0), eweights=eweights,
                                               options=pymetis.Options(seed=seed + attempt))
                 part[vertices] = np.asarray(parts, dtype=np.int64)
-            moved = self._repair(part, compute, memory, cluster.memory_limit, k, cpu)
             device = part[graph.color]
+            moved = repair_memory(graph, cluster, device)
             used = np.bincount(device[device < k], weights=graph.memory[device < k], minlength=k)[:k]
             over = np.flatnonzero(used > cluster.memory_limit)
             value = (over.size, max_load(graph, cluster, device, overlap=bool(problem.option("overlap"))))
@@ -93,13 +93,7 @@ class Metis(Method):
                 best = (value, device, used, over, moved, attempt)
         _, device, used, over, moved, attempt = best
         info = {"moved": moved, "seed": seed + attempt}
-        if over.size:
-            names = cluster.device_names()
-            info.update(reason=f"memory repair found no room: {', '.join(names[d] for d in over.tolist())} overfull "
-                               "(a heuristic's failure, not a proof of infeasibility)",
-                        overfull={names[d]: float(used[d]) for d in over.tolist()}, best_effort=device.tolist())
-            return MethodResult(None, Status.NO_SOLUTION, solver="pymetis", info=info)
-        return MethodResult(device, Status.FEASIBLE, solver="pymetis", info=info)
+        return settle_memory(graph, cluster, device, info, solver="pymetis", deadline=problem.deadline)
 
     @staticmethod
     def _metis_graph(graph: Graph, vertices: np.ndarray) -> tuple[list[int], list[int], list[int] | None]:
@@ -119,28 +113,3 @@ class Metis(Method):
         adjncy = [b for x in neighbours for b, _ in x]
         eweights = _integers(np.array([w for x in neighbours for _, w in x], dtype=float), 1) if adjncy else None
         return xadj, adjncy, eweights
-
-    @staticmethod
-    def _repair(part: np.ndarray, compute: np.ndarray, memory: np.ndarray, limit: np.ndarray, k: int,
-                cpu: int) -> int:
-        """Move classes off overfull accelerators (step 2 of the module docstring); returns the moves made."""
-        used = np.array([memory[part == d].sum() for d in range(k)])
-        moved = 0
-        for d in range(k):
-            members = [int(c) for c in np.flatnonzero(part == d)]
-            members.sort(key=lambda c: (compute[c] / memory[c] if memory[c] > 0 else np.inf, c))
-            for c in members:
-                if used[d] <= limit[d]:
-                    break
-                if memory[c] == 0:
-                    continue
-                room = [(limit[e] - used[e], -e) for e in range(k) if e != d and used[e] + memory[c] <= limit[e]]
-                target = -max(room)[1] if room else cpu
-                if target < 0:
-                    continue
-                part[c] = target
-                used[d] -= memory[c]
-                if target < k:
-                    used[target] += memory[c]
-                moved += 1
-        return moved

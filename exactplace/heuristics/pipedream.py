@@ -53,7 +53,7 @@ from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.placement import Status
 from exactplace.evaluators.feasibility import Guarantees
 from exactplace.evaluators.max_load import max_load
-from exactplace.heuristics.common import SOLVER
+from exactplace.heuristics.common import SOLVER, settle_memory
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["PipeDream", "path_contraction"]
@@ -181,8 +181,10 @@ class PipeDream(Method):
                             value, how = float(v[x]), -(x + 1)  # CPU stage starting at x
                     best[a, c, j], choice[a, c, j] = value, how
         if not math.isfinite(best[k, cpus, m]):
-            info = {"reason": "no stage split of the path fits the accelerators' memory and support"}
-            return MethodResult(None, Status.NO_SOLUTION, solver=SOLVER, info=info)
+            # No stage split of the path fits the accelerators' memory (no CPU): repaired from all on one
+            # accelerator, or refuted.
+            info = {"stages": "none fits"}
+            return settle_memory(graph, cluster, np.zeros(graph.n, dtype=np.int64), info, deadline=problem.deadline)
         stages = []
         a, c, j = k, cpus, m
         while j > 0:
