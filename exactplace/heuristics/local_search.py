@@ -41,10 +41,10 @@ from exactplace.evaluators.max_load import max_load
 from exactplace.heuristics.common import SEED, SOLVER, settle_memory
 from exactplace.methods.base import Method, MethodResult, Problem
 
-__all__ = ["LocalSearch"]
+__all__ = ["LoadState", "LocalSearch", "descend"]
 
 
-class _State:
+class LoadState:
     """Per-device compute and communication under a class -> device assignment, updated per move."""
 
     def __init__(self, problem: Problem) -> None:
@@ -157,6 +157,35 @@ class _State:
             self.used[target] += self.memory[c]
 
 
+def descend(
+    problem: Problem, state: LoadState, start: list[int]
+) -> tuple[np.ndarray, float, int, Limit | None]:
+    """Best single class moves from ``start`` (device per class) until none lowers the max-load.
+
+    Returns the device per node position, its max-load (the evaluator's, checked against the
+    incremental loads), the moves made, and ``Limit.TIME`` when ``problem.deadline`` stopped it.
+    """
+    graph, cluster = problem.graph, problem.cluster
+    state.reset(start)
+    moves, limit = 0, None
+    while True:
+        if problem.deadline is not None and time.monotonic() > problem.deadline:
+            limit = Limit.TIME
+            break
+        move = LocalSearch._best_move(state)
+        if move is None:
+            break
+        state.apply(*move)
+        moves += 1
+    value = max(state.loads())
+    device = np.array(state.device, dtype=np.int64)[graph.color]
+    checked = max_load(graph, cluster, device, overlap=state.overlap)
+    if not math.isclose(value, checked, rel_tol=1e-9, abs_tol=1e-9):
+        raise ExactplaceError(f"local-search's incremental load {value} differs from the evaluator's "
+                              f"{checked}. This is a bug; please report it.")
+    return device, checked, moves, limit
+
+
 class LocalSearch(Method):
     """The paper's local search for max-load (module docstring)."""
 
@@ -173,7 +202,7 @@ class LocalSearch(Method):
 
     def run(self, problem: Problem) -> MethodResult:
         graph, cluster = problem.graph, problem.cluster
-        state = _State(problem)
+        state = LoadState(problem)
         seed, restarts = int(self.setting(problem, "seed")), int(self.setting(problem, "restarts"))
         best_value, best_device, limit, moves = math.inf, None, None, 0
         try:
@@ -181,22 +210,8 @@ class LocalSearch(Method):
                 start = self._random_start(state, np.random.default_rng(seed + restart))
                 if start is None:
                     continue
-                state.reset(start)
-                while True:
-                    if problem.deadline is not None and time.monotonic() > problem.deadline:
-                        limit = Limit.TIME
-                        break
-                    move = self._best_move(state)
-                    if move is None:
-                        break
-                    state.apply(*move)
-                    moves += 1
-                value = max(state.loads())
-                device = np.array(state.device, dtype=np.int64)[graph.color]
-                checked = max_load(graph, cluster, device, overlap=state.overlap)
-                if not math.isclose(value, checked, rel_tol=1e-9, abs_tol=1e-9):
-                    raise ExactplaceError(f"local-search's incremental load {value} differs from the evaluator's "
-                                          f"{checked}. This is a bug; please report it.")
+                device, checked, made, limit = descend(problem, state, start)
+                moves += made
                 if checked < best_value:
                     best_value, best_device = checked, device
                 if limit is not None:
@@ -212,7 +227,7 @@ class LocalSearch(Method):
         return MethodResult(best_device, Status.FEASIBLE, limit=limit, solver=SOLVER, info=info)
 
     @staticmethod
-    def _random_start(state: _State, rng: np.random.Generator) -> list[int] | None:
+    def _random_start(state: LoadState, rng: np.random.Generator) -> list[int] | None:
         device = [-1] * len(state.members)
         used = [0.0] * state.k
         for c in rng.permutation(len(state.members)).tolist():
@@ -227,7 +242,7 @@ class LocalSearch(Method):
         return device
 
     @staticmethod
-    def _best_move(state: _State) -> tuple[int, int] | None:
+    def _best_move(state: LoadState) -> tuple[int, int] | None:
         loads = state.loads()
         current = max(loads)
         bottleneck = [d for d, x in enumerate(loads) if x == current]

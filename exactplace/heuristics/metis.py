@@ -12,9 +12,15 @@
    packing decides between a fit and a proof of infeasibility
    (:func:`~exactplace.heuristics.common.settle_memory`).
 
-3. METIS is run ``tries`` times (seeds ``seed``, ``seed + 1``, ...; our choice, as one
-   partition's max-load varies a lot with the seed) and the repaired partition with the
-   lowest max-load (fewest overfull devices first) is kept.
+3. METIS is run ``tries`` times for each imbalance tolerance in ``ufactors`` (METIS's
+   ``ufactor``, 1 = 0.1%: its default 30 balances compute, but max-load also counts
+   communication, which a looser balance can trade against; seeds ``seed``, ``seed + 1``,
+   ...; our choice, as one partition's max-load varies a lot with both) and the repaired
+   partition with the lowest max-load (fewest overfull devices first) is kept.
+4. With ``refine`` (default), the paper's local search (best single class moves,
+   :func:`~exactplace.heuristics.local_search.descend`) polishes that partition on the
+   max-load itself, as partitioners refine their cuts (Scotch's and METIS's own
+   Fiduccia-Mattheyses passes see only the cut and the balance).
 
 The placement is not contiguous in general. Deterministic for a given ``seed``.
 
@@ -32,9 +38,10 @@ from __future__ import annotations
 import numpy as np
 
 from exactplace.core.graph import Graph
-from exactplace.core.params import Integer, Option
+from exactplace.core.params import Boolean, Integer, Option
 from exactplace.evaluators.max_load import max_load
 from exactplace.heuristics.common import SEED, repair_memory, settle_memory
+from exactplace.heuristics.local_search import LoadState, descend
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["Metis"]
@@ -58,8 +65,12 @@ class Metis(Method):
     options = {
         "seed": SEED,
         "tries": Option("tries", Integer(low=1, high=1000), 10,
-                        "METIS runs with seeds seed, seed + 1, ...; the lowest max-load after repair is kept"),
+                        "METIS runs per ufactor, seeds seed, seed + 1, ...; the lowest max-load after repair is kept"),
+        "refine": Option("refine", Boolean(), True, "polish the best partition with local search's best moves"),
     }
+
+    #: METIS imbalance tolerances tried (``ufactor``, in 0.1%): its default 30 and looser and tighter ones.
+    ufactors = (1, 5, 10, 30, 60, 100, 200)
 
     def run(self, problem: Problem) -> MethodResult:
         import pymetis  # here: an optional dependency, and solvers load only when used
@@ -74,15 +85,17 @@ class Metis(Method):
         vertices = np.flatnonzero(supported)
         graph_csr = self._metis_graph(graph, vertices)
         best = None
-        for attempt in range(tries if k > 1 and vertices.size else 1):
+        partitioned = k > 1 and vertices.size
+        runs = [(u, a) for u in self.ufactors for a in range(tries)] if partitioned else [(0, 0)]
+        for ufactor, attempt in runs:
             part = np.full(classes, cpu, dtype=np.int64)
             if k == 1:
                 part[vertices] = 0
-            elif k > 1 and vertices.size:
+            elif partitioned:
                 xadj, adjncy, eweights = graph_csr
                 _, parts = pymetis.part_graph(k, pymetis.CSRAdjacency(xadj, adjncy),
                                               vweights=_integers(compute[vertices], 0), eweights=eweights,
-                                              options=pymetis.Options(seed=seed + attempt))
+                                              options=pymetis.Options(seed=seed + attempt, ufactor=ufactor))
                 part[vertices] = np.asarray(parts, dtype=np.int64)
             device = part[graph.color]
             moved = repair_memory(graph, cluster, device)
@@ -90,9 +103,15 @@ class Metis(Method):
             over = np.flatnonzero(used > cluster.memory_limit)
             value = (over.size, max_load(graph, cluster, device, overlap=bool(problem.option("overlap"))))
             if best is None or value < best[0]:
-                best = (value, device, used, over, moved, attempt)
-        _, device, used, over, moved, attempt = best
-        info = {"moved": moved, "seed": seed + attempt}
+                best = (value, device, over, moved, attempt, ufactor)
+        (_, metis_value), device, over, moved, attempt, ufactor = best
+        info = {"moved": moved, "seed": seed + attempt, "ufactor": ufactor, "metis_max_load": metis_value}
+        if self.setting(problem, "refine") and not over.size and not problem.option("gpipe"):
+            class_device = np.zeros(classes, dtype=np.int64)
+            class_device[graph.color] = device
+            device, _, info["refine_moves"], limit = descend(problem, LoadState(problem), class_device.tolist())
+            if limit is not None:
+                info["refine_stopped"] = limit.value
         return settle_memory(graph, cluster, device, info, solver="pymetis", deadline=problem.deadline)
 
     @staticmethod
