@@ -158,17 +158,21 @@ class LoadState:
 
 
 def descend(
-    problem: Problem, state: LoadState, start: list[int]
+    problem: Problem, state: LoadState, start: list[int], max_moves: int | None = None
 ) -> tuple[np.ndarray, float, int, Limit | None]:
     """Best single class moves from ``start`` (device per class) until none lowers the max-load.
 
     Returns the device per node position, its max-load (the evaluator's, checked against the
-    incremental loads), the moves made, and ``Limit.TIME`` when ``problem.deadline`` stopped it.
+    incremental loads), the moves made, and ``Limit.TIME`` when ``problem.deadline`` stopped it
+    (``Limit.ITERATION`` after ``max_moves`` moves).
     """
     graph, cluster = problem.graph, problem.cluster
     state.reset(start)
     moves, limit = 0, None
     while True:
+        if max_moves is not None and moves >= max_moves:
+            limit = Limit.ITERATION
+            break
         if problem.deadline is not None and time.monotonic() > problem.deadline:
             limit = Limit.TIME
             break
