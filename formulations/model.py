@@ -228,13 +228,26 @@ class Model:
         """The objective at ``x``."""
         return float(self.objective @ x + self.offset)
 
-    def violation(self, x: np.ndarray) -> float:
-        """The largest violation of a bound or row at ``x`` (indicators included), for tests."""
+    def violation(self, x: np.ndarray, *, relative: bool = False) -> float:
+        """The largest violation of a bound, an integrality or a row at ``x`` (indicators included).
+
+        ``relative``: each row's violation is divided by the larger of 1, its finite sides and
+        the sum of its terms' magnitudes (rows of bytes and rows of milliseconds alike).
+        """
         worst = float(np.max(np.maximum(self.lb - x, x - self.ub), initial=0.0))
+        integer = self.kind == Kind.INTEGER
+        worst = max(worst, float(np.max(np.abs(x[integer] - np.round(x[integer])), initial=0.0)))
         indptr, indices, data = self.csr()
         activity = np.add.reduceat(data * x[indices], indptr[:-1]) if len(data) else np.zeros(self.num_rows)
         activity[indptr[:-1] == indptr[1:]] = 0.0
-        worst = max(worst, float(np.max(np.maximum(self.row_lb - activity, activity - self.row_ub), initial=0.0)))
+        miss = np.maximum(self.row_lb - activity, activity - self.row_ub)
+        if relative and len(miss):
+            size = np.add.reduceat(np.abs(data * x[indices]), indptr[:-1]) if len(data) else np.zeros(self.num_rows)
+            size[indptr[:-1] == indptr[1:]] = 0.0
+            sides = np.maximum(np.abs(np.where(np.isfinite(self.row_lb), self.row_lb, 0.0)),
+                               np.abs(np.where(np.isfinite(self.row_ub), self.row_ub, 0.0)))
+            miss = miss / np.maximum(1.0, np.maximum(size, sides))
+        worst = max(worst, float(np.max(miss, initial=0.0)))
         if self.indicators.count:
             arrays = self.indicator_arrays()
             iptr, iidx, idata = self.indicator_csr()

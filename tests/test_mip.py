@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,6 +32,7 @@ from exactplace import (
     Status,
     check_feasibility,
     max_load,
+    read_workload,
     solve,
 )
 from exactplace.backends.solvers import SOLVERS, get_solver
@@ -242,3 +244,34 @@ def test_log_streams_the_solver_log_to_stderr(solver: str, marker: str, capfd: p
     assert marker in captured.err and marker not in captured.out
     solve(graph, cluster, method="mip", solver=solver, warm_start=None)
     assert marker not in "".join(capfd.readouterr())
+
+
+@pytest.mark.shared
+def test_cbc_does_not_cut_off_the_optimum(shared_workloads: Path) -> None:
+    # CBC 2.10.3 with two-step MIR cuts claimed the DP's 17.7899 optimal here (see backends/solvers/cbc.py);
+    # the non-contiguous optimum is 17.7147 (HiGHS, SCIP and CP-SAT prove it).
+    w = read_workload(shared_workloads / "throughput" / "layer_bert24_inference.json")
+    p = solve(w, method="mip", solver="cbc", contiguous=False, rel_gap=1e-4, time_limit=5)
+    if p.status is Status.OPTIMAL:
+        assert p.objective <= 17.7147 * (1 + 1e-4)
+    assert p.bound is None or p.bound <= 17.7147
+
+
+def test_a_point_that_breaks_the_model_is_dropped() -> None:
+    from exactplace.backends.solvers.base import Request, Result, Solver
+    from exactplace.formulations.model import Kind, Model
+
+    model = Model()
+    x = model.add_vars(2, ub=1, kind=Kind.INTEGER)
+    model.add_rows("cover", 1, lb=[1.0], rows=[0, 0], cols=x, vals=[1.0, 1.0])
+    model.minimize(x, [1.0, 1.0])
+
+    class Broken(Solver):  # claims optimal at a point that covers nothing (as CBC did at a time limit)
+        name, module, install = "broken", "numpy", "numpy"
+
+        def run(self, model: Model, request: Request) -> Result:
+            return Result(Status.OPTIMAL, None, np.zeros(2), 0.0, 0.0, "Optimal", self.name, 0.0)
+
+    out = Broken().solve(model, Request())
+    assert out.status is Status.NO_SOLUTION and out.values is None and out.bound is None
+    assert "breaks the model" in out.raw_status

@@ -10,6 +10,7 @@ solver to stop and the best solution so far is still returned (:func:`run_interr
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import math
 import threading
@@ -133,8 +134,15 @@ def run_interruptibly(work: Callable[[], object], stop: Callable[[], None]) -> t
     return box.get("value"), interrupted
 
 
+#: Largest relative violation (``Model.violation(relative=True)``) of a point a solver returns.
+#: CP-SAT's rounded coefficients stay far below it; a broken point (seen: CBC at a time limit
+#: returning a point whose loads are six times its objective) is far above it.
+POINT_TOLERANCE = 1e-5
+
+
 class Solver(ABC):
-    """One solver adapter. Subclasses set the class attributes and implement :meth:`solve`."""
+    """One solver adapter. Subclasses set the class attributes and implement :meth:`run`;
+    :meth:`solve` runs it and checks the returned point against the model."""
 
     name: ClassVar[str]
     module: ClassVar[str]             # the module that must import
@@ -159,8 +167,27 @@ class Solver(ABC):
             )
 
     @abstractmethod
+    def run(self, model: Model, request: Request) -> Result:
+        """Solve ``model`` (minimize) under ``request``: the adapter's own work."""
+
     def solve(self, model: Model, request: Request) -> Result:
-        """Solve ``model`` (minimize) under ``request``."""
+        """Solve ``model`` (minimize) under ``request``; a returned point that breaks the model is dropped.
+
+        A dropped point leaves ``no_solution`` (the caller may still hold its warm start), and
+        drops the bound too when the solver called that point optimal: neither can be trusted.
+        """
+        result = self.run(model, request)
+        if result.values is None:
+            return result
+        worst = model.violation(result.values, relative=True)
+        if worst <= POINT_TOLERANCE:
+            return result
+        claimed_optimal = result.status is Status.OPTIMAL
+        return dataclasses.replace(
+            result, status=Status.NO_SOLUTION, values=None, objective=None,
+            bound=None if claimed_optimal else result.bound,
+            raw_status=f"{result.raw_status} (its point breaks the model by {worst:.2g} relative: dropped)",
+        )
 
 
 def big_m_rows(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -6,6 +6,13 @@ group; pulp offers no progress callbacks (the trace holds the final point) and r
 dual bound, so at "optimal" the bound is the one CBC's stopping rule guarantees,
 ``objective * (1 - rel_gap)``, and at a time limit there is none. Indicator rows become
 big-M rows.
+
+Two-step MIR cuts are off: with them, the CBC 2.10.3 that pulp bundles cuts off the optimum
+of the non-contiguous max-load IP of ``layer_bert24_inference`` started from the DP's
+placement (its root bound rises to 17.843 while 17.7147 is feasible; HiGHS, SCIP and CP-SAT
+all prove 17.7147) and reports that start, 17.7899, as optimal. Turning them off avoids it
+(as do turning off probing or every cut); the test ``test_cbc_does_not_cut_off_the_optimum``
+keeps the case.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ class CbcSolver(Solver):
     install = "pulp"
     capabilities = Capabilities(warm_start=True)
 
-    def solve(self, model: Model, request: Request) -> Result:
+    def run(self, model: Model, request: Request) -> Result:
         self.require()
         import pulp
 
@@ -68,7 +75,7 @@ class CbcSolver(Solver):
         cmd = pulp.PULP_CBC_CMD(
             msg=request.log is not None, timeLimit=None if not math.isfinite(remaining) else max(1.0, remaining),
             gapRel=float(request.rel_gap), threads=max(1, int(request.threads)),
-            warmStart=request.warm_start is not None,
+            warmStart=request.warm_start is not None, options=["twoMirCuts off"],
         )
         problem.solve(cmd)
         raw = pulp.LpStatus[problem.status]

@@ -105,7 +105,7 @@ class CpSatSolver(Solver):
     install = "ortools"
     capabilities = Capabilities(indicators=True, warm_start=True, callbacks=True, interrupt=True)
 
-    def solve(self, model: Model, request: Request) -> Result:
+    def run(self, model: Model, request: Request) -> Result:
         self.require()
         from ortools.sat.python import cp_model
 

@@ -28,7 +28,7 @@ class GurobiSolver(Solver):
     install = "gurobipy (and a Gurobi licence)"
     capabilities = Capabilities(indicators=True, warm_start=True, callbacks=True, interrupt=True)
 
-    def solve(self, model: Model, request: Request) -> Result:
+    def run(self, model: Model, request: Request) -> Result:
         self.require()
         import gurobipy as gp
         from gurobipy import GRB

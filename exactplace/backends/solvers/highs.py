@@ -29,7 +29,7 @@ class HighsSolver(Solver):
     install = "highspy"
     capabilities = Capabilities(warm_start=True, callbacks=True, interrupt=True)
 
-    def solve(self, model: Model, request: Request) -> Result:
+    def run(self, model: Model, request: Request) -> Result:
         self.require()
         import highspy
 

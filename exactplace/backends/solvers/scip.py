@@ -29,7 +29,7 @@ class ScipSolver(Solver):
     install = "ortools"
     capabilities = Capabilities(warm_start=True, interrupt=True, log=False)
 
-    def solve(self, model: Model, request: Request) -> Result:
+    def run(self, model: Model, request: Request) -> Result:
         self.require()
         from ortools.linear_solver import pywraplp
 
