@@ -229,6 +229,8 @@ class LatencyModel:
     bound_slack: int = 0
     """Model units by which the model can overstate a latency (the one-unit block minimum)."""
     stats: dict[str, int] = field(default_factory=dict)
+    prefix: dict[tuple[int, int], object] = field(default_factory=dict)
+    """Symmetry rows' ``(c, d)``: 1 when accelerator ``d`` holds some class ``<= c``."""
 
 
 def build_model(data: LatencyData, upper: int | None = None, symmetry: bool = True,
@@ -426,6 +428,7 @@ def build_model(data: LatencyData, upper: int | None = None, symmetry: bool = Tr
     # ---- Symmetry between identical accelerators -------------------------------------------
     # Order accelerators by the first class (in topological order) they hold: d may take class c
     # only if d-1 holds some class before c. Prefix sums keep this linear in size.
+    holds_by: dict[tuple[int, int], object] = {}
     if symmetry and data.identical:
         for d in range(1, k):
             prefix = m.NewConstant(0)
@@ -433,7 +436,7 @@ def build_model(data: LatencyData, upper: int | None = None, symmetry: bool = Tr
                 m.Add(x[c][d] <= prefix)
                 nxt = m.NewIntVar(0, 1, f"P{c}_{d - 1}")
                 m.AddMaxEquality(nxt, [prefix, x[c][d - 1]])
-                prefix = nxt
+                holds_by[(c, d - 1)] = prefix = nxt
 
     # ---- Objective: the makespan (latency) -------------------------------------------------
     for v in range(n):
@@ -443,7 +446,7 @@ def build_model(data: LatencyData, upper: int | None = None, symmetry: bool = Tr
     slack = len(used) if zero_possible else 0
     stats = {"variables": len(m.Proto().variables), "constraints": len(m.Proto().constraints)}
     return LatencyModel(data, m, x, level, y, w, used, comm_in, comm_out, start, end, finish, makespan,
-                        path_work, crossing if path_rows else {}, bound_slack=slack, stats=stats)
+                        path_work, crossing if path_rows else {}, bound_slack=slack, stats=stats, prefix=holds_by)
 
 
 def decode(lm: LatencyModel, value) -> np.ndarray:
@@ -502,10 +505,14 @@ def hint_values(lm: LatencyModel, device: np.ndarray) -> dict | None:
         for d in range(k):
             if data.class_memory[np.unique(data.cls[dev == d])].sum() > data.memory_cap[d]:
                 return None
-    for c in range(data.classes):
-        d = int(dev[data.cls == c][0])
+    class_device = [int(dev[data.cls == c][0]) for c in range(data.classes)]
+    if np.any(dev != np.asarray(class_device)[data.cls]):
+        return None  # a colour class split over devices
+    for c, d in enumerate(class_device):
         for dd in range(k):
             values[lm.x[c][dd]] = int(d == dd)
+    for (c, d), var in lm.prefix.items():
+        values[var] = int(d in class_device[: c + 1])
     piece = np.where(dev < k, level[np.arange(n), np.minimum(dev, max(k - 1, 0))] - 1, -1) if k else np.full(n, -1)
     for v in range(n):
         for d in range(k):
@@ -643,6 +650,7 @@ class LatencyMIPForm:
         base = np.arange(nv, dtype=np.int64)
         mlo, mhi = lo * unit, hi * unit
         self.base, self.unit, self.scale = base, unit, scale
+        self.fixed, self.fixed_value = lo == hi, lo  # constants (NewConstant), in proto units
         self.extra: list[tuple[str, object]] = []  # how to compute each auxiliary variable's value
 
         def literal(lit: int) -> tuple[int, int]:  # (variable, value making the literal true)
@@ -765,7 +773,8 @@ class LatencyMIPForm:
         hint = hint_values(self.lm, device)
         if hint is None:
             return None
-        proto_values = np.zeros(len(self.base))
+        # Variables the hint leaves out are fixed ones (constants): their only value.
+        proto_values = np.where(self.fixed, self.fixed_value, 0.0)
         for var, value in hint.items():
             proto_values[var.Index()] = value
         values = np.full(self.model.num_vars, np.nan)

@@ -208,3 +208,29 @@ def test_every_solver_reaches_the_same_optimum(graph: Graph, cluster: Cluster, q
         # MIP solvers decide with tolerances: a time can be off by their feasibility tolerance.
         assert p.objective == pytest.approx(best, rel=1e-5, abs=1e-5), (name, p.objective, best)
         assert p.bound <= p.objective
+
+
+@settings(**tiny)
+@given(dags(max_nodes=6), clusters(max_accelerators=3, max_cpus=2), st.data())
+def test_an_encoded_start_satisfies_the_translated_program(graph: Graph, cluster: Cluster,
+                                                           data: st.DataObject) -> None:
+    # The MIP solvers (HiGHS, SCIP, CBC) get the warm start as a full point of the translated model:
+    # it must satisfy every row (a missed variable, e.g. a symmetry row's prefix, makes them drop it).
+    from exactplace.formulations.latency import LatencyMIPForm, build_model, prepare
+
+    k = cluster.accelerators
+    assume(cluster.cpus or graph.supported.all())
+    device = np.array([data.draw(st.integers(0 if graph.supported[v] else k, cluster.num_devices - 1))
+                       for v in range(graph.n)], dtype=np.int64)
+    try:
+        value = latency(graph, cluster, device)
+    except Exception:  # a placement that deadlocks under the §4 semantics is no start
+        assume(False)
+    lm = build_model(prepare(graph, cluster, 2))
+    form = LatencyMIPForm(lm)
+    values = form.encode(device)
+    assume(values is not None)  # outside the program (memory, or more than q pieces)
+    assert form.model.violation(values, relative=True) <= 1e-9
+    # In model units, up to the one-unit minimum of a block (lm.bound_slack).
+    slack, rounding = lm.bound_slack / lm.data.scale, 1e-6 * max(1.0, value)
+    assert value - rounding <= form.model.objective_value(values) <= value + slack + rounding

@@ -258,8 +258,9 @@ def test_cbc_does_not_cut_off_the_optimum(shared_workloads: Path) -> None:
 
 
 def test_a_point_that_breaks_the_model_is_dropped() -> None:
-    from exactplace.backends.solvers.base import Request, Result, Solver
     from exactplace.formulations.model import Kind, Model
+
+    from exactplace.backends.solvers.base import Request, Result, Solver
 
     model = Model()
     x = model.add_vars(2, ub=1, kind=Kind.INTEGER)
