@@ -276,3 +276,10 @@ def test_a_point_that_breaks_the_model_is_dropped() -> None:
     out = Broken().solve(model, Request())
     assert out.status is Status.NO_SOLUTION and out.values is None and out.bound is None
     assert "breaks the model" in out.raw_status
+
+
+@pytest.mark.parametrize("solver", ["scip", "cbc"])
+def test_a_solver_without_callbacks_times_its_one_trace_point_from_the_start(solver: str) -> None:
+    g = Graph([Node(i, 10.0, 1.0 + i % 3, comm=0.5) for i in range(12)], [(i, i + 1) for i in range(11)])
+    p = solve(g, Cluster(3, cpus=1), method="mip", solver=solver, contiguous=False, warm_start=None, rel_gap=0.0)
+    assert p.trace and p.trace[-1].seconds >= p.timings["solve"] * 0.5

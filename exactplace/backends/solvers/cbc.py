@@ -50,6 +50,7 @@ class CbcSolver(Solver):
             return self._solve(pulp, model, request, clock)
 
     def _solve(self, pulp: object, model: Model, request: Request, clock: float) -> Result:
+        trace = Trace(request.progress)  # now: its one point is timed from the start
         problem = pulp.LpProblem("exactplace", pulp.LpMinimize)
         kind = model.kind
         xs = [pulp.LpVariable(f"x{i}", None if not math.isfinite(a) else a, None if not math.isfinite(b) else b,
@@ -90,6 +91,5 @@ class CbcSolver(Solver):
             value = model.objective_value(values)
             if raw == "Optimal":
                 bound = value * (1 - float(request.rel_gap)) if value >= 0 else value
-        trace = Trace(request.progress)
         trace.record(value, bound)
         return Result(status, limit, values, value, bound, raw, self.name, time.monotonic() - clock, trace.points)

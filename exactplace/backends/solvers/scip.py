@@ -35,6 +35,7 @@ class ScipSolver(Solver):
 
         clock = time.monotonic()
         s = pywraplp.Solver.CreateSolver("SCIP")
+        trace = Trace(request.progress)  # now: its one point is timed from the start
         inf = s.infinity()
         kind = model.kind
         lb = np.where(np.isfinite(model.lb), model.lb, -inf).tolist()
@@ -81,6 +82,5 @@ class ScipSolver(Solver):
             value = model.objective_value(values)
             bound = objective.BestBound() if any(kind == Kind.INTEGER) else value
             bound = bound if math.isfinite(bound) else None
-        trace = Trace(request.progress)
         trace.record(value, bound)
         return Result(status, limit, values, value, bound, raw, self.name, time.monotonic() - clock, trace.points)
