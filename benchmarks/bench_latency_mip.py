@@ -90,11 +90,13 @@ def main() -> None:
             points = [(c, *at(p.trace, c)) for c in checkpoints if c < args.limit]
             points.append((round(wall), p.objective, p.bound))
             for seconds, value, bound in points:
-                gap = (value - bound) / value if value and bound is not None else None
-                print(f"| {name} | {q} | {load:.1f} | {seconds:g} | {value:.3f} | "
-                      f"{bound:.3f} | {gap:.1%} | {published} | {row['greedy']} | {row['maxload_dp_latency']} | "
-                      f"{value / published:.4f} |" if value is not None else f"| {name} | {q} | {load:.1f} | "
-                      f"{seconds:g} | - | - | - | {published} | | | |")
+                if value is None:  # nothing reported yet (solvers without progress callbacks report at the end)
+                    print(f"| {name} | {q} | {load:.1f} | {seconds:g} | - | - | - | {published} | | | |")
+                    continue
+                shown = "-" if bound is None else f"{bound:.3f}"
+                gap = "-" if bound is None or not value else f"{(value - bound) / value:.1%}"
+                print(f"| {name} | {q} | {load:.1f} | {seconds:g} | {value:.3f} | {shown} | {gap} | {published} | "
+                      f"{row['greedy']} | {row['maxload_dp_latency']} | {value / published:.4f} |")
             sys.stdout.flush()
             if args.json:
                 with open(args.json, "a") as out:
