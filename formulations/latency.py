@@ -276,9 +276,14 @@ def build_model(data: LatencyData, upper: int | None = None, symmetry: bool = Tr
         m.Add(on_acc[c] <= 1 if cpus else on_acc[c] == 1)
 
     # ---- Memory per accelerator (Fig. 3 (3)): sum of sizes <= cap ----------------------------
+    # Only classes that fit alone: another's x is the constant 0, and its size (scaled for the
+    # smallest cap, up to 2**50) would only hurt a MIP solver's numerics (HiGHS reads
+    # coefficients from 1e15 on as infinite).
     if data.memory_binds:
         for d in range(k):
-            m.Add(sum(int(data.class_memory[c]) * x[c][d] for c in range(data.classes)) <= int(data.memory_cap[d]))
+            fits = [c for c in range(data.classes) if data.allowed[c, d] and data.class_memory[c]]
+            if fits:
+                m.Add(sum(int(data.class_memory[c]) * x[c][d] for c in fits) <= int(data.memory_cap[d]))
 
     # ---- Pieces (Fig. 3 (6)-(8) / Lemma 4.1 contiguity; Fig. 4 subgraph order) -------------
     # level_v >= x_v;  level_v >= level_u;  level_v >= level_u + x_v - x_u  for each edge u -> v:

@@ -39,9 +39,13 @@ def test_feasible_or_named_failure(graph: Graph, cluster: Cluster, name: str) ->
         again = solve(graph, cluster, objective=_objective(name), method=name, **p.info["options"])
         assert np.array_equal(again.device, p.device)  # deterministic
     else:  # never with a CPU core (everything fits there); without one, only when no placement fits
-        assert p.status is Status.INFEASIBLE and p.info["reason"] and not cluster.cpus
-        if cluster.is_homogeneous:
-            assert next(fitting_placements(graph, cluster), None) is None
+        assert p.info["reason"] and not cluster.cpus
+        if p.status is Status.NO_SOLUTION:  # only pipedream, whose contiguous stages a repair would break
+            assert name == "pipedream" and "other placements do" in p.info["reason"]
+        else:
+            assert p.status is Status.INFEASIBLE
+            if cluster.is_homogeneous:
+                assert next(fitting_placements(graph, cluster), None) is None
         if "best_effort" in p.info:  # the placer's (not the front door's check of single nodes and classes)
             names = cluster.device_names()
             device = np.array(p.info["best_effort"])

@@ -25,7 +25,8 @@ Choices the papers leave open, made once here for every placer:
   decides: it fits (that packing is the placement), or the status is ``infeasible`` (then
   proven) with the best-effort placement in ``info["best_effort"]`` (device per node
   position) and the overfull accelerators in ``info["overfull"]``; ``no_solution`` only
-  when the packing runs out of time.
+  when the packing runs out of time, or for a placer whose structure a repair would break
+  (pipedream's contiguous stages) when other placements fit.
 """
 
 from __future__ import annotations
@@ -373,20 +374,30 @@ def _pack_classes(graph: Graph, cluster: Cluster, deadline: float | None) -> tup
 
 def settle_memory(
     graph: Graph, cluster: Cluster, device: np.ndarray, info: dict | None = None, *, solver: str = SOLVER,
-    deadline: float | None = None, compute: np.ndarray | None = None,
+    deadline: float | None = None, compute: np.ndarray | None = None, repair: bool = True,
 ) -> MethodResult:
-    """The MethodResult of a placer's ``device``: feasible, repaired, or proven infeasible (module docstring)."""
+    """The MethodResult of a placer's ``device``: feasible, repaired, or proven infeasible (module docstring).
+
+    ``repair=False`` for a placer that promises a structure (pipedream's contiguous stages),
+    which neither a repair nor a packing keeps: when the packing fits, the result is
+    ``no_solution`` saying that other placements fit; ``infeasible`` stays a proof.
+    """
     info = dict(info or {})
     device = np.asarray(device, dtype=np.int64).copy()
     limit = cluster.memory_limit
     if np.all(_accelerator_memory(graph, cluster, device) <= limit):
         return MethodResult(device, Status.FEASIBLE, solver=solver, info=info)
     best_effort = device.copy()
-    info["memory_repair"] = repair_memory(graph, cluster, device, compute)
-    if np.all(_accelerator_memory(graph, cluster, device) <= limit):
-        info.pop("order", None)  # the placer's order was for its own placement
-        return MethodResult(device, Status.FEASIBLE, solver=solver, info=info)
+    if repair:
+        info["memory_repair"] = repair_memory(graph, cluster, device, compute)
+        if np.all(_accelerator_memory(graph, cluster, device) <= limit):
+            info.pop("order", None)  # the placer's order was for its own placement
+            return MethodResult(device, Status.FEASIBLE, solver=solver, info=info)
     verdict, packed = _pack_classes(graph, cluster, deadline)
+    if verdict == "fits" and not repair:
+        info["reason"] = ("no placement of this method's kind fits the accelerators' memory (no CPU); other "
+                          "placements do (an exact packing found one): try a method without its structure")
+        return MethodResult(None, Status.NO_SOLUTION, solver=solver, info=info)
     if verdict == "fits":
         info.pop("order", None)
         info["memory_repair"] = "exact packing"

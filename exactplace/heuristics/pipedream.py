@@ -181,10 +181,11 @@ class PipeDream(Method):
                             value, how = float(v[x]), -(x + 1)  # CPU stage starting at x
                     best[a, c, j], choice[a, c, j] = value, how
         if not math.isfinite(best[k, cpus, m]):
-            # No stage split of the path fits the accelerators' memory (no CPU): repaired from all on one
-            # accelerator, or refuted.
+            # No stage split of the path fits the accelerators' memory (no CPU): refuted if nothing fits
+            # (an exact packing); a repair would break the contiguity pipedream promises.
             info = {"stages": "none fits"}
-            return settle_memory(graph, cluster, np.zeros(graph.n, dtype=np.int64), info, deadline=problem.deadline)
+            return settle_memory(graph, cluster, np.zeros(graph.n, dtype=np.int64), info, deadline=problem.deadline,
+                                 repair=False)
         stages = []
         a, c, j = k, cpus, m
         while j > 0:
