@@ -283,3 +283,16 @@ def test_a_solver_without_callbacks_times_its_one_trace_point_from_the_start(sol
     g = Graph([Node(i, 10.0, 1.0 + i % 3, comm=0.5) for i in range(12)], [(i, i + 1) for i in range(11)])
     p = solve(g, Cluster(3, cpus=1), method="mip", solver=solver, contiguous=False, warm_start=None, rel_gap=0.0)
     assert p.trace and p.trace[-1].seconds >= p.timings["solve"] * 0.5
+
+
+def test_a_failing_cbc_process_leaves_the_warm_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pulp
+
+    def fail(self: object, problem: object, **kwargs: object) -> None:
+        raise pulp.PulpSolverError("Pulp: Error while trying to execute cbc")
+
+    monkeypatch.setattr(pulp.PULP_CBC_CMD, "actualSolve", fail)
+    g = Graph([Node(i, 10.0, 1.0, comm=0.5) for i in range(4)], [(i, i + 1) for i in range(3)])
+    p = solve(g, Cluster(2, cpus=1), method="mip", solver="cbc", contiguous=False)
+    assert p.status is Status.FEASIBLE and p.info["returned"] == "warm start"
+    assert p.info["raw_status"].startswith("cbc failed")

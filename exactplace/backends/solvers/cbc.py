@@ -23,6 +23,7 @@ import warnings
 
 import numpy as np
 
+from exactplace.core.placement import Status
 from exactplace.formulations.model import Kind, Model
 
 from .base import Capabilities, Request, Result, Solver, Trace, big_m_rows
@@ -78,7 +79,12 @@ class CbcSolver(Solver):
             gapRel=float(request.rel_gap), threads=max(1, int(request.threads)),
             warmStart=request.warm_start is not None, options=["twoMirCuts off"],
         )
-        problem.solve(cmd)
+        try:
+            problem.solve(cmd)
+        except pulp.PulpSolverError as error:  # the cbc process failed (seen: the op_resnet50 latency model)
+            trace.record(None, None)
+            return Result(Status.NO_SOLUTION, None, None, None, None, f"cbc failed: {str(error)[:200]}", self.name,
+                          time.monotonic() - clock, trace.points)
         raw = pulp.LpStatus[problem.status]
         timed_out = math.isfinite(remaining) and time.monotonic() - clock >= 0.98 * remaining
         if problem.sol_status == pulp.LpSolutionIntegerFeasible or (raw == "Not Solved" and timed_out):
