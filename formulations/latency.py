@@ -495,6 +495,11 @@ def hint_values(lm: LatencyModel, device: np.ndarray) -> dict | None:
     """
     data = lm.data
     graph, k, q = data.graph, data.cluster.accelerators, data.q
+    given = np.where(np.asarray(device) >= k, k, np.asarray(device))  # all CPUs alike
+    first = np.zeros(data.classes, dtype=np.int64)
+    first[data.cls[::-1]] = given[::-1]  # each class's device at its first member
+    if np.any(given != first[data.cls]):
+        return None  # a colour class split over devices (before relabelling, which would merge them)
     dev = canonical_devices(data, device)
     n = graph.n
     values: dict = {}
@@ -511,8 +516,6 @@ def hint_values(lm: LatencyModel, device: np.ndarray) -> dict | None:
             if data.class_memory[np.unique(data.cls[dev == d])].sum() > data.memory_cap[d]:
                 return None
     class_device = [int(dev[data.cls == c][0]) for c in range(data.classes)]
-    if np.any(dev != np.asarray(class_device)[data.cls]):
-        return None  # a colour class split over devices
     for c, d in enumerate(class_device):
         for dd in range(k):
             values[lm.x[c][dd]] = int(d == dd)
