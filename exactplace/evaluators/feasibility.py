@@ -26,8 +26,8 @@ from exactplace.core.graph import Graph
 from exactplace.core.placement_array import as_device_array
 
 __all__ = [
-    "Guarantees", "Violation", "check_feasibility", "check_fits", "contiguity_violations", "device_order_cycle",
-    "is_contiguous",
+    "Guarantees", "Violation", "accelerator_memory", "check_feasibility", "check_fits", "contiguity_violations",
+    "device_order_cycle", "is_contiguous",
 ]
 
 
@@ -132,6 +132,18 @@ def is_contiguous(graph: Graph, nodes: Sequence[int] | np.ndarray) -> bool:
     return not any(lab == 1 for lab, _ in contiguity_violations(graph, label))
 
 
+def accelerator_memory(graph: Graph, cluster: Cluster, device: np.ndarray) -> np.ndarray:
+    """Bytes each accelerator holds under ``device`` (a valid device array), shape ``(accelerators,)``.
+
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(0, 1.0, 1.0, memory=2.0), Node(1, 1.0, 1.0, memory=3.0)], [(0, 1)])
+    >>> accelerator_memory(g, Cluster(2, cpus=1), np.array([1, 2])).tolist()   # node 1 on the CPU
+    [0.0, 2.0]
+    """
+    on_acc = device < cluster.accelerators
+    return np.bincount(device[on_acc], weights=graph.memory[on_acc], minlength=cluster.accelerators)
+
+
 def check_feasibility(
     graph: Graph,
     cluster: Cluster,
@@ -173,7 +185,7 @@ def check_feasibility(
         violations.append(Violation(
             "unsupported", f"{graph.describe(i)} cannot run on an accelerator but is placed on {names[dev[i]]}"
         ))
-    used = np.bincount(dev[dev < k], weights=graph.memory[dev < k], minlength=k)[:k]
+    used = accelerator_memory(graph, cluster, dev)
     for d in np.flatnonzero(used > cluster.memory_limit):
         violations.append(Violation(
             "memory", f"{names[d]} holds {used[d]:.6g} bytes, more than its {cluster.memory[d]:.6g} bytes"

@@ -172,7 +172,7 @@ def adjusting_placement(problem: Problem, tasks: TaskGraph, segments: list[list[
         free[chosen] = finish_time
         previous = chosen
     order = None if graph.is_training else schedule_order(tasks, start)
-    return finish(graph, cluster, tasks, device, order, {"segments": len(segments), "units": tasks.size})
+    return finish(problem, tasks, device, order, {"segments": len(segments), "units": tasks.size})
 
 
 class CeleritasOrderPlace(Method):

@@ -42,7 +42,8 @@ from exactplace.core.contraction import Contraction
 from exactplace.core.graph import Graph
 from exactplace.core.params import Boolean, Integer, Option
 from exactplace.core.placement import Limit, Status
-from exactplace.methods.base import MethodResult
+from exactplace.evaluators.feasibility import accelerator_memory
+from exactplace.methods.base import MethodResult, Problem
 
 __all__ = [
     "CO_PLACEMENT",
@@ -281,36 +282,31 @@ def schedule_order(tasks: TaskGraph, start: np.ndarray) -> np.ndarray:
 
 
 def finish(
-    graph: Graph, cluster: Cluster, tasks: TaskGraph, task_device: np.ndarray, order: np.ndarray | None,
-    info: dict | None = None, deadline: float | None = None,
+    problem: Problem, tasks: TaskGraph, task_device: np.ndarray, order: np.ndarray | None, info: dict | None = None,
 ) -> MethodResult:
     """The MethodResult of a list-scheduling placer: its tasks' devices per node, settled (:func:`settle_memory`)."""
+    graph, cluster = problem.graph, problem.cluster
     device = np.empty(graph.n, dtype=np.int64)
     for t, nodes in enumerate(tasks.members):
         device[nodes] = task_device[t]
     info = dict(info or {})
     if order is not None:
         info["order"] = order.tolist()
-    return settle_memory(graph, cluster, device, info, deadline=deadline)
+    return settle_memory(graph, cluster, device, info, deadline=problem.deadline)
 
 
-def _accelerator_memory(graph: Graph, cluster: Cluster, device: np.ndarray) -> np.ndarray:
-    on_acc = device < cluster.accelerators
-    return np.bincount(device[on_acc], weights=graph.memory[on_acc], minlength=cluster.accelerators)
-
-
-def repair_memory(graph: Graph, cluster: Cluster, device: np.ndarray, compute: np.ndarray | None = None) -> int:
+def repair_memory(graph: Graph, cluster: Cluster, device: np.ndarray) -> int:
     """Move colour classes off overfull accelerators, in place; returns the number of classes moved.
 
-    From each overfull accelerator, classes with the least ``compute`` (per node position;
-    default accelerator time) per byte go first, to the accelerator with the most room that
-    holds them, else to the first CPU core; a class that fits nowhere stays.
+    From each overfull accelerator, classes with the least accelerator time per byte go
+    first, to the accelerator with the most room that holds them, else to the first CPU
+    core; a class that fits nowhere stays.
     """
     k = cluster.accelerators
     limit = cluster.memory_limit
     cpu = k if cluster.cpus else None
-    used = _accelerator_memory(graph, cluster, device)
-    work = np.where(graph.supported, graph.acc_time, 0.0) if compute is None else compute
+    used = accelerator_memory(graph, cluster, device)
+    work = np.where(graph.supported, graph.acc_time, 0.0)
     class_memory = np.bincount(graph.color, weights=graph.memory)
     class_work = np.bincount(graph.color, weights=work, minlength=len(class_memory))
     moved = 0
@@ -367,14 +363,14 @@ def _pack_classes(graph: Graph, cluster: Cluster, deadline: float | None) -> tup
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         part = np.array([next(d for d in range(k) if solver.value(x[c][d])) for c in range(len(size))])
         device = part[graph.color]
-        if np.all(_accelerator_memory(graph, cluster, device) <= limit):
+        if np.all(accelerator_memory(graph, cluster, device) <= limit):
             return "fits", device
     return "unknown", None
 
 
 def settle_memory(
     graph: Graph, cluster: Cluster, device: np.ndarray, info: dict | None = None, *, solver: str = SOLVER,
-    deadline: float | None = None, compute: np.ndarray | None = None, repair: bool = True,
+    deadline: float | None = None, repair: bool = True,
 ) -> MethodResult:
     """The MethodResult of a placer's ``device``: feasible, repaired, or proven infeasible (module docstring).
 
@@ -385,12 +381,12 @@ def settle_memory(
     info = dict(info or {})
     device = np.asarray(device, dtype=np.int64).copy()
     limit = cluster.memory_limit
-    if np.all(_accelerator_memory(graph, cluster, device) <= limit):
+    if np.all(accelerator_memory(graph, cluster, device) <= limit):
         return MethodResult(device, Status.FEASIBLE, solver=solver, info=info)
     best_effort = device.copy()
     if repair:
-        info["memory_repair"] = repair_memory(graph, cluster, device, compute)
-        if np.all(_accelerator_memory(graph, cluster, device) <= limit):
+        info["memory_repair"] = repair_memory(graph, cluster, device)
+        if np.all(accelerator_memory(graph, cluster, device) <= limit):
             info.pop("order", None)  # the placer's order was for its own placement
             return MethodResult(device, Status.FEASIBLE, solver=solver, info=info)
     verdict, packed = _pack_classes(graph, cluster, deadline)
@@ -402,7 +398,7 @@ def settle_memory(
         info.pop("order", None)
         info["memory_repair"] = "exact packing"
         return MethodResult(packed, Status.FEASIBLE, solver=solver, info=info)
-    used = _accelerator_memory(graph, cluster, best_effort)
+    used = accelerator_memory(graph, cluster, best_effort)
     over = np.flatnonzero(used > limit)
     names = cluster.device_names()
     info.update(overfull={names[d]: float(used[d]) for d in over.tolist()}, best_effort=best_effort.tolist())

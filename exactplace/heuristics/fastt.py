@@ -110,7 +110,7 @@ class FastT(Method):
             starts[d].insert(i, begin)
             ends[d].insert(i, end[t])
         info = {"critical_path": len(path), "critical_path_device": cluster.device_name(cp_device) if k else None}
-        return finish(graph, cluster, tasks, device, schedule_order(tasks, start), info)
+        return finish(problem, tasks, device, schedule_order(tasks, start), info)
 
 
 def _first_gap(starts: list[float], ends: list[float], ready: float, length: float) -> float:

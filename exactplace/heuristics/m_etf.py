@@ -151,4 +151,4 @@ class METF(Method):
         tasks = task_graph(graph, self.setting(problem, "fusion"))
         memory = Memory(cluster, tasks, self.setting(problem, "co_placement"))
         device, start = etf_schedule(cluster, tasks, memory)
-        return finish(graph, cluster, tasks, device, schedule_order(tasks, start), {"tasks": tasks.size})
+        return finish(problem, tasks, device, schedule_order(tasks, start), {"tasks": tasks.size})

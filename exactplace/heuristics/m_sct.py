@@ -60,5 +60,5 @@ class MSCT(Method):
         memory = Memory(cluster, tasks, self.setting(problem, "co_placement"))
         device, start = etf_schedule(cluster, tasks, memory, favorite)
         info = {"tasks": tasks.size, "sct_bound": relaxation.bound, "favorite_children": len(relaxation.favorite_child)}
-        result = finish(graph, cluster, tasks, device, schedule_order(tasks, start), info)
+        result = finish(problem, tasks, device, schedule_order(tasks, start), info)
         return dataclasses.replace(result, bound=relaxation.bound)

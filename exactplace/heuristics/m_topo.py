@@ -62,4 +62,4 @@ class MTopo(Method):
                     d = k if cluster.cpus else memory.fallback(t)
             memory.place(t, d)
             device[t] = d
-        return finish(graph, cluster, tasks, device, None, {"cap": cap, "tasks": tasks.size})
+        return finish(problem, tasks, device, None, {"cap": cap, "tasks": tasks.size})

@@ -41,6 +41,7 @@ import numpy as np
 
 from exactplace.core.graph import Graph
 from exactplace.core.params import Integer, Option
+from exactplace.evaluators.feasibility import accelerator_memory
 from exactplace.evaluators.max_load import max_load
 from exactplace.heuristics.common import SEED, repair_memory, settle_memory
 from exactplace.heuristics.local_search import LoadState, descend
@@ -102,8 +103,7 @@ class Metis(Method):
                 part[vertices] = np.asarray(parts, dtype=np.int64)
             device = part[graph.color]
             moved = repair_memory(graph, cluster, device)
-            used = np.bincount(device[device < k], weights=graph.memory[device < k], minlength=k)[:k]
-            over = np.flatnonzero(used > cluster.memory_limit)
+            over = np.flatnonzero(accelerator_memory(graph, cluster, device) > cluster.memory_limit)
             value = (over.size, max_load(graph, cluster, device, overlap=bool(problem.option("overlap"))))
             if best is None or value < best[0]:
                 best = (value, device, over, moved, attempt, ufactor)
