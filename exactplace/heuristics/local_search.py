@@ -156,6 +156,27 @@ class LoadState:
         if target < self.k:
             self.used[target] += self.memory[c]
 
+    def best_move(self) -> tuple[int, int] | None:
+        """The best single class move (module docstring), or None when none lowers the max-load."""
+        loads = self.loads()
+        current = max(loads)
+        bottleneck = [d for d, x in enumerate(loads) if x == current]
+        candidates = sorted({c for c, d in enumerate(self.device) if d in bottleneck}
+                            | {n for c, d in enumerate(self.device) if d in bottleneck for n in self.neighbours[c]})
+        best, best_value = None, current * (1 - 1e-12) - 1e-12
+        for c in candidates:
+            for target in range(self.num_devices):
+                if target == self.device[c] or not self.fits(c, target):
+                    continue
+                change = self.delta(c, target)
+                value = max(
+                    self.load(d, self.compute[d] + change[d][0], self.comm[d] + change[d][1]) if d in change
+                    else loads[d] for d in range(self.num_devices)
+                )
+                if value < best_value:
+                    best, best_value = (c, target), value
+        return best
+
 
 def descend(
     problem: Problem, state: LoadState, start: list[int], max_moves: int | None = None
@@ -176,7 +197,7 @@ def descend(
         if problem.deadline is not None and time.monotonic() > problem.deadline:
             limit = Limit.TIME
             break
-        move = LocalSearch._best_move(state)
+        move = state.best_move()
         if move is None:
             break
         state.apply(*move)
@@ -244,24 +265,3 @@ class LocalSearch(Method):
             if d < state.k:
                 used[d] += state.memory[c]
         return device
-
-    @staticmethod
-    def _best_move(state: LoadState) -> tuple[int, int] | None:
-        loads = state.loads()
-        current = max(loads)
-        bottleneck = [d for d, x in enumerate(loads) if x == current]
-        candidates = sorted({c for c, d in enumerate(state.device) if d in bottleneck}
-                            | {n for c, d in enumerate(state.device) if d in bottleneck for n in state.neighbours[c]})
-        best, best_value = None, current * (1 - 1e-12) - 1e-12
-        for c in candidates:
-            for target in range(state.num_devices):
-                if target == state.device[c] or not state.fits(c, target):
-                    continue
-                change = state.delta(c, target)
-                value = max(
-                    state.load(d, state.compute[d] + change[d][0], state.comm[d] + change[d][1]) if d in change
-                    else loads[d] for d in range(state.num_devices)
-                )
-                if value < best_value:
-                    best, best_value = (c, target), value
-        return best
