@@ -114,6 +114,9 @@ class LatencyData:
     head, tail : numpy arrays of int, shape (n,)
         Heaviest path into each node (inclusive) and out of it (exclusive), cheapest devices,
         no communication: lower bounds on the work along any path before and after it.
+    lower_bound : float
+        A lower bound on the latency (time units): the critical path at the cheapest devices,
+        or the ``lower`` given to :func:`prepare` when larger.
     """
 
     graph: Graph
@@ -146,11 +149,14 @@ def _longest_paths(graph: Graph, weight: np.ndarray, reverse: bool = False) -> n
     return head
 
 
-def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = None) -> LatencyData:
+def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = None,
+            lower: float | None = None) -> LatencyData:
     """Everything the model needs, computed once with numpy.
 
     ``upper`` (a known latency, e.g. the warm start's) fixes the time scale; without it the
-    all-CPU / all-serial latency is used.
+    all-CPU / all-serial latency is used. ``lower``: a known lower bound on the latency of
+    every placement of the model's space (e.g. :func:`exactplace.backends.latency_bound.path_bound`
+    for ``q=1``); the model's makespan is bounded below by it (see :func:`build_model`).
 
     Examples
     --------
@@ -174,7 +180,7 @@ def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = No
     acc = (np.where(graph.supported[:, None], graph.acc_time[:, None] / speed[None, :], np.inf) if k
            else np.zeros((n, 0)))
     cheapest = np.minimum(graph.cpu_time if cluster.cpus else np.inf, acc.min(axis=1, initial=np.inf))
-    lower = float(_longest_paths(graph, cheapest).max())
+    lower = max(float(_longest_paths(graph, cheapest).max()), lower if lower is not None else -math.inf)
     total = float(graph.cpu_time.sum() + np.where(np.isfinite(acc), acc, 0).sum() + graph.group_cost.sum() * 2)
     if upper is None or not math.isfinite(upper) or upper <= 0:
         upper = total
@@ -442,6 +448,13 @@ def build_model(data: LatencyData, upper: int | None = None, symmetry: bool = Tr
                 nxt = m.NewIntVar(0, 1, f"P{c}_{d - 1}")
                 m.AddMaxEquality(nxt, [prefix, x[c][d - 1]])
                 holds_by[(c, d - 1)] = prefix = nxt
+
+    # ---- A known lower bound: T >= lower_bound, less what rounding to units can take off ----
+    # Every term is rounded down, and a critical chain sums at most n compute times and, per
+    # block, each group's copy in and out: the model's makespan of a placement is at least its
+    # true latency times scale minus that many units.
+    rounding = n + 2 * k * q * len(group_cost) + 1
+    m.Add(makespan >= max(0, math.floor(data.lower_bound * data.scale) - rounding))
 
     # ---- Objective: the makespan (latency) -------------------------------------------------
     for v in range(n):

@@ -9,6 +9,13 @@ the linear latency DP (:mod:`exactplace.heuristics.linear_latency`), the max-loa
 ``warm_start=None`` starts from nothing. The start is a complete solution of the model (a
 CP-SAT hint, a MIP start) and its latency the makespan's upper bound.
 
+With ``q=1`` (and unless ``path_bound=False``) it first computes the path DP's lower bound
+(:mod:`exactplace.backends.latency_bound`, within a tenth of the time): when the best start is
+within ``rel_gap`` of it, that start is returned at once, optimal, without a solver
+(``info["certified_by"] == "path_bound"``, ``solver == ""``); otherwise the bound is the model's
+floor (a row on the makespan) and the reported bound is at least it. On the published layer
+graphs it certifies the start in under a second.
+
 Without a ``time_limit`` the solve still stops after :data:`DEFAULT_TIME_LIMIT` seconds and
 says so in ``info["time_limit"]``; it returns the best placement with the solver's bound
 and gap. The result's bound covers the model's space: contiguous accelerator subgraphs
@@ -20,6 +27,9 @@ Examples
 >>> from exactplace import read_workload, solve, workload_path
 >>> w = read_workload(workload_path("layer_bert24_inference"))
 >>> p = solve(w, objective="latency", method="mip", time_limit=30, threads=2)
+>>> p.status.value, round(p.objective, 3), p.info["certified_by"]
+('optimal', 92.406, 'path_bound')
+>>> p = solve(w, objective="latency", method="mip", time_limit=30, threads=2, path_bound=False)
 >>> p.status.value, round(p.objective, 3), p.solver
 ('optimal', 92.406, 'cpsat')
 """
@@ -117,8 +127,25 @@ def _pieces(graph: Any, cluster: Any, device: np.ndarray) -> int:
                default=0)
 
 
+def _path_bound(problem: Problem, deadline: float, info: dict, timings: dict) -> float | None:
+    """The path DP's lower bound (:mod:`exactplace.backends.latency_bound`), within a tenth of the time left."""
+    from exactplace.backends.latency_bound import path_bound
+
+    clock = time.monotonic()
+    found = path_bound(problem.graph, problem.cluster, deadline=clock + max(deadline - clock, 0.0) / 10)
+    timings["path_bound"] = time.monotonic() - clock
+    if found is None or not math.isfinite(found.value):
+        info["path_bound"] = "none (too many ideals, or out of time)" if found is None else "none (infinite)"
+        return None
+    # The DP adds floats in another order than the evaluator (relative error about n * 1e-16):
+    # keep a hair below its value, well inside the 1e-12 by which a gap counts as closed.
+    value = found.value * (1 - 1e-13)
+    info["path_bound"] = value
+    return value
+
+
 def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log: bool = False,
-                  progress: bool = False, solver_name: str = "auto") -> MethodResult:
+                  progress: bool = False, solver_name: str = "auto", use_path_bound: bool = True) -> MethodResult:
     """Solve the latency program for ``problem``; see the module docstring."""
     from ortools.sat.python import cp_model
 
@@ -146,14 +173,25 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
             values[name] = None
     info["warm_start_candidates"] = values
 
+    inside = {name: values[name] for name, device in candidates.items()
+              if values[name] is not None and math.isfinite(values[name]) and _pieces(graph, cluster, device) <= q}
+    space = Space.CONTIGUOUS if q == 1 else Space.SUBGRAPHS
+    lower = _path_bound(problem, deadline, info, timings) if q == 1 and use_path_bound else None
+    if lower is not None and inside:
+        name = min(inside, key=inside.__getitem__)
+        value = inside[name]
+        if value - lower <= problem.rel_gap * value + 1e-12 * value:  # the start is certified: no solver needed
+            info.update(warm_start=name, warm_start_latency=value, certified_by="path_bound")
+            trace = [TracePoint(time.monotonic() - clock, value, lower)]
+            return MethodResult(candidates[name], Status.OPTIMAL, bound=min(lower, value), solver="", space=space,
+                                trace=trace, timings=timings, info=info)
+
     built = time.monotonic()
     finite = [v for v in values.values() if v is not None and math.isfinite(v)]
-    data = prepare(graph, cluster, q, upper=min(finite) if finite else None)
+    data = prepare(graph, cluster, q, upper=min(finite) if finite else None, lower=lower)
     # The best candidate's latency bounds every time window [head, UB]: in model units its
     # schedule is at most UB * scale plus one unit per block (the one-unit block minimum).
-    inside = [values[name] for name, device in candidates.items()
-              if values[name] is not None and math.isfinite(values[name]) and _pieces(graph, cluster, device) <= q]
-    upper = math.ceil(min(inside) * data.scale) + cluster.accelerators * q + 1 if inside else None
+    upper = math.ceil(min(inside.values()) * data.scale) + cluster.accelerators * q + 1 if inside else None
     lm = build_model(data, upper=upper)
     start = _best_start(problem, lm, candidates)
     if upper is not None and (start is None or start[2]["hint"][lm.makespan] > upper):
@@ -169,7 +207,6 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
         info["warm_start_latency"] = found["value"]
     timings["build"] = time.monotonic() - built
     info.update(model=lm.stats, scale=data.scale)
-    space = Space.CONTIGUOUS if q == 1 else Space.SUBGRAPHS
     if solver_name not in ("auto", "cpsat"):
         return _solve_translated(problem, lm, solver_name, start, info, timings, space, threads, log, progress)
 

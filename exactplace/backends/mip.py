@@ -148,6 +148,9 @@ class MIP(Method):
     options = {
         "q": Option("q", Integer(low=1, high=16), 1,
                     "latency: subgraphs per accelerator, run one at a time (1: contiguous, Fig. 3; >1: Fig. 4)"),
+        "path_bound": Option("path_bound", Boolean(), True,
+                             "latency, q=1: bound by the path DP over ideals (exact on chain-like layer graphs; "
+                             "a start it certifies is returned without a solver)"),
         "solver": Option("solver", Choice(SOLVER_NAMES), "auto", "the solver ('auto': the fastest installed)"),
         "contiguous": Option("contiguous", Boolean(), True,
                              "True: chain splits (the DP's space); False: any split of the colour classes"),
@@ -169,6 +172,9 @@ class MIP(Method):
             "q" not in problem.options, "q", "solve", "left out for objective 'throughput' (it is the latency "
             "program's number of subgraphs per accelerator; use contiguous=False)", problem.options.get("q"),
         )
+        check_param("path_bound" not in problem.options, "path_bound", "solve",
+                    "left out for objective 'throughput' (it bounds the latency program)",
+                    problem.options.get("path_bound"))
         check_param(
             problem.cluster.is_homogeneous, "cluster", "solve",
             f"a homogeneous cluster (one accelerator memory size, speed 1) for method {cls.name!r}", problem.cluster,
@@ -191,7 +197,8 @@ class MIP(Method):
             return solve_latency(problem, q=int(self.setting(problem, "q")), threads=self.setting(problem, "threads"),
                                  log=bool(self.setting(problem, "log")),
                                  progress=bool(self.setting(problem, "progress")),
-                                 solver_name=self.setting(problem, "solver"))
+                                 solver_name=self.setting(problem, "solver"),
+                                 use_path_bound=bool(self.setting(problem, "path_bound")))
 
         overlap, gpipe = bool(problem.option("overlap")), bool(problem.option("gpipe"))
         contiguous = bool(self.setting(problem, "contiguous"))

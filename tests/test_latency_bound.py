@@ -1,0 +1,156 @@
+"""The path DP's lower bound on contiguous latency (exactplace/backends/latency_bound.py).
+
+Against brute force on tiny random DAGs (valid for every placement, with the reductions' zero
+times made frequent and with unequal accelerators; exact on chains), on the shared layer
+graphs (equal to the optimum the latency program finds), and in ``solve`` (a start it
+certifies is returned at once, optimal).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from oracle import latency_subgraph_optimum
+from strategies import clusters, dags
+
+from exactplace import Cluster, Graph, Node, Status, read_workload, solve
+from exactplace.backends.latency_bound import path_bound
+from exactplace.core.errors import PlacementError
+from exactplace.evaluators.latency import contiguous_pieces, latency
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "workloads"
+
+
+def contiguous_optimum(graph: Graph, cluster: Cluster) -> float | None:
+    """Least latency over every contiguous placement (support, memory, colocation), any cluster."""
+    k, best = cluster.accelerators, None
+    for device in itertools.product(range(cluster.num_devices), repeat=graph.n):
+        dev = np.array(device, dtype=np.int64)
+        on = dev < k
+        if np.any(on & ~graph.supported) or any(len(set(dev[graph.color == c])) > 1 for c in set(graph.color)):
+            continue
+        used = np.bincount(dev[on], weights=graph.memory[on], minlength=k)[:k]
+        if np.any(used > cluster.memory_limit) or any(contiguous_pieces(graph, dev == d).max(initial=0) > 1
+                                                      for d in range(k)):
+            continue
+        try:
+            value = latency(graph, cluster, dev)
+        except PlacementError:  # the subgraphs wait on each other in a cycle
+            continue
+        best = value if best is None else min(best, value)
+    return best
+
+
+@st.composite
+def zero_heavy_dags(draw: st.DrawFn, max_nodes: int = 5) -> Graph:
+    """Random DAGs where many nodes have no time and no outgoing cost: the reductions' cases."""
+    graph = draw(dags(max_nodes=max_nodes))
+    nodes, silent = [], set()
+    for node in graph.nodes():
+        kind = draw(st.sampled_from(["keep", "free", "free_time", "silent"]))
+        if kind in ("free", "free_time"):
+            node = replace(node, cpu_time=0.0, acc_time=0.0 if node.acc_time is not None else None)
+        if kind in ("free", "silent"):
+            silent.add(node.id)
+        nodes.append(node)
+    return Graph(nodes, [(u, v, 0.0 if u in silent else cost) for u, v, cost in graph.edges()])
+
+
+def _check_valid(graph: Graph, cluster: Cluster) -> None:
+    found = path_bound(graph, cluster)
+    assert found is not None  # tiny graphs are never out of budget
+    best = contiguous_optimum(graph, cluster)
+    if best is None:
+        return
+    assert found.value <= best * (1 + 1e-12) + 1e-12, (found.value, best)
+
+
+examples = dict(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@settings(**examples)
+@given(st.one_of(dags(max_nodes=5), zero_heavy_dags()), clusters(max_accelerators=2, max_cpus=2))
+def test_bound_is_at_most_the_best_contiguous_latency(graph: Graph, cluster: Cluster) -> None:
+    _check_valid(graph, cluster)
+
+
+@settings(**examples)
+@given(zero_heavy_dags(max_nodes=4), clusters(max_accelerators=3, max_cpus=1, heterogeneous=True))
+def test_bound_is_valid_on_unequal_accelerators(graph: Graph, cluster: Cluster) -> None:
+    _check_valid(graph, cluster)
+
+
+@settings(**examples)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40), st.integers(0, 8), st.integers(0, 12)),
+                min_size=1, max_size=5),
+       clusters(max_accelerators=3, max_cpus=1))
+def test_bound_is_exact_on_chains(layers: list[tuple[int, int, int, int]], cluster: Cluster) -> None:
+    """On a chain every subgraph and CPU node lies on the path and they run one after another:
+    the bound is the optimum (no colocation, equal accelerators, nothing to relax)."""
+    nodes = [Node(i, cpu / 4, acc / 4, memory=float(mem), comm=comm / 4) for i, (cpu, acc, mem, comm) in
+             enumerate(layers)]
+    graph = Graph(nodes, [(i, i + 1) for i in range(len(nodes) - 1)])
+    best = contiguous_optimum(graph, cluster)
+    found = path_bound(graph, cluster)
+    if best is None:
+        assert found.value == math.inf
+    else:
+        assert found.value == pytest.approx(best, rel=1e-12, abs=1e-12)
+
+
+def test_trivial_sinks_are_absorbed_only_within_memory() -> None:
+    """a -> b with a's output also feeding a free sink s: with room for s, {a, b} copies nothing
+    out; without, a's output leaves for s on the CPU (a copy the bound must charge)."""
+    a, b, s = Node(0, 10.0, 1.0, memory=1.0, comm=2.0), Node(1, 10.0, 1.0, memory=1.0), Node(2, 0.0, 0.0, memory=1.0)
+    graph = Graph([a, b, s], [(0, 1), (0, 2)])
+    roomy, tight = Cluster(1, memory=3.0, cpus=1), Cluster(1, memory=2.0, cpus=1)
+    assert path_bound(graph, roomy).value == pytest.approx(2.0) == contiguous_optimum(graph, roomy)
+    assert path_bound(graph, tight).value == pytest.approx(4.0) == contiguous_optimum(graph, tight)
+
+
+def test_free_inputs_and_sinks_leave_the_lattice() -> None:
+    """Twenty free inputs and twenty free sinks around one layer: 2 ideals, not 2**40."""
+    layer = Node(100, 5.0, 1.0, memory=1.0, comm=1.0)
+    inputs = [Node(i, 0.0, 0.0) for i in range(20)]
+    sinks = [Node(50 + i, 0.0, 0.0) for i in range(20)]
+    graph = Graph([layer, *inputs, *sinks], [(i, 100) for i in range(20)] + [(100, 50 + i) for i in range(20)])
+    found = path_bound(graph, Cluster(1, memory=2.0, cpus=1))
+    assert found.ideals == 2 and found.value == pytest.approx(1.0)
+
+
+def test_out_of_budget_gives_no_bound() -> None:
+    graph = Graph([Node(i, 1.0, 1.0) for i in range(12)], [])  # 4096 ideals
+    assert path_bound(graph, Cluster(1, cpus=1), max_ideals=100) is None
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(zero_heavy_dags(max_nodes=5), clusters(max_accelerators=2, max_cpus=2))
+def test_solve_with_the_bound_is_the_brute_force_optimum(graph: Graph, cluster: Cluster) -> None:
+    pytest.importorskip("ortools")
+    best = latency_subgraph_optimum(graph, cluster, 1)
+    assume(best is not None)
+    p = solve(graph, cluster, objective="latency", method="mip", rel_gap=0.0, time_limit=30, threads=1)
+    assert p.status is Status.OPTIMAL
+    assert p.objective == pytest.approx(best, rel=1e-6, abs=1e-6)
+    assert p.bound <= p.objective
+
+
+LAYER_GRAPHS = ["layer_bert24_inference", "layer_gnmt_inference", "layer_resnet50_inference"]
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/workloads")
+@pytest.mark.parametrize("name", LAYER_GRAPHS)
+def test_layer_graph_optimum_is_certified_at_once(name: str) -> None:
+    """The bound equals the best start's latency on the published layer graphs: optimal, no solver."""
+    w = read_workload(SHARED / "latency" / f"{name}.json")
+    p = solve(w, objective="latency", method="mip", time_limit=60, rel_gap=0.0)
+    assert p.status is Status.OPTIMAL and p.info["certified_by"] == "path_bound"
+    assert p.bound == pytest.approx(p.objective, rel=1e-9)
+    assert p.objective == pytest.approx(path_bound(w.graph, w.cluster).value, rel=1e-12)
