@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from oracle import latency_subgraph_optimum
 from strategies import clusters, dags
@@ -54,9 +54,11 @@ def zero_heavy_dags(draw: st.DrawFn, max_nodes: int = 5) -> Graph:
     graph = draw(dags(max_nodes=max_nodes))
     nodes, silent = [], set()
     for node in graph.nodes():
-        kind = draw(st.sampled_from(["keep", "free", "free_time", "silent"]))
+        kind = draw(st.sampled_from(["keep", "free", "free_time", "free_cpu", "silent"]))
         if kind in ("free", "free_time"):
             node = replace(node, cpu_time=0.0, acc_time=0.0 if node.acc_time is not None else None)
+        if kind == "free_cpu":  # no CPU time, but time on an accelerator
+            node = replace(node, cpu_time=0.0)
         if kind in ("free", "silent"):
             silent.add(node.id)
         nodes.append(node)
@@ -87,15 +89,18 @@ def test_bound_is_valid_on_unequal_accelerators(graph: Graph, cluster: Cluster) 
     _check_valid(graph, cluster)
 
 
-@settings(**examples)
-@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40), st.integers(0, 8), st.integers(0, 12)),
-                min_size=1, max_size=5),
-       clusters(max_accelerators=3, max_cpus=1))
-def test_bound_is_exact_on_chains(layers: list[tuple[int, int, int, int]], cluster: Cluster) -> None:
+layers = st.tuples(st.sampled_from([0.0, 0.0, 1.0, 4.0, 10.0]), st.sampled_from([None, 0.0, 0.0, 0.5, 2.0]),
+                   st.sampled_from([0.0, 1.0, 3.0]), st.sampled_from([0.0, 0.5, 2.0]))
+
+
+@settings(**{**examples, "max_examples": 300})
+@given(st.lists(layers, min_size=1, max_size=5), clusters(max_accelerators=3, max_cpus=1))
+@example([(1.0, 0.0, 0.0, 2.0), (0.0, 0.5, 0.0, 0.0)], Cluster(1, cpus=1))  # a sink with accelerator time
+def test_bound_is_exact_on_chains(chain: list[tuple], cluster: Cluster) -> None:
     """On a chain every subgraph and CPU node lies on the path and they run one after another:
-    the bound is the optimum (no colocation, equal accelerators, nothing to relax)."""
-    nodes = [Node(i, cpu / 4, acc / 4, memory=float(mem), comm=comm / 4) for i, (cpu, acc, mem, comm) in
-             enumerate(layers)]
+    the bound is the optimum (no colocation, equal accelerators, nothing to relax). Free times
+    are frequent, so the reductions (a free first node, a free last node) are exercised."""
+    nodes = [Node(i, cpu, acc, memory=mem, comm=comm) for i, (cpu, acc, mem, comm) in enumerate(chain)]
     graph = Graph(nodes, [(i, i + 1) for i in range(len(nodes) - 1)])
     best = contiguous_optimum(graph, cluster)
     found = path_bound(graph, cluster)

@@ -29,8 +29,9 @@ nodes so that no subgraph's load or start grows, hence no latency grows):
 * a node with no CPU time whose predecessors were all reduced this way and whose outgoing
   communication is free is put on a CPU (it finishes at time 0 and costs no subgraph
   anything): the inputs of ``layer_gnmt``;
-* a *trivial sink* (no successors, one predecessor ``u``, no time) is either in ``u``'s
-  subgraph or on a CPU (anywhere else it only adds an input copy): the DP charges each
+* a *trivial sink* (no successors, one predecessor ``u``, no CPU time, and no accelerator time
+  or no accelerator support) is either in ``u``'s subgraph or on a CPU (anywhere else it only
+  adds an input copy): the DP charges each
   subgraph ``u``'s output copy unless it can *absorb* ``u``'s trivial sinks within its
   memory, a knapsack relaxed to its fractional optimum (again only ever lower).
 
@@ -118,8 +119,10 @@ class _Reduced:
         if cluster.cpus:  # both reductions move nodes to a CPU
             for v in graph.topological_order.tolist():
                 on_cpu[v] = free_cpu[v] and out_free[v] and bool(on_cpu[preds[v]].all())
-            sink = ~on_cpu & free_cpu & np.array([len(s) == 0 and len(p) == 1 for s, p in zip(succs, preds)])
-        absorbable = sink & graph.supported & (graph.acc_time == 0)
+            # A sink with accelerator time stays: putting it beside u costs time, so it is no free choice.
+            sink = (~on_cpu & free_cpu & (~graph.supported | (graph.acc_time == 0))
+                    & np.array([len(s) == 0 and len(p) == 1 for s, p in zip(succs, preds)]))
+        absorbable = sink & graph.supported
         kept = np.flatnonzero(~on_cpu & ~sink)
         index = np.full(n, -1, dtype=np.int64)
         index[kept] = np.arange(len(kept))
@@ -205,6 +208,22 @@ def _topological(pred_mask: list[int]) -> list[int]:
     return order
 
 
+def _more_ideals_than(pred_mask: list[int], limit: int) -> bool:
+    """The native counter's quick answer (it stops past ``limit``); False without the extension,
+    whose absence leaves the decision to the Python enumeration."""
+    from exactplace.backends.native import load
+    from exactplace.core.errors import SolverUnavailableError
+
+    try:
+        native = load()
+    except SolverUnavailableError:
+        return False
+    src = [u for v, preds in enumerate(pred_mask) for u in _bits(preds)]
+    dst = [v for v, preds in enumerate(pred_mask) for _ in _bits(preds)]
+    return native.count_ideals(len(pred_mask), np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
+                               limit) is None
+
+
 def _ideals(pred_mask: list[int], limit: int, deadline: float) -> list[int]:
     """Every ideal (down-closed set) as a bitmask, by size; _OutOfBudget past ``limit``."""
     seen, layer, ordered = {0}, [0], [0]
@@ -245,6 +264,8 @@ def path_bound(graph: Graph, cluster: Cluster, max_ideals: int = MAX_IDEALS,
     clock = time.monotonic()
     stop = math.inf if deadline is None else deadline
     reduced = _Reduced(graph, cluster)
+    if _more_ideals_than(reduced.pred_mask, max_ideals):
+        return None
     try:
         ideals = _ideals(reduced.pred_mask, max_ideals, stop)
         candidates = _paths(reduced)
