@@ -12,7 +12,7 @@ CP-SAT hint, a MIP start) and its latency the makespan's upper bound.
 With ``q=1`` (and unless ``path_bound=False``) it first computes the path DP's lower bound
 (:mod:`exactplace.backends.latency_bound`, within a tenth of the time): when the best start is
 within ``rel_gap`` of it, that start is returned at once, optimal, without a solver
-(``info["certified_by"] == "path_bound"``, ``solver == ""``); otherwise the bound is the model's
+(``solver == info["certified_by"] == "path_bound"``); otherwise the bound is the model's
 floor (a row on the makespan) and the reported bound is at least it. On the published layer
 graphs it certifies the start in under a second.
 
@@ -183,8 +183,8 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
         if value - lower <= problem.rel_gap * value + 1e-12 * value:  # the start is certified: no solver needed
             info.update(warm_start=name, warm_start_latency=value, certified_by="path_bound")
             trace = [TracePoint(time.monotonic() - clock, value, lower)]
-            return MethodResult(candidates[name], Status.OPTIMAL, bound=min(lower, value), solver="", space=space,
-                                trace=trace, timings=timings, info=info)
+            return MethodResult(candidates[name], Status.OPTIMAL, bound=min(lower, value), solver="path_bound",
+                                space=space, trace=trace, timings=timings, info=info)
 
     built = time.monotonic()
     finite = [v for v in values.values() if v is not None and math.isfinite(v)]
