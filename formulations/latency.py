@@ -452,9 +452,12 @@ def build_model(data: LatencyData, upper: int | None = None, symmetry: bool = Tr
     # ---- A known lower bound: T >= lower_bound, less what rounding to units can take off ----
     # Every term is rounded down, and a critical chain sums at most n compute times and, per
     # block, each group's copy in and out: the model's makespan of a placement is at least its
-    # true latency times scale minus that many units.
-    rounding = n + 2 * k * q * len(group_cost) + 1
-    m.Add(makespan >= max(0, math.floor(data.lower_bound * data.scale) - rounding))
+    # true latency times scale minus that many units. Added only when it says more than the
+    # critical path, which the path-work rows already give (an idle row would still change
+    # CP-SAT's search).
+    floor_units = math.floor(data.lower_bound * data.scale) - (n + 2 * k * q * len(group_cost) + 1)
+    if floor_units > int((data.head + data.tail).max(initial=0)):
+        m.Add(makespan >= floor_units)
 
     # ---- Objective: the makespan (latency) -------------------------------------------------
     for v in range(n):
