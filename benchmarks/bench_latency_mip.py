@@ -12,10 +12,12 @@ Usage::
 
     python benchmarks/bench_latency_mip.py [--limit 60] [--checkpoints 1,10,60] [--q 1]
                                            [--only NAME] [--threads N] [--json OUT] [--solver NAME]
-                                           [--no-warm-start]
+                                           [--no-warm-start] [--path-bound on|off]
 
-``--q 2 --chain`` starts each q=2 solve from the q=1 result of the same run (a contiguous
-placement is a 2-subgraph placement), so the q=2 value is at most the contiguous one.
+``by`` is the solver behind the result (``path_bound``: the path DP's bound certified the warm
+start, no solver ran; ``--path-bound off`` runs the solver anyway). ``--q 2 --chain`` starts
+each q=2 solve from the q=1 result of the same run (a contiguous placement is a 2-subgraph
+placement), so the q=2 value is at most the contiguous one.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", default=None, help="append one JSON line per solve to this file")
     parser.add_argument("--solver", default="cpsat")
+    parser.add_argument("--path-bound", choices=["on", "off"], default="on",
+                        help="q=1: the path DP's bound (off: the solver's own bound only)")
     parser.add_argument("--no-warm-start", dest="warm_start", action="store_const", const=None, default="auto",
                         help="start from nothing (warm_start=None)")
     args = parser.parse_args()
@@ -67,8 +71,8 @@ def main() -> None:
     qs = [int(q) for q in args.q.split(",")]
     print(f"solver {args.solver}, warm start {args.warm_start or 'none'}")
     print("| workload | q | load | t (s) | value | bound | gap | ip_contiguous | greedy | maxload_dp_latency | "
-          "ratio to ip |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "ratio to ip | by |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for path in sorted((SHARED / "latency").glob("*.json")):
         name = path.stem
         if args.only and args.only not in name:
@@ -79,6 +83,8 @@ def main() -> None:
         for q in qs:
             load = load_average()
             options = {"threads": args.threads} if args.threads else {}
+            if args.path_bound == "off":
+                options["path_bound"] = False
             warm = previous if (args.chain and q > 1 and previous is not None) else args.warm_start
             clock = time.monotonic()
             p = solve(w, objective="latency", method="mip", solver=args.solver, time_limit=args.limit, q=q,
@@ -88,15 +94,15 @@ def main() -> None:
                 previous = p
             published = float(row["ip_contiguous"])
             points = [(c, *at(p.trace, c)) for c in checkpoints if c < args.limit]
-            points.append((round(wall), p.objective, p.bound))
+            points.append((round(wall, 2), p.objective, p.bound))
             for seconds, value, bound in points:
                 if value is None:  # nothing reported yet (solvers without progress callbacks report at the end)
-                    print(f"| {name} | {q} | {load:.1f} | {seconds:g} | - | - | - | {published} | | | |")
+                    print(f"| {name} | {q} | {load:.1f} | {seconds:g} | - | - | - | {published} | | | | |")
                     continue
                 shown = "-" if bound is None else f"{bound:.3f}"
                 gap = "-" if bound is None or not value else f"{(value - bound) / value:.1%}"
                 print(f"| {name} | {q} | {load:.1f} | {seconds:g} | {value:.3f} | {shown} | {gap} | {published} | "
-                      f"{row['greedy']} | {row['maxload_dp_latency']} | {value / published:.4f} |")
+                      f"{row['greedy']} | {row['maxload_dp_latency']} | {value / published:.4f} | {p.solver} |")
             sys.stdout.flush()
             if args.json:
                 with open(args.json, "a") as out:
