@@ -130,6 +130,8 @@ class _Reduced:
         self.kept = kept
         self.cpus = bool(cluster.cpus)
         self.pred_mask = [sum(1 << int(index[u]) for u in preds[v] if index[u] >= 0) for v in kept]
+        self.succ_mask = [sum(1 << int(index[w]) for w in succs[v] if index[w] >= 0) for v in kept]
+        self.order = [int(index[v]) for v in graph.topological_order.tolist() if index[v] >= 0]
         self.acc = [float(graph.acc_time[v]) / speed if graph.supported[v] else math.inf for v in kept]
         self.cpu = graph.cpu_time[kept].tolist()
         self.memory = graph.memory[kept].tolist()
@@ -185,7 +187,7 @@ class _Reduced:
 
     def heaviest_path(self, weight: list[float]) -> list[int]:
         """Kept nodes (indices) of a heaviest path under ``weight``."""
-        order = _topological(self.pred_mask)
+        order = self.order
         best: dict[int, float] = {}
         parent: dict[int, int | None] = {}
         for v in order:
@@ -199,16 +201,14 @@ class _Reduced:
             end = parent[end]
         return path[::-1]
 
-
-def _topological(pred_mask: list[int]) -> list[int]:
-    order, done, remaining = [], 0, list(range(len(pred_mask)))
-    while remaining:
-        ready = [v for v in remaining if pred_mask[v] & ~done == 0]
-        for v in ready:
-            done |= 1 << v
-        order.extend(ready)
-        remaining = [v for v in remaining if not done >> v & 1]
-    return order
+    def grow(self, ideal: int, addable: int, v: int) -> tuple[int, int]:
+        """``ideal`` with ``v`` added, and the nodes addable to that (``addable``: those of ``ideal``)."""
+        bigger = ideal | 1 << v
+        ready = 0
+        for w in _bits(self.succ_mask[v]):
+            if self.pred_mask[w] & ~bigger == 0:
+                ready |= 1 << w
+        return bigger, (addable & ~(1 << v)) | ready
 
 
 def _more_ideals_than(pred_mask: list[int], limit: int) -> bool:
@@ -227,25 +227,26 @@ def _more_ideals_than(pred_mask: list[int], limit: int) -> bool:
                                limit) is None
 
 
-def _ideals(pred_mask: list[int], limit: int, deadline: float) -> list[int]:
-    """Every ideal (down-closed set) as a bitmask, by size; _OutOfBudget past ``limit``."""
-    seen, layer, ordered = {0}, [0], [0]
+def _ideals(reduced: _Reduced, limit: int, deadline: float) -> dict[int, int]:
+    """Every ideal (down-closed set, a bitmask) and the nodes addable to it, smallest first
+    (the order the DP needs); _OutOfBudget past ``limit`` ideals or the deadline."""
+    start = sum(1 << v for v, preds in enumerate(reduced.pred_mask) if not preds)
+    found, layer = {0: start}, [0]
     while layer:
         if time.monotonic() > deadline:
             raise _OutOfBudget("time")
         grown = []
         for ideal in layer:
-            for v, preds in enumerate(pred_mask):
-                if not ideal >> v & 1 and preds & ~ideal == 0:
-                    bigger = ideal | 1 << v
-                    if bigger not in seen:
-                        seen.add(bigger)
-                        grown.append(bigger)
-        if len(seen) > limit:
+            addable = found[ideal]
+            for v in _bits(addable):
+                bigger, ready = reduced.grow(ideal, addable, v)
+                if bigger not in found:
+                    found[bigger] = ready
+                    grown.append(bigger)
+        if len(found) > limit:
             raise _OutOfBudget(f"more than {limit} ideals")
-        ordered.extend(grown)
         layer = grown
-    return ordered
+    return found
 
 
 def path_bound(graph: Graph, cluster: Cluster, max_ideals: int = MAX_IDEALS,
@@ -270,7 +271,7 @@ def path_bound(graph: Graph, cluster: Cluster, max_ideals: int = MAX_IDEALS,
     if _more_ideals_than(reduced.pred_mask, max_ideals):
         return None
     try:
-        ideals = _ideals(reduced.pred_mask, max_ideals, stop)
+        ideals = _ideals(reduced, max_ideals, stop)
         candidates = _paths(reduced)
         best, examined, charged = -math.inf, 0, []
         for nodes in candidates:
@@ -292,54 +293,52 @@ def _paths(reduced: _Reduced) -> list[list[int]]:
     return [p for i, p in enumerate(paths) if p not in paths[:i]]
 
 
-def _charge(reduced: _Reduced, ideals: list[int], path: list[int], accelerators: int,
+def _charge(reduced: _Reduced, ideals: dict[int, int], path: list[int], accelerators: int,
             deadline: float) -> tuple[float, int]:
     """The DP: least charge of a chain of ideals from {} to everything, and the subgraphs examined.
 
-    ``best[i][j]``: least charge to reach ideal ``ideals[i]`` with ``j`` subgraphs used.
+    ``best[ideal][j]``: least charge to reach ``ideal`` with ``j`` subgraphs used; ``ideals``
+    (ideal -> addable nodes) lists every ideal before its supersets.
     """
     on_path = sum(1 << v for v in path)
-    position = {ideal: i for i, ideal in enumerate(ideals)}
-    pred_mask, cpu, memory, cap = reduced.pred_mask, reduced.cpu, reduced.memory, reduced.cap
-    k = accelerators
-    best = [[math.inf] * (k + 1) for _ in ideals]
+    cpu, memory, cap, k = reduced.cpu, reduced.memory, reduced.cap, accelerators
+    best = {ideal: [math.inf] * (k + 1) for ideal in ideals}
     best[0][0] = 0.0
     examined = 0
-    for i, ideal in enumerate(ideals):
+    for ideal, addable in ideals.items():
         if time.monotonic() > deadline:
             raise _OutOfBudget("time")
-        row = best[i]
+        row = best[ideal]
         if min(row) == math.inf:
             continue
-        addable = [v for v, preds in enumerate(pred_mask) if not ideal >> v & 1 and preds & ~ideal == 0]
         if reduced.cpus:  # one CPU node
-            for v in addable:
+            for v in _bits(addable):
                 charge = cpu[v] if on_path >> v & 1 else 0.0
-                target = best[position[ideal | 1 << v]]
+                target = best[ideal | 1 << v]
                 for j in range(k + 1):
-                    if row[j] + charge < target[j]:
-                        target[j] = row[j] + charge
-        if not any(row[j] < math.inf for j in range(k)):
+                    target[j] = min(target[j], row[j] + charge)
+        if min(row[:k], default=math.inf) == math.inf:
             continue
         # one accelerator subgraph: every bigger ideal whose difference fits the memory
-        stack, visited = [(ideal, 0.0)], {ideal}
+        stack, visited = [(ideal, addable, 0.0)], {ideal}
         while stack:
-            inner, used = stack.pop()
-            for v, preds in enumerate(pred_mask):
-                if inner >> v & 1 or preds & ~inner or used + memory[v] > cap:
+            inner, inner_addable, used = stack.pop()
+            for v in _bits(inner_addable):
+                if used + memory[v] > cap:
                     continue
-                bigger = inner | 1 << v
+                bigger, ready = reduced.grow(inner, inner_addable, v)
                 if bigger in visited:
                     continue
                 visited.add(bigger)
-                stack.append((bigger, used + memory[v]))
-                members = bigger & ~ideal
+                stack.append((bigger, ready, used + memory[v]))
                 examined += 1
+                if examined % 4096 == 0 and time.monotonic() > deadline:
+                    raise _OutOfBudget("time")
+                members = bigger & ~ideal
                 charge = reduced.load(members, used + memory[v]) if members & on_path else 0.0
                 if math.isinf(charge):  # a node that cannot run on an accelerator
                     continue
-                target = best[position[bigger]]
+                target = best[bigger]
                 for j in range(k):
-                    if row[j] + charge < target[j + 1]:
-                        target[j + 1] = row[j] + charge
-    return min(best[-1]), examined
+                    target[j + 1] = min(target[j + 1], row[j] + charge)
+    return min(best[(1 << len(reduced.kept)) - 1]), examined
