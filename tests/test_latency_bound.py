@@ -159,3 +159,12 @@ def test_layer_graph_optimum_is_certified_at_once(name: str) -> None:
     assert p.status is Status.OPTIMAL and p.info["certified_by"] == "path_bound"
     assert p.bound == pytest.approx(p.objective, rel=1e-9)
     assert p.objective == pytest.approx(path_bound(w.graph, w.cluster).value, rel=1e-12)
+
+
+def test_a_certified_start_is_logged_and_shown_as_progress(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("ortools")
+    graph = Graph([Node(i, 10.0, 1.0, memory=1.0, comm=0.5) for i in range(3)], [(0, 1), (1, 2)])
+    p = solve(graph, Cluster(2, memory=2.0, cpus=1), objective="latency", method="mip", log=True, progress=True)
+    err = capsys.readouterr().err
+    assert p.solver == "path_bound" and p.objective == pytest.approx(4.0)
+    assert "path bound 4 certifies the warm start" in err and "gap 0.00%" in err

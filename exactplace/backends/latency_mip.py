@@ -183,6 +183,13 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
         if value - lower <= problem.rel_gap * value + 1e-12 * value:  # the start is certified: no solver needed
             info.update(warm_start=name, warm_start_latency=value, certified_by="path_bound")
             trace = [TracePoint(time.monotonic() - clock, value, lower)]
+            if log:
+                print(f"path bound {lower:.6g} certifies the warm start {name!r} (latency {value:.6g}); "
+                      "no solver run", file=sys.stderr, flush=True)
+            if progress:
+                from exactplace.backends.mip import _progress_printer
+
+                _progress_printer()(trace[0])
             return MethodResult(candidates[name], Status.OPTIMAL, bound=min(lower, value), solver="path_bound",
                                 space=space, trace=trace, timings=timings, info=info)
 
