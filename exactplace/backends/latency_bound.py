@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,7 +98,8 @@ class _OutOfBudget(Exception):
     """The reduced lattice is too large, or the deadline passed."""
 
 
-def _bits(mask: int):
+def _bits(mask: int) -> Iterator[int]:
+    """The members of a bitmask, lowest first."""
     while mask:
         low = mask & -mask
         yield low.bit_length() - 1
@@ -148,13 +150,13 @@ class _Reduced:
                 sink_memory[g] += float(graph.memory[w])
             elif sink[w]:
                 stuck[g] = True
-        self.out_groups: list[list[tuple[int, float, int, bool, float]]] = [[] for _ in kept]
+        # out: (cost, kept targets, leaves whatever the subgraph, memory of absorbable sinks or -1)
+        self.out_groups: list[list[tuple[float, int, bool, float]]] = [[] for _ in kept]
         self.in_groups: list[list[tuple[int, float, int]]] = [[] for _ in kept]
         for g, (u, cost) in enumerate(zip(graph.group_source.tolist(), graph.group_cost.tolist())):
             if index[u] < 0 or cost == 0:
                 continue
-            always = stuck[g]
-            self.out_groups[index[u]].append((g, cost, targets[g], always, sink_memory[g] if sinks[g] else -1.0))
+            self.out_groups[index[u]].append((cost, targets[g], stuck[g], sink_memory[g] if sinks[g] else -1.0))
             for w in _bits(targets[g]):
                 self.in_groups[w].append((g, cost, 1 << int(index[u])))
 
@@ -170,7 +172,7 @@ class _Reduced:
                 if not source & members and g not in entering:
                     entering.add(g)
                     copy_in += cost
-            for _, cost, targets, always, sink_memory in self.out_groups[v]:
+            for cost, targets, always, sink_memory in self.out_groups[v]:
                 if always or targets & ~members:
                     copy_out += cost
                 elif sink_memory >= 0:  # all targets inside but the sinks: absorb them, or copy out
