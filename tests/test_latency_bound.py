@@ -168,3 +168,18 @@ def test_a_certified_start_is_logged_and_shown_as_progress(capsys: pytest.Captur
     err = capsys.readouterr().err
     assert p.solver == "path_bound" and p.objective == pytest.approx(4.0)
     assert "path bound 4 certifies the warm start" in err and "gap 0.00%" in err
+
+
+def test_ctrl_c_in_the_bound_returns_the_best_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ortools")
+    from exactplace import Limit
+    from exactplace.backends import latency_bound
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(latency_bound, "path_bound", interrupted)
+    graph = Graph([Node(i, 10.0, 1.0, memory=1.0, comm=0.5) for i in range(3)], [(0, 1), (1, 2)])
+    p = solve(graph, Cluster(2, memory=2.0, cpus=1), objective="latency", method="mip")
+    assert p.status is Status.FEASIBLE and p.limit is Limit.INTERRUPT
+    assert p.objective == pytest.approx(min(v for v in p.info["warm_start_candidates"].values() if v is not None))

@@ -176,10 +176,15 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
     inside = {name: values[name] for name, device in candidates.items()
               if values[name] is not None and math.isfinite(values[name]) and _pieces(graph, cluster, device) <= q}
     space = Space.CONTIGUOUS if q == 1 else Space.SUBGRAPHS
-    lower = _path_bound(problem, deadline, info, timings) if q == 1 and use_path_bound else None
-    if lower is not None and inside:
-        name = min(inside, key=inside.__getitem__)
-        value = inside[name]
+    best = min(inside, key=inside.__getitem__) if inside else None
+    try:
+        lower = _path_bound(problem, deadline, info, timings) if q == 1 and use_path_bound else None
+    except KeyboardInterrupt:  # Ctrl-C in the (pure Python) DP: the best start is still a placement
+        info.update(interrupted=True, returned="warm start")
+        return MethodResult(candidates[best] if best else None, Status.FEASIBLE if best else Status.NO_SOLUTION,
+                            limit=Limit.INTERRUPT, space=space, timings=timings, info=info)
+    if lower is not None and best is not None:
+        name, value = best, inside[best]
         if value - lower <= problem.rel_gap * value + 1e-12 * value:  # the start is certified: no solver needed
             info.update(warm_start=name, warm_start_latency=value, certified_by="path_bound")
             trace = [TracePoint(time.monotonic() - clock, value, lower)]
@@ -190,7 +195,9 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
                 from exactplace.backends.mip import _progress_printer
 
                 _progress_printer()(trace[0])
-            return MethodResult(candidates[name], Status.OPTIMAL, bound=min(lower, value), solver="path_bound",
+            # A gap within the DP's float noise is no gap: report the start as its own bound.
+            bound = value if value - lower <= 1e-12 * value else lower
+            return MethodResult(candidates[name], Status.OPTIMAL, bound=bound, solver="path_bound",
                                 space=space, trace=trace, timings=timings, info=info)
 
     built = time.monotonic()
