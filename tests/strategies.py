@@ -23,7 +23,7 @@ times are sometimes arbitrary floats.
 Helper
 ------
 ``canonical_placements(graph, cluster)`` enumerates every placement up to renaming identical
-devices (homogeneous clusters only), one device per colour class: the brute-force search space.
+devices, one device per colour class: the brute-force search space.
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ def clusters(
 
     ``memory``: the accelerator memory is a random cap (or, sometimes, unlimited); otherwise unlimited.
     ``heterogeneous``: per-accelerator memory and speed (the brute-force enumerator
-    :func:`canonical_placements` needs homogeneous clusters).
+    :func:`canonical_placements` then tells every accelerator apart).
     """
     k = draw(st.integers(min_accelerators, max_accelerators))
     l_min = max(min_cpus, 1 if k == 0 else 0)
@@ -291,14 +291,14 @@ def placed_instances(
 def canonical_placements(graph: Graph, cluster: Cluster) -> Iterator[np.ndarray]:
     """Every colocation-respecting placement, up to renaming interchangeable devices.
 
-    Accelerators are interchangeable when the cluster is homogeneous; CPU cores always are.
-    Classes are assigned in order; a class may open accelerator ``j`` (CPU ``j``) only when
-    ``0..j-1`` are already used, so every placement is equivalent to exactly one yielded array.
-    Placements that break colocation are never optimal-feasible, so they are not generated.
+    Accelerators are interchangeable when the cluster is homogeneous (else every one is tried);
+    CPU cores always are. Classes are assigned in order; a class may open an interchangeable
+    accelerator ``j`` (CPU ``j``) only when ``0..j-1`` are already used, so every placement is
+    equivalent to exactly one yielded array. Placements that break colocation are never
+    optimal-feasible, so they are not generated.
     """
-    if not cluster.is_homogeneous:
-        raise ValueError("canonical_placements needs a homogeneous cluster")
     k, cpus = cluster.accelerators, cluster.cpus
+    interchangeable = cluster.is_homogeneous
     classes = int(graph.color.max()) + 1
     members = [np.flatnonzero(graph.color == c) for c in range(classes)]
     device = np.empty(graph.n, dtype=np.int64)
@@ -307,7 +307,7 @@ def canonical_placements(graph: Graph, cluster: Cluster) -> Iterator[np.ndarray]
         if c == classes:
             yield device.copy()
             return
-        for d in range(min(acc_used + 1, k)):
+        for d in range(min(acc_used + 1, k) if interchangeable else k):
             device[members[c]] = d
             yield from rec(c + 1, max(acc_used, d + 1), cpu_used)
         for j in range(min(cpu_used + 1, cpus)):

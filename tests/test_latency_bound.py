@@ -8,12 +8,10 @@ certifies is returned at once, optimal).
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
@@ -22,30 +20,8 @@ from strategies import clusters, dags
 
 from exactplace import Cluster, Graph, Node, Status, read_workload, solve
 from exactplace.backends.latency_bound import path_bound
-from exactplace.core.errors import PlacementError
-from exactplace.evaluators.latency import contiguous_pieces, latency
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "workloads"
-
-
-def contiguous_optimum(graph: Graph, cluster: Cluster) -> float | None:
-    """Least latency over every contiguous placement (support, memory, colocation), any cluster."""
-    k, best = cluster.accelerators, None
-    for device in itertools.product(range(cluster.num_devices), repeat=graph.n):
-        dev = np.array(device, dtype=np.int64)
-        on = dev < k
-        if np.any(on & ~graph.supported) or any(len(set(dev[graph.color == c])) > 1 for c in set(graph.color)):
-            continue
-        used = np.bincount(dev[on], weights=graph.memory[on], minlength=k)[:k]
-        if np.any(used > cluster.memory_limit) or any(contiguous_pieces(graph, dev == d).max(initial=0) > 1
-                                                      for d in range(k)):
-            continue
-        try:
-            value = latency(graph, cluster, dev)
-        except PlacementError:  # the subgraphs wait on each other in a cycle
-            continue
-        best = value if best is None else min(best, value)
-    return best
 
 
 @st.composite
@@ -68,7 +44,7 @@ def zero_heavy_dags(draw: st.DrawFn, max_nodes: int = 5) -> Graph:
 def _check_valid(graph: Graph, cluster: Cluster) -> None:
     found = path_bound(graph, cluster)
     assert found is not None  # tiny graphs are never out of budget
-    best = contiguous_optimum(graph, cluster)
+    best = latency_subgraph_optimum(graph, cluster, 1)
     if best is None:
         return
     assert found.value <= best * (1 + 1e-12) + 1e-12, (found.value, best)
@@ -102,7 +78,7 @@ def test_bound_is_exact_on_chains(chain: list[tuple], cluster: Cluster) -> None:
     are frequent, so the reductions (a free first node, a free last node) are exercised."""
     nodes = [Node(i, cpu, acc, memory=mem, comm=comm) for i, (cpu, acc, mem, comm) in enumerate(chain)]
     graph = Graph(nodes, [(i, i + 1) for i in range(len(nodes) - 1)])
-    best = contiguous_optimum(graph, cluster)
+    best = latency_subgraph_optimum(graph, cluster, 1)
     found = path_bound(graph, cluster)
     if best is None:
         assert found.value == math.inf
@@ -116,8 +92,8 @@ def test_trivial_sinks_are_absorbed_only_within_memory() -> None:
     a, b, s = Node(0, 10.0, 1.0, memory=1.0, comm=2.0), Node(1, 10.0, 1.0, memory=1.0), Node(2, 0.0, 0.0, memory=1.0)
     graph = Graph([a, b, s], [(0, 1), (0, 2)])
     roomy, tight = Cluster(1, memory=3.0, cpus=1), Cluster(1, memory=2.0, cpus=1)
-    assert path_bound(graph, roomy).value == pytest.approx(2.0) == contiguous_optimum(graph, roomy)
-    assert path_bound(graph, tight).value == pytest.approx(4.0) == contiguous_optimum(graph, tight)
+    assert path_bound(graph, roomy).value == pytest.approx(2.0) == latency_subgraph_optimum(graph, roomy, 1)
+    assert path_bound(graph, tight).value == pytest.approx(4.0) == latency_subgraph_optimum(graph, tight, 1)
 
 
 def test_free_inputs_and_sinks_leave_the_lattice() -> None:
