@@ -84,14 +84,12 @@ class PathBound:
         Ideals of the reduced graph the DP ran over.
     subgraphs : int
         Candidate subgraphs (pairs of ideals within the memory) it examined.
-    seconds : float
     """
 
     value: float
     path: np.ndarray
     ideals: int
     subgraphs: int
-    seconds: float
 
 
 class _OutOfBudget(Exception):
@@ -267,7 +265,6 @@ def path_bound(graph: Graph, cluster: Cluster, max_ideals: int = MAX_IDEALS,
     -------
     PathBound or None
     """
-    clock = time.monotonic()
     stop = math.inf if deadline is None else deadline
     reduced = _Reduced(graph, cluster)
     if _more_ideals_than(reduced.pred_mask, max_ideals):
@@ -283,7 +280,7 @@ def path_bound(graph: Graph, cluster: Cluster, max_ideals: int = MAX_IDEALS,
                 best, charged = value, nodes
     except _OutOfBudget:
         return None
-    return PathBound(best, reduced.kept[charged], len(ideals), examined, time.monotonic() - clock)
+    return PathBound(best, reduced.kept[charged], len(ideals), examined)
 
 
 def _paths(reduced: _Reduced) -> list[list[int]]:
