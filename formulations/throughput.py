@@ -160,7 +160,7 @@ class ThroughputIP:
         """Model values for a placement, or None when it lies outside this IP's space."""
         graph, cluster, data = self.graph, self.cluster, self.data
         k, devices = cluster.accelerators, cluster.num_devices
-        if check_feasibility(graph, cluster, device, contiguous=False):
+        if check_feasibility(graph, cluster, device):
             return None
         unit_device = np.full(data.units, -1, dtype=np.int64)
         unit_device[data.unit] = device

@@ -11,7 +11,7 @@ test_latency check against naive references). Feasibility notions, from loosest 
 ``chain``
     also an acyclic quotient of the forward parts: the devices can be ordered so that each
     forward part is the difference of two nested ideals. A *contiguous split*, what
-    ``check_feasibility(contiguous=True)`` accepts.
+    ``check_feasibility(space="contiguous")`` accepts.
 ``units``
     the DP's space (``Space.CHAIN``): colour classes share a device and the device quotient
     of the forward colour-class graph is acyclic, where that class graph has the forward

@@ -277,16 +277,57 @@ def _plan(tmp_path: Path) -> Path:
     return plan
 
 
-def test_evaluate_exits_1_with_the_violations_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _violation_block(out: str) -> list[str]:
+    """The lines from the 'N violations' header to the JSON line (or the end)."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if "violation" in line and line[0].isdigit())
+    return [line for line in lines[start:] if not line.startswith("{")]
+
+
+def test_evaluate_judges_a_split_by_the_rules_asked_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     w = json.loads(Path(workload_path(BERT)).read_text())
     ids = [node["id"] for node in w["nodes"]]
     split = tmp_path / "split.json"
-    # alternate two accelerators: memory may fit, but neither part is contiguous
+    # alternate two accelerators: a legal throughput split (any split), but neither part is contiguous
     split.write_text(json.dumps({"fpgas": [{"nodes": ids[0::2]}, {"nodes": ids[1::2]}], "cpus": []}))
     capsys.readouterr()
-    assert main(["evaluate", BERT, str(split), "--json"]) == 1
+    assert main(["evaluate", BERT, str(split), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["feasible"] is True
+    assert main(["evaluate", BERT, str(split), "--space", "contiguous", "--json"]) == 1
     out = capsys.readouterr().out
-    assert "violation" in out and json.loads(out.splitlines()[-1])["feasible"] is False
+    block = _violation_block(out)
+    assert json.loads(out.splitlines()[-1])["feasible"] is False
+    assert len(block) <= 5 and any("contiguity: the forward part of acc0" in line for line in block)
+    assert main(["evaluate", BERT, str(split), "--space", "contiguous", "--verbose"]) == 1
+    everything = _violation_block(capsys.readouterr().out)
+    assert len(everything) == 1 + int(everything[0].split()[0]) > len(block)
+
+
+def test_evaluate_names_a_real_violation_in_a_few_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nodes = [{"id": i, "supportedOnFpga": i != 3, "cpuLatency": 2.0, "fpgaLatency": 1.0, "isBackwardNode": 0,
+              "size": 2.0, "colorClass": 0 if i in (4, 5) else 10 + i} for i in range(8)]
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps({"maxSizePerFPGA": 5.0, "maxFPGAs": 2, "maxCPUs": 1, "nodes": nodes,
+                                    "edges": [{"sourceId": i, "destId": i + 1, "cost": 0.5} for i in range(7)]}))
+    cases = {  # acc0, acc1, cpu0 -> the violation evaluate must name
+        "memory: acc0 holds 6 bytes": ([0, 1, 2], [], [3, 4, 5, 6, 7]),
+        "unsupported: node 3 cannot run": ([3], [], [0, 1, 2, 4, 5, 6, 7]),
+        "colocation: node 5 is on cpu0 but node 4": ([4], [], [0, 1, 2, 3, 5, 6, 7]),
+    }
+    for expected, (acc0, acc1, cpu) in cases.items():
+        split = tmp_path / "split.json"
+        split.write_text(json.dumps({"fpgas": [{"nodes": acc0}, {"nodes": acc1}], "cpus": [{"nodes": cpu}]}))
+        capsys.readouterr()
+        assert main(["evaluate", str(workload), str(split)]) == 1
+        block = _violation_block(capsys.readouterr().out)
+        assert len(block) <= 5 and any(line.strip().startswith(expected) for line in block), block
+    # a latency plan that says q=1 but runs two subgraphs on one accelerator
+    split.write_text(json.dumps({"fpgas": [{"nodes": [0, 2]}, {"nodes": []}], "cpus": [{"nodes": [1, 3, 4, 5, 6, 7]}]}))
+    assert main(["evaluate", str(workload), str(split), "--objective", "latency"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(workload), str(split), "--objective", "latency", "--q", "1"]) == 1
+    block = _violation_block(capsys.readouterr().out)
+    assert len(block) <= 5 and any("subgraphs: acc0 runs 2 subgraphs, more than q=1" in line for line in block)
 
 
 def test_evaluate_refuses_duplicates_workloads_and_overlap_with_latency(tmp_path: Path) -> None:

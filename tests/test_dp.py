@@ -10,7 +10,7 @@ instance, keeps exactly the chain splits, and must find the DP's value. The prep
 trivial merges narrow the DP's space further,
 so this also checks that they never lose the optimum.
 
-Relationship to Definition 3.1 (``check_feasibility(contiguous=True)``): every chain split
+Relationship to Definition 3.1 (``check_feasibility(space="contiguous")``): every chain split
 has contiguous forward parts, and the backward parts are contiguous on these generated
 graphs (their backward edges mirror the forward ones), so the DP's placement passes the
 check and its value is at least the best placement the check accepts. It can be larger:
@@ -82,7 +82,7 @@ def check_against_brute_force(graph: Graph, cluster: Cluster, overlap: bool) -> 
         if placement.device is None:
             continue
         assert is_unit_chain(graph, placement.device)
-        assert check_feasibility(graph, cluster, placement.device, contiguous=True) == []
+        assert check_feasibility(graph, cluster, placement.device, space="contiguous") == []
         assert placement.info["backward_contiguous"]
         assert placement.objective >= exact.objective - 1e-9
 
@@ -129,7 +129,7 @@ def test_published_workloads(row: dict) -> None:
     assert linear.objective <= float(row["dpl"]) * 1.01
     for placement in (exact, linear):
         assert max_load(graph, cluster, placement.device) == placement.objective
-        assert check_feasibility(graph, cluster, placement.device, contiguous=True) == []
+        assert check_feasibility(graph, cluster, placement.device, space="contiguous") == []
         assert abs(placement.info["dp_value"] - placement.objective) <= 1e-9 * placement.objective
 
 

@@ -113,7 +113,7 @@ def expected_violations(graph: Graph, cluster: Cluster, device: np.ndarray) -> d
 def test_check_feasibility_matches_brute_force(instance) -> None:
     graph, cluster, device = instance
     expected = expected_violations(graph, cluster, device)
-    found = check_feasibility(graph, cluster, device)
+    found = check_feasibility(graph, cluster, device, space="contiguous")
     by_kind: dict[str, list[str]] = {}
     for violation in found:
         by_kind.setdefault(violation.kind, []).append(violation.message)
@@ -137,7 +137,7 @@ def test_check_feasibility_matches_brute_force(instance) -> None:
     # order: one violation exactly when the devices cannot be ordered
     assert len(by_kind.get("order", [])) == len(expected["order"])
     # without the contiguity requirement the other kinds are unchanged
-    relaxed = check_feasibility(graph, cluster, device, contiguous=False)
+    relaxed = check_feasibility(graph, cluster, device)
     assert [v for v in found if v.kind not in ("contiguity", "order")] == relaxed
 
 
@@ -165,12 +165,13 @@ def test_named_violations() -> None:
     assert "colocation: node 2 is on acc1 but node 1 of the same color class is on acc0" in messages
     assert not any(m.startswith("contiguity") for m in messages)
     roomy = Cluster(accelerators=2, memory=10.0, cpus=1)
-    messages = [str(v) for v in check_feasibility(g, roomy, [2, 0, 0, 1])]
+    messages = [str(v) for v in check_feasibility(g, roomy, [2, 0, 0, 1], space="contiguous")]
     assert messages == [
         "contiguity: the forward part of acc0 is not contiguous: a path leaves it through node 3 and comes back",
         "order: the devices' forward parts wait on each other in a cycle (acc0 -> acc1 -> acc0): no chain of ideals",
     ]
-    assert check_feasibility(g, roomy, [2, 0, 0, 0]) == []
+    assert check_feasibility(g, roomy, [2, 0, 0, 0], space="contiguous") == []
+    assert check_feasibility(g, roomy, [2, 0, 0, 1]) == []  # any split is a throughput split
 
 
 def test_memory_per_accelerator_and_uncapped_cpus() -> None:
@@ -188,7 +189,7 @@ def test_backward_part_contiguity_is_separate() -> None:
              Node(10, 1.0, 1.0, color=0, backward=True), Node(11, 1.0, 1.0, color=1, backward=True)]
     g = Graph(nodes, [(0, 1), (11, 10), (0, 10), (1, 11)])
     c = Cluster(accelerators=2, cpus=0)
-    assert check_feasibility(g, c, [0, 1, 0, 1]) == []
+    assert check_feasibility(g, c, [0, 1, 0, 1], space="contiguous") == []
     # acc0's whole set {0, 10} is not contiguous (0 -> 1 -> 11 -> 10), but each part is
     assert not is_contiguous(g, [0, 2])
 

@@ -17,10 +17,10 @@ from strategies import any_graphs, clusters, placed_instances, training_graphs
 from exactplace import Cluster, Graph, GraphError, InputFormatError, Node, Placement, PlacementError, Status
 from exactplace.core.io import (
     Workload,
-    plan_devices,
     read_placement,
     read_split,
     read_workload,
+    split_file_from_dict,
     split_from_dict,
     split_to_dict,
     workload_from_dict,
@@ -436,7 +436,7 @@ def test_plan_json(instance, bound: float | None) -> None:
     assert data["gap"] == (None if bound is None else (objective - bound) / objective)
     assert data["info"]["ideals"] == 3 and data["info"]["inf"] is None
     assert [entry["id"] for entry in data["placement"]] == graph.ids.tolist()
-    assert plan_devices(data, graph, cluster).tolist() == device.tolist()
+    assert split_file_from_dict(data, graph, cluster).device.tolist() == device.tolist()
 
 
 def test_plan_json_without_solution_and_infinite_objective(tmp_path: Path) -> None:
@@ -457,15 +457,15 @@ def test_plan_errors() -> None:
     bad = copy.deepcopy(plan)
     bad["placement"][0]["device"] = "gpu7"
     with pytest.raises(PlacementError, match="puts node 1 on device 'gpu7'"):
-        plan_devices(bad, g, c)
+        split_file_from_dict(bad, g, c)
     bad = copy.deepcopy(plan)
     del bad["placement"][3]
     with pytest.raises(PlacementError, match="does not place node 4"):
-        plan_devices(bad, g, c)
+        split_file_from_dict(bad, g, c)
     bad = copy.deepcopy(plan)
     bad["placement"][0]["id"] = 77
     with pytest.raises(PlacementError, match="node 77, which is not in the graph"):
-        plan_devices(bad, g, c)
+        split_file_from_dict(bad, g, c)
 
 
 def test_unknown_top_level_fields_survive_a_round_trip() -> None:

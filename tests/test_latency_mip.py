@@ -110,7 +110,7 @@ def test_default_time_limit_is_stated_and_auto_picks_the_program() -> None:
     certified = solve(g, c, objective="latency")  # a chain: the path bound certifies the start at once
     assert certified.method == "mip" and certified.solver == certified.info["certified_by"] == "path_bound"
     assert certified.status is Status.OPTIMAL and certified.objective == pytest.approx(p.objective)
-    assert p.status is Status.OPTIMAL and p.space is Space.CONTIGUOUS
+    assert p.status is Status.OPTIMAL and p.space is Space.SUBGRAPHS and p.q == 1
     assert p.objective == pytest.approx(latency_subgraph_optimum(g, c, 1)) and p.gap == pytest.approx(0, abs=1e-6)
     assert "time_limit" not in solve(g, c, objective="latency", time_limit=10).info
     trace = [t.incumbent for t in p.trace if t.incumbent is not None]

@@ -221,7 +221,7 @@ def test_encoded_placements_satisfy_the_model_at_their_value(graph: Graph, clust
     the formulation cuts off nothing it should keep, and its load rows are exact."""
     gpipe = gpipe and graph.is_training
     device = data.draw(placements(graph, cluster, colocated=True, supported=True))
-    if check_feasibility(graph, cluster, device, contiguous=False):
+    if check_feasibility(graph, cluster, device):
         return
     value = max_load(graph, cluster, device, overlap=overlap, gpipe=gpipe)
     for ip in (noncontiguous_ip(graph, cluster, overlap=overlap, gpipe=gpipe),

@@ -310,9 +310,9 @@ def test_greedy_on_shipped_workloads(name: str, objective: str) -> None:
     g, c = w.graph, w.cluster
     assert p.status is Status.FEASIBLE and p.method == "greedy" and p.objective_name == objective
     assert p.device.shape == (g.n,) and p.device.dtype == np.int64
-    assert check_feasibility(g, c, p.device, contiguous=False) == []
+    assert check_feasibility(g, c, p.device) == []
     if not g.is_training:  # consecutive runs of a topological order are contiguous
-        assert check_feasibility(g, c, p.device) == []
+        assert check_feasibility(g, c, p.device, space="contiguous") == []
     assert p.objective == evaluate(g, c, p.device, objective)
     assert math.isfinite(p.objective) and p.objective > 0
     assert p.bound is None and p.gap is None and p.limit is None and p.wall_seconds >= 0
@@ -486,7 +486,7 @@ def test_brute_force_enumeration_is_complete(graph: Graph, cluster: Cluster, obj
         return
     best: dict[str, float | None] = {"any": None, "contiguous": None, "chain": None}
     for device in itertools.product(range(cluster.num_devices), repeat=graph.n):
-        kinds = {v.kind for v in check_feasibility(graph, cluster, device)}
+        kinds = {v.kind for v in check_feasibility(graph, cluster, device, space="contiguous")}
         if kinds - {"contiguity", "order"}:
             continue
         try:

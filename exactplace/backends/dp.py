@@ -121,7 +121,7 @@ def _stopped(problem: Problem, limit: Limit, info: dict, timings: dict,
     else the DPL incumbent, else no solution (which ``solve`` replaces with the greedy placement
     after a time limit)."""
     warm = problem.warm_start
-    if warm is not None and not check_feasibility(problem.graph, problem.cluster, warm, contiguous=False):
+    if warm is not None and not check_feasibility(problem.graph, problem.cluster, warm):
         return MethodResult(warm.copy(), Status.FEASIBLE, limit=limit, solver=SOLVER, timings=timings,
                             info={**info, "returned": "warm start"})
     if incumbent is not None:
@@ -150,6 +150,7 @@ class _NativeDP(Method):
 
     objectives = ("throughput",)
     requires = ("exactplace._native",)
+    engine = SOLVER
     options = {"threads": THREADS, "memory_budget": MEMORY_BUDGET}
     # Forward parts are always contiguous and chained; backward parts when the backward graph
     # follows the forward one (module docstring), which the result reports in info.

@@ -16,11 +16,11 @@ within ``rel_gap`` of it, that start is returned at once, optimal, without a sol
 floor (a row on the makespan) and the reported bound is at least it. On the published layer
 graphs it certifies the start in under a second.
 
-Without a ``time_limit`` the solve still stops after :data:`DEFAULT_TIME_LIMIT` seconds and
-says so in ``info["time_limit"]``; it returns the best placement with the solver's bound
-and gap. The result's bound covers the model's space: contiguous accelerator subgraphs
-(``q=1``, ``Space.CONTIGUOUS``; CPU nodes are free) or at most ``q`` subgraphs per
-accelerator (``Space.SUBGRAPHS``).
+Without a ``time_limit`` the solve still stops after
+:data:`exactplace.backends.mip.DEFAULT_TIME_LIMIT` seconds and says so in
+``info["time_limit"]``; it returns the best placement with the solver's bound and gap. The
+result's bound covers the model's space: at most ``q`` subgraphs per accelerator
+(``Space.SUBGRAPHS`` with the result's ``q``; CPU nodes are free).
 
 Examples
 --------
@@ -49,10 +49,7 @@ from exactplace.core.placement import Limit, Space, Status, TracePoint
 from exactplace.evaluators.latency import latency
 from exactplace.methods.base import MethodResult, Problem, usable_cpus
 
-__all__ = ["DEFAULT_TIME_LIMIT", "check_latency", "solve_latency", "warm_start_candidates"]
-
-#: Seconds a latency solve runs when the user gave no time limit (the hard instances never finish).
-DEFAULT_TIME_LIMIT = 60.0
+__all__ = ["check_latency", "solve_latency", "warm_start_candidates"]
 
 #: CP-SAT workers when ``threads`` is not given: its portfolio needs several even on two cores.
 DEFAULT_WORKERS = 8
@@ -85,7 +82,8 @@ def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
     for i, split in enumerate(linear_latency_splits(graph, cluster, problem.contraction)):
         found[f"linear_dp{i}" if i else "linear_dp"] = split
     remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
-    throughput = Problem(graph, cluster, "throughput", deadline=time.monotonic() + max(remaining, 0) / 5,
+    throughput = Problem(graph, cluster, "throughput",
+                         deadline=None if math.isinf(remaining) else time.monotonic() + max(remaining, 0) / 5,
                          cache=problem.cache)
     for name, cls in (("maxload_dp", DP), ("dpl", DPL)):
         try:
@@ -145,7 +143,8 @@ def _path_bound(problem: Problem, deadline: float, info: dict, timings: dict) ->
 
 
 def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log: bool = False,
-                  progress: bool = False, solver_name: str = "auto", use_path_bound: bool = True) -> MethodResult:
+                  progress: bool = False, solver_name: str = "auto", use_path_bound: bool = True,
+                  info: dict | None = None) -> MethodResult:
     """Solve the latency program for ``problem``; see the module docstring."""
     from ortools.sat.python import cp_model
 
@@ -154,16 +153,11 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
 
     graph, cluster = problem.graph, problem.cluster
     clock = time.monotonic()
-    info: dict[str, Any] = {"q": q}
-    deadline = problem.deadline
-    if deadline is None:
-        deadline = clock + DEFAULT_TIME_LIMIT
-        info["time_limit"] = f"{DEFAULT_TIME_LIMIT:g} s (default: no time_limit was given)"
+    info = {**(info or {}), "q": q}
+    deadline = problem.deadline if problem.deadline is not None else math.inf
     timings: dict[str, float] = {}
 
-    candidates = warm_start_candidates(Problem(graph, cluster, "latency", deadline, problem.rel_gap,
-                                               problem.warm_start, problem.options, problem.default_start,
-                                               problem.cache))
+    candidates = warm_start_candidates(problem)
     timings["warm_start"] = time.monotonic() - clock
     values = {}
     for name, device in candidates.items():
@@ -175,7 +169,7 @@ def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log:
 
     inside = {name: values[name] for name, device in candidates.items()
               if values[name] is not None and math.isfinite(values[name]) and _pieces(graph, cluster, device) <= q}
-    space = Space.CONTIGUOUS if q == 1 else Space.SUBGRAPHS
+    space = Space.SUBGRAPHS
     best = min(inside, key=inside.__getitem__) if inside else None
     try:
         lower = _path_bound(problem, deadline, info, timings) if q == 1 and use_path_bound else None

@@ -31,6 +31,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -50,6 +51,18 @@ from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usab
 __all__ = ["MIP", "default_start", "solve_ip"]
 
 SOLVER_NAMES = ("auto", "highs", "cpsat", "scip", "cbc", "gurobi")
+
+#: Seconds a MIP runs when the caller gave no ``time_limit`` (hard instances never close their gap);
+#: ``time_limit=float("inf")`` runs until the gap is proven.
+DEFAULT_TIME_LIMIT = 60.0
+
+
+def with_default_limit(problem: Problem, info: dict) -> Problem:
+    """``problem`` with the default deadline when the caller gave no time limit, noted in ``info["time_limit"]``."""
+    if problem.limit_given:
+        return problem
+    info["time_limit"] = f"{DEFAULT_TIME_LIMIT:g} s (the default: no time_limit was given)"
+    return dataclasses.replace(problem, deadline=time.monotonic() + DEFAULT_TIME_LIMIT, limit_given=True)
 
 
 def default_start(problem: Problem, dp_max_ideals: int = AUTO_MAX_IDEALS) -> tuple[np.ndarray | None, str]:
@@ -191,19 +204,23 @@ class MIP(Method):
     def run(self, problem: Problem) -> MethodResult:
         from exactplace.formulations.throughput import contiguous_ip, noncontiguous_ip
 
+        info: dict[str, Any] = {}
+        problem = with_default_limit(problem, info)
         if problem.objective == "latency":
             from exactplace.backends.latency_mip import solve_latency
 
-            return solve_latency(problem, q=int(self.setting(problem, "q")), threads=self.setting(problem, "threads"),
-                                 log=bool(self.setting(problem, "log")),
-                                 progress=bool(self.setting(problem, "progress")),
-                                 solver_name=self.setting(problem, "solver"),
-                                 use_path_bound=bool(self.setting(problem, "path_bound")))
+            q = int(self.setting(problem, "q"))
+            result = solve_latency(problem, q=q, threads=self.setting(problem, "threads"),
+                                   log=bool(self.setting(problem, "log")),
+                                   progress=bool(self.setting(problem, "progress")),
+                                   solver_name=self.setting(problem, "solver"),
+                                   use_path_bound=bool(self.setting(problem, "path_bound")), info=info)
+            result.q = q
+            return result
 
         overlap, gpipe = bool(problem.option("overlap")), bool(problem.option("gpipe"))
         contiguous = bool(self.setting(problem, "contiguous"))
         timings: dict[str, float] = {}
-        info: dict[str, Any] = {}
         warm = problem.warm_start
         try:
             if warm is not None:

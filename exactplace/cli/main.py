@@ -27,10 +27,11 @@ from exactplace.cli.files import STDIO, check_output, write_output
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, ParameterError
 from exactplace.core.graph import Graph
-from exactplace.core.io import Workload, parse_json, placement_from_dict, read_workload, workload_from_dict
+from exactplace.core.io import Workload, parse_json, read_workload, workload_from_dict
 from exactplace.core.objectives import OBJECTIVES
 from exactplace.core.params import Constraint, Integer, Real
 from exactplace.data import shipped_workloads, workload_path
+from exactplace.methods.base import DEFAULT_REL_GAP
 
 EXIT_NO_RESULT = 1
 EXIT_INPUT_ERROR = 2
@@ -151,10 +152,11 @@ def _save_plan(out: str | None, placement: Any, interrupted: bool) -> str:
 
 
 def _command_evaluate(args: argparse.Namespace) -> int:
-    from exactplace.evaluators import check_feasibility, device_loads, evaluate
+    """Score a split and judge it by the rules of the objective it is scored under (see ``check_feasibility``)."""
+    from exactplace.core.io import load_json, split_file_from_dict
+    from exactplace.core.objectives import SCORING_OPTIONS
+    from exactplace.evaluators import check_feasibility, summarize_violations
 
-    if args.overlap and args.objective != "throughput":
-        raise ParameterError(f"--overlap applies to the throughput objective only, not to {args.objective!r}.")
     source, split = _input_path(args.workload), args.split
     if source == STDIO and split == STDIO:
         raise ParameterError("the workload and the split cannot both be read from standard input (-).")
@@ -163,27 +165,89 @@ def _command_evaluate(args: argparse.Namespace) -> int:
     if split == STDIO:
         data, where = _read_stdin("Split"), "The split on standard input"
     else:
-        from exactplace.core.io import load_json
-
         data, where = load_json(split, "Split"), f"Split {Path(split).name!r}"
-    device = placement_from_dict(data, graph, cluster, where=where)
-    options = {"overlap": True} if args.overlap else {}
-    value = evaluate(graph, cluster, device, args.objective, **options)
-    violations = check_feasibility(graph, cluster, device)
-    loads = device_loads(graph, cluster, device, overlap=bool(options)).to_frame(cluster)
-    print(f"{args.objective}: {value:.6f}")
-    print(loads[loads["compute"] > 0].to_string(float_format=lambda x: f"{x:.6g}"))
-    print("feasible" if not violations else f"{_plural(len(violations), 'violation')}:")
-    for violation in violations:
-        print(f"  {violation}")
+    plan = split_file_from_dict(data, graph, cluster, where=where)
+    objective = args.objective or plan.objective or "throughput"
+    if args.overlap and objective != "throughput":
+        raise ParameterError(f"--overlap applies to the throughput objective only, not to {objective!r}.")
+    # The plan's own rules unless the command line asks for others: its scoring options, its
+    # space (a throughput notion), its q and subgraphs (latency), its execution order (makespan).
+    options = {k: v for k, v in plan.options.items() if k in SCORING_OPTIONS[objective]}
+    if args.overlap:
+        options["overlap"] = True
+    stated = plan.space.value if plan.space is not None else None
+    space = args.space or (stated if stated in ("chain", "contiguous") and objective != "latency" else None)
+    q = (args.q or plan.q) if objective == "latency" else None
+    if objective == "latency" and plan.subgraph is not None:
+        options["subgraph"] = plan.subgraph
+    if objective == "makespan" and plan.order is not None:
+        options["order"] = plan.order
+    violations = check_feasibility(graph, cluster, plan.device, objective=objective, space=space, q=q,
+                                   subgraph=plan.subgraph)
+    value = _score(graph, cluster, plan.device, objective, options, violations)
+    print(f"{objective}: {value:.6f}")
+    used = [k for k, v in options.items() if v is True]
+    rules = _rules(objective, space, q) + (f"; scored with {', '.join(used)}" if used else "")
+    print(_device_table(graph, cluster, plan.device, objective, options, violations))
+    if not violations:
+        print(f"feasible ({rules})")
+    else:
+        print(f"{_plural(len(violations), 'violation')} ({rules}):")
+        shown = [str(v) for v in violations] if args.verbose else summarize_violations(violations)
+        for line in shown:
+            print(f"  {line}")
     if args.json:
         print(json.dumps({
             "objective": value if math.isfinite(value) else None,
-            "objective_name": args.objective,
+            "objective_name": objective,
+            "space": space,
+            "q": q,
             "feasible": not violations,
             "violations": [str(v) for v in violations],
         }))
     return EXIT_NO_RESULT if violations else 0
+
+
+def _score(graph: Graph, cluster: Cluster, device: np.ndarray, objective: str, options: dict,
+           violations: list) -> float:
+    """The objective's value; ``inf`` for a latency plan whose subgraphs cannot be invoked (a violation says why)."""
+    from exactplace.evaluators import evaluate
+
+    if objective == "latency" and any(v.kind in ("order", "subgraphs") and "more than q" not in v.message
+                                      for v in violations):
+        return math.inf
+    return evaluate(graph, cluster, device, objective, **options)
+
+
+def _rules(objective: str, space: str | None, q: int | None) -> str:
+    """The rules a split was judged by, in words."""
+    if objective == "latency":
+        limit = f"at most {q} per accelerator" if q else "any number per accelerator"
+        structure = f"; {space} splits" if space else ""
+        return f"latency rules: invocable accelerator subgraphs, {limit}{structure}"
+    return f"{objective} rules: {f'{space} splits' if space and space != 'any' else 'any split'}"
+
+
+def _device_table(graph: Graph, cluster: Cluster, device: np.ndarray, objective: str, options: dict,
+                  violations: list) -> str:
+    """Per-device loads (throughput, makespan), or the accelerator subgraphs and when they run (latency)."""
+    import pandas as pd
+
+    from exactplace.evaluators import device_loads
+    from exactplace.evaluators.latency import latency_schedule
+
+    if objective != "latency":
+        loads = device_loads(graph, cluster, device, overlap=bool(options.get("overlap"))).to_frame(cluster)
+        return loads[loads["compute"] > 0].to_string(float_format=lambda x: f"{x:.6g}")
+    if any(v.kind in ("order", "subgraphs") and "more than q" not in v.message for v in violations):
+        return "(no schedule: the subgraphs cannot be invoked)"
+    schedule = latency_schedule(graph, cluster, device, options.get("subgraph"))
+    names = cluster.device_names()
+    rows = [{"device": names[d], "nodes": len(nodes), "start": start, "end": end}
+            for d, nodes, start, end in schedule.subgraphs]
+    if not rows:
+        return "(no accelerator subgraphs: every node runs on a CPU)"
+    return pd.DataFrame(rows).to_string(index=False, float_format=lambda x: f"{x:.6g}")
 
 
 def _command_info(args: argparse.Namespace) -> int:
@@ -282,6 +346,7 @@ def _argument(parse: Callable[[str], Any], constraint: Constraint, requirement: 
 _positive = _argument(float, Real(low=0, low_closed=False, finite=False), "a positive number")
 _gap = _argument(float, Real(low=0, high=1, high_closed=False), "a number in [0, 1)")
 _count = _argument(int, Integer(low=0), "a non-negative integer")
+_count_positive = _argument(int, Integer(low=1), "a positive integer")
 
 
 def _out(text: str) -> str:
@@ -312,9 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--objective", choices=OBJECTIVES, default="throughput")
     solve.add_argument("--method", default="auto", help="a method from `exactplace methods` (default: auto)")
     solve.add_argument("--time-limit", type=_positive, default=None, metavar="S", help="seconds")
-    solve.add_argument("--rel-gap", "--gap", dest="rel_gap", type=_gap, default=0.01, metavar="G",
-                       help="relative gap at which methods that report a bound may stop (default 0.01); "
-                            "the DP methods are exact and ignore it")
+    solve.add_argument("--rel-gap", "--gap", dest="rel_gap", type=_gap, default=DEFAULT_REL_GAP, metavar="G",
+                       help=f"relative gap within which a method with a bound calls its placement optimal "
+                            f"(default {DEFAULT_REL_GAP:g}); the DP methods are exact and ignore it")
     solve.add_argument("--overlap", action="store_true", help="communication overlaps compute (max, not sum)")
     solve.add_argument("--solver", default=None, help="for method mip: auto, highs, cpsat, scip, cbc or gurobi")
     solve.add_argument("--option", action="append", metavar="KEY=VALUE",
@@ -324,11 +389,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write the plan JSON here (- for standard output); never over an input")
     solve.set_defaults(run=_command_solve)
 
-    evaluate = commands.add_parser("evaluate", help="score a split (reference split format or exactplace plan)")
+    evaluate = commands.add_parser("evaluate", help="score a split (reference split format or exactplace plan) "
+                                     "and judge it by its objective's rules")
     evaluate.add_argument("workload", help=workload_help)
     evaluate.add_argument("split", help="split JSON file, or - for standard input")
-    evaluate.add_argument("--objective", choices=OBJECTIVES, default="throughput")
+    evaluate.add_argument("--objective", choices=OBJECTIVES, default=None,
+                          help="default: the plan's own objective, else throughput")
+    evaluate.add_argument("--space", choices=("chain", "contiguous", "any"), default=None,
+                          help="also require this structure (default: the plan's space for throughput, else any)")
+    evaluate.add_argument("--q", type=_count_positive, default=None, metavar="N",
+                          help="latency: at most N subgraphs per accelerator (default: the plan's q, else any number)")
     evaluate.add_argument("--overlap", action="store_true", help="communication overlaps compute (throughput)")
+    evaluate.add_argument("--verbose", action="store_true", help="list every violation, not a summary")
     evaluate.add_argument("--json", action="store_true", help="end with one JSON line holding `objective`")
     evaluate.set_defaults(run=_command_evaluate)
 

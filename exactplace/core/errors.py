@@ -29,10 +29,6 @@ class CycleError(GraphError):
         self.cycle = cycle
 
 
-class InfeasibleError(ExactplaceError):
-    """No placement can satisfy the constraints (a node fits on no device, ...)."""
-
-
 class PlacementError(ExactplaceError, ValueError):
     """A placement does not match its graph or cluster (unknown node, unknown device, ...)."""
 
@@ -43,6 +39,10 @@ class ParameterError(ExactplaceError, ValueError):
 
 class SolverUnavailableError(ExactplaceError):
     """The requested method needs a module or extension that is not installed."""
+
+
+class ReplayError(ExactplaceError, RuntimeError):
+    """A replay failed while it ran: a device worker raised (the original error is its ``__cause__``)."""
 
 
 class TooManyIdealsError(ExactplaceError):

@@ -27,17 +27,20 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import InputFormatError, ParameterError, PlacementError
 from exactplace.core.graph import Graph, Node
+from exactplace.core.placement import Space
 
 __all__ = [
+    "SplitFile",
     "Workload",
     "extend_to_colocated",
     "load_json",
     "parse_json",
     "placement_from_dict",
-    "plan_devices",
     "read_placement",
     "read_split",
+    "read_split_file",
     "read_workload",
+    "split_file_from_dict",
     "split_from_dict",
     "split_to_dict",
     "workload_from_dict",
@@ -395,11 +398,34 @@ def split_to_dict(
     }
 
 
-def plan_devices(data: Any, graph: Graph, cluster: Cluster, *, where: str = "The plan") -> np.ndarray:
-    """Device array of an exactplace plan (``Placement.to_json``): ``placement`` lists id and device name."""
+@dataclass(frozen=True)
+class SplitFile:
+    """What a split file states: the devices and, for an exactplace plan, how it was solved.
+
+    ``objective``, ``space`` and ``q`` are the plan's (None for a reference split);
+    ``subgraph`` each accelerator node's subgraph index (latency plans with ``q >= 2``);
+    ``options`` the scoring options it was solved with (``overlap``, ``gpipe``, ``contention``);
+    ``order`` the execution order (node positions) a makespan plan was scored with.
+    """
+
+    device: np.ndarray
+    objective: str | None = None
+    space: Space | None = None
+    q: int | None = None
+    subgraph: np.ndarray | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    order: list[int] | None = None
+
+
+def _plan_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str) -> SplitFile:
+    """An exactplace plan (``Placement.to_json``): ``placement`` lists id, device name and, for latency
+    plans with several subgraphs per accelerator, the subgraph index."""
+    from exactplace.core.objectives import OBJECTIVES, SCORING_OPTIONS
+
     top = _Fields(data, where)
     names = {name: d for d, name in enumerate(cluster.device_names())}
     device = np.full(graph.n, -1, dtype=np.int64)
+    subgraph = np.full(graph.n, -1, dtype=np.int64)
     for position, raw in enumerate(top.array("placement", _REQUIRED)):
         entry = _Fields(raw, f"{where}: placement[{position}]")
         node_id = entry.integer("id", _REQUIRED)
@@ -409,33 +435,65 @@ def plan_devices(data: Any, graph: Graph, cluster: Cluster, *, where: str = "The
                 f"{where} puts node {node_id} on device {name!r}, which the cluster lacks ({', '.join(names)})."
             )
         try:
-            position = graph.index_of(node_id)
+            index = graph.index_of(node_id)
         except Exception:
             raise PlacementError(f"{where} lists node {node_id}, which is not in the graph.") from None
-        if device[position] != -1:
-            raise PlacementError(f"{where} places {graph.describe(position)} twice.")
-        device[position] = names[name]
+        if device[index] != -1:
+            raise PlacementError(f"{where} places {graph.describe(index)} twice.")
+        device[index] = names[name]
+        if entry.data.get("subgraph") is not None:
+            subgraph[index] = entry.integer("subgraph", low=0, high=2**31)
     missing = np.flatnonzero(device < 0)
     if missing.size:
         raise PlacementError(f"{where} does not place {graph.describe(int(missing[0]))}.")
-    return device
+    on_acc = device < cluster.accelerators
+    stated = subgraph[on_acc] >= 0
+    if stated.any() and not stated.all():
+        node = graph.describe(int(np.flatnonzero(on_acc & (subgraph < 0))[0]))
+        raise InputFormatError(f"{where} gives some accelerator nodes a 'subgraph' but not {node}.")
+    objective = top.data.get("objective_name")
+    if objective is not None and objective not in OBJECTIVES:
+        raise InputFormatError(f"{where}: field 'objective_name' must be one of {list(OBJECTIVES)}. "
+                               f"Got {_shown(objective)} instead.")
+    space = top.data.get("space")
+    if space is not None and space not in {s.value for s in Space}:
+        raise InputFormatError(f"{where}: field 'space' must be one of {[s.value for s in Space]} or null. "
+                               f"Got {_shown(space)} instead.")
+    q = None if top.data.get("q") is None else top.integer("q", low=1, high=2**31)
+    info = top.data.get("info") if isinstance(top.data.get("info"), dict) else {}
+    given = info.get("options") if isinstance(info.get("options"), dict) else {}
+    scoring = {key for keys in SCORING_OPTIONS.values() for key in keys}
+    options = {key: value for key, value in given.items() if key in scoring and isinstance(value, bool)}
+    order = info.get("order")
+    if order is not None and not (isinstance(order, list) and all(isinstance(i, int) for i in order)):
+        raise InputFormatError(f"{where}: field 'info.order' must be a list of node positions.")
+    return SplitFile(device, objective, None if space is None else Space(space), q,
+                     subgraph if stated.any() else None, options, order)
 
 
-def read_placement(path: PathLike, graph: Graph, cluster: Cluster) -> np.ndarray:
-    """Read a split in either format: the reference split format or an exactplace plan."""
-    data = load_json(path, "Split")
-    where = f"Split {Path(path).name!r}"
-    return placement_from_dict(data, graph, cluster, where=where)
-
-
-def placement_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str = "The split") -> np.ndarray:
-    """A device array from parsed JSON in either split format; a workload or anything else is refused."""
+def split_file_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str = "The split") -> SplitFile:
+    """A split in either format (reference split or exactplace plan); a workload or anything else is refused."""
     if isinstance(data, dict) and data.get("format") == "exactplace-plan":
-        return plan_devices(data, graph, cluster, where=where)
+        return _plan_from_dict(data, graph, cluster, where=where)
     if isinstance(data, dict) and "nodes" in data and "edges" in data:
         raise InputFormatError(f"{where} is a workload (it has 'nodes' and 'edges'), not a split.")
     if not isinstance(data, dict) or not ({"fpgas", "cpus"} & data.keys()):
         raise InputFormatError(
             f"{where} is not a split: expected a reference split (fields 'fpgas' and 'cpus') or an exactplace plan."
         )
-    return split_from_dict(data, graph, cluster, where=where)
+    return SplitFile(split_from_dict(data, graph, cluster, where=where))
+
+
+def read_split_file(path: PathLike, graph: Graph, cluster: Cluster) -> SplitFile:
+    """Read a split in either format (see :func:`split_file_from_dict`)."""
+    return split_file_from_dict(load_json(path, "Split"), graph, cluster, where=f"Split {Path(path).name!r}")
+
+
+def read_placement(path: PathLike, graph: Graph, cluster: Cluster) -> np.ndarray:
+    """The device array of a split in either format: the reference split format or an exactplace plan."""
+    return read_split_file(path, graph, cluster).device
+
+
+def placement_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str = "The split") -> np.ndarray:
+    """The device array of parsed JSON in either split format; a workload or anything else is refused."""
+    return split_file_from_dict(data, graph, cluster, where=where).device

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.errors import PlacementError
 from exactplace.core.graph import Graph
 
 if TYPE_CHECKING:
@@ -75,17 +76,22 @@ class Space(str, Enum):
     """The set of placements a method searches, and so the set its ``bound`` covers.
 
     A gap is only meaningful against the space of its bound: a DP gap (over chain splits)
-    must not be compared with a non-contiguous MIP gap (over all splits).
+    must not be compared with a non-contiguous MIP gap (over all splits), nor a latency gap
+    with at most ``q=1`` subgraph per accelerator with one for ``q=2`` (``Placement.q``).
+    ``CHAIN``, ``CONTIGUOUS`` and ``ANY`` are throughput notions (one set of nodes per device);
+    ``SUBGRAPHS`` is the latency programs' (paper §4).
     """
 
     CHAIN = "chain"
     """Chain splits: devices receive the differences of a chain of ideals of the contracted
     forward graph (paper §5.1.1); each unit brings its backward partners."""
     CONTIGUOUS = "contiguous"
-    """Contiguous splits (Definition 3.1) with forward parts orderable as a chain."""
+    """Contiguous splits (Definition 3.1): each device's forward and backward part contiguous,
+    and the forward parts orderable as a chain of ideals."""
     SUBGRAPHS = "subgraphs"
-    """Latency (paper Fig. 4): at most ``q`` contiguous subgraphs per accelerator, run one at a
-    time in the evaluator's piece order; CPU nodes anywhere."""
+    """Latency (paper §4, Figs. 3 and 4): each accelerator runs at most ``q`` contiguous
+    subgraphs, one at a time, each invoked once its inputs are in RAM; CPU nodes anywhere.
+    ``q`` is the result's ``Placement.q``; ``q=1`` is the contiguous program of Fig. 3."""
     ANY = "any"
     """Every placement satisfying memory, support and colocation."""
 
@@ -146,18 +152,23 @@ class Placement:
     space: Space | None = None
     wall_seconds: float = 0.0
     trace: tuple[TracePoint, ...] = ()
+    subgraph: np.ndarray | None = None
+    q: int | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
     info: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.device is not None:
             self.device.setflags(write=False)
+        if self.subgraph is not None:
+            self.subgraph.setflags(write=False)
         if self.limit is not None:
             object.__setattr__(self, "limit", Limit(self.limit))
         if self.space is not None:
             object.__setattr__(self, "space", Space(self.space))
         if (self.device is None) != (self.status in (Status.INFEASIBLE, Status.NO_SOLUTION)):
-            raise ValueError(f"status {self.status} does not match device={'None' if self.device is None else 'array'}")
+            raise PlacementError(
+                f"status {self.status} does not match device={'None' if self.device is None else 'array'}")
 
     @property
     def has_solution(self) -> bool:
@@ -219,6 +230,10 @@ class Placement:
                 {"id": int(i), "name": n, "device": names[d]}
                 for i, n, d in zip(self.graph.ids.tolist(), self.graph.names, self.device.tolist())
             ]
+            if self.subgraph is not None:
+                for entry, piece in zip(placement, self.subgraph.tolist()):
+                    if piece >= 0:
+                        entry["subgraph"] = piece
         return {
             "format": "exactplace-plan",
             "version": PLAN_FORMAT_VERSION,
@@ -229,6 +244,7 @@ class Placement:
             "status": self.status.value,
             "limit": None if self.limit is None else self.limit.value,
             "space": None if self.space is None else self.space.value,
+            "q": self.q,
             "method": self.method,
             "solver": self.solver,
             "wall_seconds": self.wall_seconds,
@@ -243,18 +259,37 @@ class Placement:
         """The versioned plan JSON: objective, status, method, bound, gap, wall_seconds, placement."""
         return json.dumps(self.to_dict(), indent=indent)
 
+    def describe_space(self) -> str:
+        """The space in words, as summaries and tables name it: ``"chain splits"``, ``"subgraphs (q=2)"``."""
+        if self.space is None:
+            return "no space (heuristic)"
+        if self.space is Space.SUBGRAPHS:
+            return f"at most {self.q or '?'} subgraph{'s' if self.q != 1 else ''} per accelerator"
+        return f"{self.space} splits"
+
     def summary(self) -> str:
-        """A few human-readable lines: status, objective, bound, gap and per-device contents."""
-        lines = [f"method {self.method} ({self.solver or 'builtin'}): {self.status}"
+        """A few human-readable lines: status (and why, when there is no placement), objective,
+        bound and achieved gap, and per-device contents."""
+        engine = f" ({self.solver})" if self.solver else ""
+        lines = [f"method {self.method}{engine}: {self.status}"
                  + (f", stopped by {self.limit.words}" if self.limit else "")]
+        reason = self.info.get("reason")
+        if reason and not self.has_solution:
+            lines.append(f"reason: {reason}")
         if self.objective is not None:
             from exactplace.core.objectives import OBJECTIVE_LABELS
 
             label = OBJECTIVE_LABELS.get(self.objective_name, self.objective_name)
             lines.append(f"{label} ({self.objective_name} objective): {self.objective:.6g}")
-        if self.bound is not None:
-            over = f" (over {self.space} splits)" if self.space is not None else ""
-            lines.append(f"lower bound: {self.bound:.6g}{over}  gap: {100 * (self.gap or 0):.3g}%")
+            if self.bound is not None:
+                lines.append(f"lower bound: {self.bound:.6g} (over {self.describe_space()})  "
+                             f"gap: {_percent(self.gap or 0.0)}")
+            else:
+                lines.append("gap: unknown (the method proves no bound)")
+        if "time_limit" in self.info:
+            lines.append(f"time limit: {self.info['time_limit']}")
+        if "not_optimal" in self.info:
+            lines.append(f"not called optimal: {self.info['not_optimal']}")
         lines.append(f"wall time: {self.wall_seconds:.3f} s")
         for name, ids in self.devices_used().items():
             lines.append(f"  {name}: {len(ids)} nodes")
@@ -263,6 +298,11 @@ class Placement:
     def __repr__(self) -> str:
         objective = "None" if self.objective is None else f"{self.objective:.6g}"
         return f"<Placement {self.method} {self.status} {self.objective_name}={objective}>"
+
+
+def _percent(gap: float) -> str:
+    """A gap as a percentage with the digits that matter: ``0%``, ``0.0123%``, ``2.5%``."""
+    return "0%" if gap == 0 else f"{100 * gap:.3g}%"
 
 
 def _jsonable(value: Any) -> Any:

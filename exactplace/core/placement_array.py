@@ -34,3 +34,25 @@ def as_device_array(graph: Graph, cluster: Cluster, device: Sequence[int] | np.n
             f"({cluster.accelerators} accelerators, {cluster.cpus} CPUs)."
         )
     return array.astype(np.int64, copy=False)
+
+
+def as_subgraph_array(graph: Graph, cluster: Cluster, device: np.ndarray,
+                      subgraph: Sequence[int] | np.ndarray | None) -> np.ndarray | None:
+    """Return a latency plan's subgraph indices (checked ``device``'s) as int64, -1 on CPUs; or raise PlacementError.
+
+    ``subgraph[i]``: the index of node ``i``'s subgraph on its accelerator (0, 1, ...; the
+    accelerator runs them in that order); entries of CPU nodes are ignored. None stays None.
+    """
+    if subgraph is None:
+        return None
+    array = np.asarray(subgraph)
+    if array.shape != (graph.n,) or array.dtype.kind not in "iu":
+        raise PlacementError(
+            f"A subgraph assignment needs one integer per node ({graph.n}); got shape {array.shape}, "
+            f"dtype {array.dtype}.")
+    on_acc = device < cluster.accelerators
+    bad = np.flatnonzero(on_acc & (array < 0))
+    if bad.size:
+        raise PlacementError(f"{graph.describe(int(bad[0])).capitalize()} is on an accelerator but has "
+                             f"subgraph {int(array[bad[0]])}; subgraphs are numbered from 0.")
+    return np.where(on_acc, array, -1).astype(np.int64)

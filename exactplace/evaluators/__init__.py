@@ -11,12 +11,19 @@ from exactplace.core.cluster import Cluster
 from exactplace.core.errors import check_param
 from exactplace.core.graph import Graph
 from exactplace.core.objectives import OBJECTIVES
-from exactplace.evaluators.feasibility import Guarantees, Violation, check_feasibility, check_fits, is_contiguous
+from exactplace.evaluators.feasibility import (
+    Guarantees,
+    Violation,
+    check_feasibility,
+    check_fits,
+    is_contiguous,
+    summarize_violations,
+)
 from exactplace.evaluators.max_load import DeviceLoads, device_loads, max_load
 
 __all__ = [
     "DeviceLoads", "Guarantees", "Violation", "check_feasibility", "check_fits", "device_loads", "evaluate",
-    "is_contiguous", "max_load",
+    "is_contiguous", "max_load", "summarize_violations",
 ]
 
 
@@ -26,7 +33,8 @@ def evaluate(
     """Score a placement under ``objective`` (``"throughput"``: max-load; ``"latency"``; ``"makespan"``).
 
     ``options`` are passed to the objective's evaluator (``overlap``, ``gpipe`` for throughput;
-    ``contention``, ``order`` for makespan).
+    ``subgraph`` for latency; ``contention``, ``order`` for makespan). It scores, it does not
+    judge: :func:`check_feasibility` says which rules of the objective a placement breaks.
     """
     check_param(objective in OBJECTIVES, "objective", "evaluate", f"one of {list(OBJECTIVES)}", objective)
     if objective == "throughput":

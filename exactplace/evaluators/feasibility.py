@@ -1,4 +1,13 @@
-"""Feasibility of a placement: memory, colocation, accelerator support, contiguity.
+"""Feasibility of a placement: memory, colocation, accelerator support, and the structure
+of the space it is judged in.
+
+Which structure a placement must have depends on how it is scored (:func:`check_feasibility`):
+
+* throughput and makespan allow any split (``Space.ANY``); asking for ``Space.CONTIGUOUS``
+  or ``Space.CHAIN`` adds the checks below;
+* latency follows the §4 rules: each accelerator's subgraphs (the plan's ``subgraph``
+  indices, else the evaluator's cut) are contiguous, at most ``q`` per accelerator, and
+  can be invoked in some order (no two wait on each other in a cycle).
 
 Contiguity is Definition 3.1 of the paper: a set S is contiguous when no path leaves S
 and comes back (no u in S, v outside S, w in S with v reachable from u and w reachable
@@ -22,12 +31,15 @@ import networkx as nx
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.errors import PlacementError, check_param
 from exactplace.core.graph import Graph
-from exactplace.core.placement_array import as_device_array
+from exactplace.core.objectives import OBJECTIVES
+from exactplace.core.placement import Space
+from exactplace.core.placement_array import as_device_array, as_subgraph_array
 
 __all__ = [
     "Guarantees", "Violation", "accelerator_memory", "check_feasibility", "check_fits", "contiguity_violations",
-    "device_order_cycle", "is_contiguous",
+    "device_order_cycle", "is_contiguous", "summarize_violations",
 ]
 
 
@@ -49,16 +61,49 @@ class Guarantees:
         """Every part contiguous and the forward parts chained."""
         return cls(True, True, True)
 
+    @classmethod
+    def of_space(cls, space: Space | str | None) -> Guarantees:
+        """The structure a throughput split of ``space`` has: ``CHAIN`` forward parts contiguous and
+        chained (what the DP promises), ``CONTIGUOUS`` every part too; others none."""
+        space = None if space is None else Space(space)
+        if space is Space.CHAIN:
+            return cls(forward_contiguous=True, chain_order=True)
+        if space is Space.CONTIGUOUS:
+            return cls.contiguous_split()
+        return cls()
+
 
 @dataclass(frozen=True)
 class Violation:
-    """One broken constraint: its kind (memory / colocation / unsupported / contiguity) and a message."""
+    """One broken constraint: its kind (memory, colocation, unsupported, contiguity, order,
+    subgraphs), a message naming what is at fault, and the device it concerns (None: several)."""
 
     kind: str
     message: str
+    device: int | None = None
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}"
+
+
+def summarize_violations(violations: Sequence[Violation], max_lines: int = 4) -> list[str]:
+    """At most ``max_lines`` lines: one per (kind, device), with how many more of the same there are.
+
+    >>> vs = [Violation("memory", "acc0 holds 5 bytes, more than its 4 bytes", 0)] + [
+    ...     Violation("contiguity", f"the forward part of acc1 is not contiguous (node {i})", 1) for i in range(3)]
+    >>> summarize_violations(vs)  # doctest: +NORMALIZE_WHITESPACE
+    ['memory: acc0 holds 5 bytes, more than its 4 bytes',
+     'contiguity: the forward part of acc1 is not contiguous (node 0) (and 2 more like it)']
+    """
+    groups: dict[tuple[str, int | None], list[Violation]] = {}
+    for violation in violations:
+        groups.setdefault((violation.kind, violation.device), []).append(violation)
+    lines = [str(group[0]) + (f" (and {len(group) - 1} more like it)" if len(group) > 1 else "")
+             for group in groups.values()]
+    if len(lines) > max_lines:
+        hidden = sum(len(group) for group in list(groups.values())[max_lines - 1:])
+        lines = [*lines[:max_lines - 1], f"... and {hidden} more violations"]
+    return lines
 
 
 def _reach_masks(graph: Graph, label: np.ndarray) -> tuple[list[int], list[int]]:
@@ -149,21 +194,34 @@ def check_feasibility(
     cluster: Cluster,
     device: Sequence[int] | np.ndarray,
     *,
-    contiguous: bool = True,
+    objective: str = "throughput",
+    space: Space | str | None = None,
+    q: int | None = None,
+    subgraph: Sequence[int] | np.ndarray | None = None,
     guarantees: Guarantees | None = None,
 ) -> list[Violation]:
-    """Every constraint the placement breaks (empty list: feasible).
+    """Every constraint the placement breaks under the rules of ``objective`` and ``space`` (empty: feasible).
 
     Parameters
     ----------
     graph, cluster : Graph, Cluster
     device : array of int
         ``device[i]`` is the device of the node at position ``i``.
-    contiguous : bool, default True
-        Also require a contiguous split: each device's forward and backward parts contiguous,
-        and the devices' forward parts orderable as a chain of ideals (no cycle among devices).
+    objective : {"throughput", "latency", "makespan"}, default "throughput"
+        Always checked: accelerator support, memory and colocation. ``"latency"`` adds the §4
+        rules: every accelerator subgraph contiguous, at most ``q`` per accelerator, and an
+        order to invoke them (no cycle of subgraphs waiting on each other).
+    space : Space or str, optional
+        Ask for a stricter structure: ``"contiguous"`` (Definition 3.1 for each device's forward
+        and backward part, forward parts chained), ``"chain"`` (forward parts contiguous and
+        chained, the DP's space). ``"any"``, ``"subgraphs"`` and None add nothing.
+    q : int, optional
+        Latency: the most subgraphs an accelerator may run (None: any number).
+    subgraph : array of int, optional
+        Latency: each accelerator node's subgraph index, in run order (default: the
+        evaluator's cut, :func:`exactplace.evaluators.latency.contiguous_pieces`).
     guarantees : Guarantees, optional
-        Check exactly these structural properties instead (overrides ``contiguous``).
+        Check exactly this structure instead of ``space``'s (the referee checks what a method promises).
 
     Returns
     -------
@@ -176,19 +234,36 @@ def check_feasibility(
     >>> [str(v) for v in check_feasibility(g, Cluster(1, memory=4.0, cpus=1), [0, 0])]  # doctest: +NORMALIZE_WHITESPACE
     ['unsupported: node 0 cannot run on an accelerator but is placed on acc0',
      'memory: acc0 holds 5 bytes, more than its 4 bytes']
+
+    Any split is a throughput split; latency asks for subgraphs that can be invoked:
+
+    >>> g = Graph([Node(i, 1.0, 1.0) for i in range(3)], [(0, 1), (1, 2)])
+    >>> c = Cluster(1, cpus=1)
+    >>> check_feasibility(g, c, [0, 1, 0])
+    []
+    >>> [str(v) for v in check_feasibility(g, c, [0, 1, 0], objective="latency", q=1)]
+    ['subgraphs: acc0 runs 2 subgraphs, more than q=1']
+    >>> [v.kind for v in check_feasibility(g, c, [0, 1, 0], space="chain")]
+    ['contiguity', 'order']
     """
+    check_param(objective in OBJECTIVES, "objective", "check_feasibility", f"one of {list(OBJECTIVES)}", objective)
+    check_param(space is None or space in {s.value for s in Space} or isinstance(space, Space), "space",
+                "check_feasibility", f"one of {[s.value for s in Space]} or None", space)
+    check_param(q is None or (isinstance(q, int) and not isinstance(q, bool) and q >= 1), "q", "check_feasibility",
+                "a positive integer or None", q)
     dev = as_device_array(graph, cluster, device)
     names = cluster.device_names()
     violations = []
     k = cluster.accelerators
     for i in np.flatnonzero(~graph.supported & (dev < k)):
         violations.append(Violation(
-            "unsupported", f"{graph.describe(i)} cannot run on an accelerator but is placed on {names[dev[i]]}"
+            "unsupported", f"{graph.describe(i)} cannot run on an accelerator but is placed on {names[dev[i]]}",
+            int(dev[i]),
         ))
     used = accelerator_memory(graph, cluster, dev)
     for d in np.flatnonzero(used > cluster.memory_limit):
         violations.append(Violation(
-            "memory", f"{names[d]} holds {used[d]:.6g} bytes, more than its {cluster.memory[d]:.6g} bytes"
+            "memory", f"{names[d]} holds {used[d]:.6g} bytes, more than its {cluster.memory[d]:.6g} bytes", int(d)
         ))
     first_device: dict[int, int] = {}
     for i, (c, d) in enumerate(zip(graph.color.tolist(), dev.tolist())):
@@ -197,10 +272,17 @@ def check_feasibility(
             violations.append(Violation(
                 "colocation",
                 f"{graph.describe(i)} is on {names[d]} but {graph.describe(other)} "
-                f"of the same color class is on {names[dev[other]]}",
+                f"of the same color class is on {names[dev[other]]}", d,
             ))
-    if guarantees is None:
-        guarantees = Guarantees.contiguous_split() if contiguous else Guarantees()
+    violations += _structure_violations(graph, names, dev, guarantees or Guarantees.of_space(space))
+    if objective == "latency":
+        violations += _subgraph_violations(graph, cluster, dev, as_subgraph_array(graph, cluster, dev, subgraph), q)
+    return violations
+
+
+def _structure_violations(graph: Graph, names: list[str], dev: np.ndarray, guarantees: Guarantees) -> list[Violation]:
+    """Contiguity of each device's forward / backward part and the chain order, as ``guarantees`` asks."""
+    violations = []
     if guarantees.forward_contiguous or guarantees.backward_contiguous:
         label = dev * 2 + graph.backward.astype(np.int64)
         for lab, v in contiguity_violations(graph, label):
@@ -210,7 +292,7 @@ def check_feasibility(
             violations.append(Violation(
                 "contiguity",
                 f"the {part} part of {names[lab // 2]} is not contiguous: "
-                f"a path leaves it through {graph.describe(v)} and comes back",
+                f"a path leaves it through {graph.describe(v)} and comes back", lab // 2,
             ))
     if guarantees.chain_order:
         cycle = device_order_cycle(graph, dev, np.flatnonzero(~graph.backward))
@@ -219,6 +301,38 @@ def check_feasibility(
             violations.append(Violation(
                 "order", f"the devices' forward parts wait on each other in a cycle ({shown}): no chain of ideals"
             ))
+    return violations
+
+
+def _subgraph_violations(graph: Graph, cluster: Cluster, dev: np.ndarray, subgraph: np.ndarray | None,
+                         q: int | None) -> list[Violation]:
+    """The §4 rules: subgraphs contiguous, at most ``q`` per accelerator, invocable in some order."""
+    from exactplace.evaluators.latency import contiguous_pieces, invocation_blocks
+
+    names = cluster.device_names()
+    violations = []
+    if subgraph is not None:
+        width = int(subgraph.max(initial=0)) + 1  # one label per (accelerator, subgraph); CPU nodes share one
+        label = np.where(dev < cluster.accelerators, dev * width + subgraph, cluster.accelerators * width)
+        reported: set[int] = set()
+        for lab, v in contiguity_violations(graph, label):
+            d, piece = divmod(lab, width)
+            if d < cluster.accelerators and lab not in reported:
+                reported.add(lab)
+                violations.append(Violation(
+                    "subgraphs", f"subgraph {piece} of {names[d]} is not contiguous: a path leaves it through "
+                    f"{graph.describe(v)} and comes back", d))
+    for d in range(cluster.accelerators):
+        member = dev == d
+        count = (len(np.unique(subgraph[member])) if subgraph is not None
+                 else int(contiguous_pieces(graph, member).max(initial=0)))
+        if q is not None and count > q:
+            violations.append(Violation("subgraphs", f"{names[d]} runs {count} subgraphs, more than q={q}", d))
+    if not violations:
+        try:
+            invocation_blocks(graph, cluster, dev, subgraph)
+        except PlacementError as error:
+            violations.append(Violation("order", str(error)))
     return violations
 
 

@@ -8,9 +8,13 @@
   enough cores, as the paper does); CPUs read RAM, so they pay no communication.
 * Latency is the time the last node finishes.
 
-A non-contiguous accelerator set is first split into contiguous subgraphs: a node's
-piece is one plus the number of times a path into it left the set (the reference
-implementation's rule), and the device runs its pieces one at a time in piece order.
+An accelerator's nodes form its subgraphs, which it runs one at a time (paper Fig. 4). A
+plan may say which subgraph each node belongs to (``subgraph``: indices in the order the
+accelerator runs them, as the latency program with ``q >= 2`` returns them); without one, a
+non-contiguous accelerator set is split into contiguous subgraphs by the reference
+implementation's rule: a node's piece is one plus the number of times a path into it left
+the set (:func:`contiguous_pieces`). A subgraph that is not contiguous, or subgraphs that
+wait on each other in a cycle, have no invocation order: :class:`PlacementError`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import PlacementError
 from exactplace.core.graph import Graph
-from exactplace.core.placement_array import as_device_array
+from exactplace.core.placement_array import as_device_array, as_subgraph_array
 
 __all__ = [
     "InvocationBlocks", "LatencySchedule", "contiguous_pieces", "invocation_blocks", "latency", "latency_schedule",
@@ -86,8 +90,9 @@ class InvocationBlocks:
     order: list[int]
 
 
-def invocation_blocks(graph: Graph, cluster: Cluster, dev: np.ndarray) -> InvocationBlocks:
-    """The blocks of a checked device array and an order to invoke them (§4).
+def invocation_blocks(graph: Graph, cluster: Cluster, dev: np.ndarray,
+                      subgraph: np.ndarray | None = None) -> InvocationBlocks:
+    """The blocks of a checked device array (and subgraph array) and an order to invoke them (§4).
 
     Raises
     ------
@@ -102,7 +107,11 @@ def invocation_blocks(graph: Graph, cluster: Cluster, dev: np.ndarray) -> Invoca
         member = dev == d
         if not member.any():
             continue
-        pieces = contiguous_pieces(graph, member)
+        if subgraph is None:
+            pieces = contiguous_pieces(graph, member)
+        else:  # the plan's own subgraphs, numbered 1, 2, ... in their run order (empty ones skipped)
+            pieces = np.zeros(graph.n, dtype=np.int64)
+            pieces[member] = np.searchsorted(np.unique(subgraph[member]), subgraph[member]) + 1
         first = len(block_device)
         count = int(pieces.max())
         block[member] = first + pieces[member] - 1
@@ -129,8 +138,11 @@ def invocation_blocks(graph: Graph, cluster: Cluster, dev: np.ndarray) -> Invoca
     return InvocationBlocks(block, block_device, waits, order)
 
 
-def latency_schedule(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray) -> LatencySchedule:
+def latency_schedule(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray,
+                     subgraph: Sequence[int] | np.ndarray | None = None) -> LatencySchedule:
     """Simulate one sample through the placement; see the module docstring for the rules.
+
+    ``subgraph`` (optional): each accelerator node's subgraph index, in run order.
 
     Raises
     ------
@@ -140,7 +152,7 @@ def latency_schedule(graph: Graph, cluster: Cluster, device: Sequence[int] | np.
     """
     dev = as_device_array(graph, cluster, device)
     k = cluster.accelerators
-    blocks = invocation_blocks(graph, cluster, dev)
+    blocks = invocation_blocks(graph, cluster, dev, as_subgraph_array(graph, cluster, dev, subgraph))
     block, block_device, order, order_graph = blocks.block, blocks.device, blocks.order, blocks.waits
     num_blocks = len(block_device)
     bd = block[graph.dst]
@@ -183,7 +195,8 @@ def latency_schedule(graph: Graph, cluster: Cluster, device: Sequence[int] | np.
     return LatencySchedule(finish=finish, subgraphs=subgraphs)
 
 
-def latency(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray) -> float:
+def latency(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray,
+            subgraph: Sequence[int] | np.ndarray | None = None) -> float:
     """Single-sample latency of a placement (paper §4).
 
     Parameters
@@ -191,6 +204,9 @@ def latency(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray) 
     graph, cluster : Graph, Cluster
     device : array of int
         ``device[i]`` is the device of the node at position ``i``.
+    subgraph : array of int, optional
+        ``subgraph[i]``: the index of the node's subgraph on its accelerator, in the order the
+        accelerator runs them (ignored on CPUs); default: the reference implementation's cut.
 
     Returns
     -------
@@ -207,5 +223,13 @@ def latency(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray) 
     4.5
     >>> latency(g, c, [1, 0, 1])   # CPU 4.0; acc0 copies in 0.5, runs 2.0, copies out 0.5; CPU 1.0
     8.0
+
+    Two subgraphs on one accelerator, run in the plan's order (paper Fig. 4): node 2 first
+    lets node 3 start on the CPU while node 1 runs.
+
+    >>> g = Graph([Node(1, 10.0, 4.0), Node(2, 10.0, 1.0, comm=1.0), Node(3, 5.0, None)], [(2, 3)])
+    >>> c = Cluster(accelerators=1, cpus=1)
+    >>> latency(g, c, [0, 0, 1]), latency(g, c, [0, 0, 1], subgraph=[1, 0, -1])
+    (11.0, 7.0)
     """
-    return latency_schedule(graph, cluster, device).latency
+    return latency_schedule(graph, cluster, device, subgraph).latency

@@ -24,7 +24,11 @@ from exactplace.core.params import Boolean, Integer, Option
 from exactplace.core.placement import Limit, Space, Status, TracePoint
 from exactplace.evaluators.feasibility import Guarantees
 
-__all__ = ["OBJECTIVE_OPTIONS", "THREADS", "Method", "MethodResult", "Problem", "usable_cpus"]
+__all__ = ["DEFAULT_REL_GAP", "OBJECTIVE_OPTIONS", "THREADS", "Method", "MethodResult", "Problem", "usable_cpus"]
+
+#: The relative gap at which a method with a bound may call its placement optimal, unless told
+#: otherwise: HiGHS's and Gurobi's own default, within which the paper's IP values are stated.
+DEFAULT_REL_GAP = 1e-4
 
 #: The options that change an objective (see :mod:`exactplace.core.objectives`), declared once.
 OBJECTIVE_OPTIONS: dict[str, Option] = {
@@ -54,7 +58,9 @@ class Problem:
     """What a method is asked to solve; ``solve`` has validated every field and option.
 
     ``deadline`` is a ``time.monotonic()`` instant (None: no time limit); methods stop by
-    then and return their best placement with ``limit=Limit.TIME``. ``rel_gap`` is the
+    then and return their best placement with ``limit=Limit.TIME``. ``limit_given``: the caller
+    gave a ``time_limit`` (``inf`` included); without one, a method whose search may not end
+    (the MIPs) stops after its stated default and says so. ``rel_gap`` is the
     relative gap at which a method with a bound may stop. ``default_start``: no ``warm_start``
     was given and the method may compute its own (``warm_start="auto"``, the default of
     ``solve``; ``warm_start=None`` turns it off). Preparation shared by several
@@ -65,11 +71,12 @@ class Problem:
     cluster: Cluster
     objective: str
     deadline: float | None = None
-    rel_gap: float = 0.01
+    rel_gap: float = DEFAULT_REL_GAP
     warm_start: np.ndarray | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     default_start: bool = False
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    limit_given: bool = True
 
     @property
     def contraction(self) -> Contraction:
@@ -93,7 +100,8 @@ class MethodResult:
 
     The objective is deliberately absent: ``solve`` recomputes it with the evaluator.
     ``bound`` is a dual bound over ``space`` (None: the method's class default space);
-    ``trace`` records (seconds, incumbent, bound) as the solve progressed.
+    ``trace`` records (seconds, incumbent, bound) as the solve progressed. Latency programs
+    state their ``q`` and, for ``q >= 2``, each accelerator node's ``subgraph`` (run order).
     """
 
     device: np.ndarray | None
@@ -103,6 +111,8 @@ class MethodResult:
     solver: str = ""
     space: Space | None = None
     trace: list[TracePoint] = field(default_factory=list)
+    subgraph: np.ndarray | None = None
+    q: int | None = None
     timings: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -125,6 +135,8 @@ class Method(ABC):
         referee checks exactly this on every result.
     requires : tuple of str
         Modules it needs; availability is tested without importing them.
+    engine : str
+        What runs it (``"python"``, ``"native-dp"``), the result's ``solver`` unless the run names another.
     options : mapping of str to Option
         The method-specific options it takes, with their constraints and defaults.
     """
@@ -135,6 +147,7 @@ class Method(ABC):
     space: ClassVar[Space | None] = None
     guarantee: ClassVar[Guarantees] = Guarantees()
     requires: ClassVar[tuple[str, ...]] = ()
+    engine: ClassVar[str] = "python"
     description: ClassVar[str] = ""
     options: ClassVar[Mapping[str, Option]] = {}
 

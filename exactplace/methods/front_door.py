@@ -24,10 +24,10 @@ from exactplace.core.io import Workload
 from exactplace.core.objectives import OBJECTIVES, SCORE_ONLY, SCORING_OPTIONS
 from exactplace.core.params import Real, validate_options
 from exactplace.core.placement import Limit, Placement, Status
-from exactplace.core.placement_array import as_device_array
+from exactplace.core.placement_array import as_device_array, as_subgraph_array
 from exactplace.evaluators import check_feasibility, evaluate
 from exactplace.evaluators.feasibility import Guarantees, check_fits
-from exactplace.methods.base import OBJECTIVE_OPTIONS, Method, MethodResult, Problem
+from exactplace.methods.base import DEFAULT_REL_GAP, OBJECTIVE_OPTIONS, Method, MethodResult, Problem
 from exactplace.methods.catalog import AUTO_ORDER
 from exactplace.methods.registry import get_method, registered_methods
 
@@ -132,7 +132,7 @@ def solve(
     objective: str = "throughput",
     method: str = "auto",
     time_limit: float | None = None,
-    rel_gap: float = 0.01,
+    rel_gap: float = DEFAULT_REL_GAP,
     warm_start: Placement | np.ndarray | Mapping[int, Any] | str | None = "auto",
     **options: Any,
 ) -> Placement:
@@ -157,9 +157,13 @@ def solve(
         else DPL, else greedy); ``info["passed_over"]`` says why earlier ones were not used.
     time_limit : float, optional
         Seconds; the method returns its best placement when it runs out (``limit=Limit.TIME``).
-    rel_gap : float, default 0.01
-        Relative optimality gap at which methods with a bound may stop (the achieved gap
-        is ``Placement.gap``). The old name ``gap=`` still works, with a DeprecationWarning.
+        Without one, ``mip`` stops after 60 s and says so in ``info["time_limit"]``;
+        ``float("inf")`` lets it run until it proves ``rel_gap``.
+    rel_gap : float, default 1e-4
+        Relative optimality gap at which methods with a bound may stop. The status is
+        ``optimal`` only when the achieved gap (``Placement.gap``) is within it (plus 1e-6
+        of numerical noise: ``rel_gap=0`` asks for a proof to the solvers' tolerance). The old name
+        ``gap=`` still works, with a DeprecationWarning.
     warm_start : Placement, device array, {node id: device}, "auto" or None, default "auto"
         A starting placement for methods that use one. ``"auto"``: the method's own default
         start (``mip`` starts from the DP, DPL or greedy); None: no start at all.
@@ -219,7 +223,8 @@ def solve(
     # reported as such even on a hopeless instance.
     warm = _warm_start_array(graph, cluster, warm_start)
     problem = Problem(graph, cluster, objective, deadline, float(rel_gap), warm, dict(options),
-                      default_start=isinstance(warm_start, str) and warm_start == "auto")
+                      default_start=isinstance(warm_start, str) and warm_start == "auto",
+                      limit_given=time_limit is not None)
     passed_over: dict[str, str] = {}
     if method == "auto":
         cls, passed_over = _choose(problem)
@@ -235,7 +240,8 @@ def solve(
         extra["stated_devices"] = stated
     reason = check_fits(graph, cluster)
     if reason is not None:
-        result = MethodResult(None, Status.INFEASIBLE, info={"reason": reason})
+        # Found before any method ran: the solver field says so rather than naming an engine.
+        result = MethodResult(None, Status.INFEASIBLE, solver="precheck", info={"reason": reason})
         return _referee(problem, cls, result, time.monotonic() - start, extra)
 
     try:
@@ -293,16 +299,21 @@ def _fallback(problem: Problem, result: MethodResult) -> MethodResult:
 def _referee(
     problem: Problem, cls: type[Method], result: MethodResult, wall: float, extra: Mapping[str, Any]
 ) -> Placement:
+    """Check the method's placement against what it promised, re-score it with the evaluator, and
+    call it optimal only when the achieved gap is within the asked ``rel_gap``."""
     graph, cluster = problem.graph, problem.cluster
     evaluator_options = {k: problem.options[k] for k in SCORING_OPTIONS[problem.objective]
                          if k in problem.options}
     objective_value = None
-    device = result.device
+    device, subgraph, status, info = result.device, None, result.status, dict(result.info)
     if device is not None:
         device = as_device_array(graph, cluster, device).copy()
+        if result.subgraph is not None:
+            subgraph = as_subgraph_array(graph, cluster, device, result.subgraph).copy()
         # A fallback or warm start kept by a stopped method carries only the basic guarantees.
         promised = cls.promises(problem) if "returned" not in result.info else Guarantees()
-        violations = check_feasibility(graph, cluster, device, guarantees=promised)
+        violations = check_feasibility(graph, cluster, device, objective=problem.objective, q=result.q,
+                                       subgraph=subgraph, guarantees=promised)
         if violations:
             raise ExactplaceError(
                 f"Method {cls.name!r} returned an infeasible placement ({len(violations)} violations), "
@@ -310,16 +321,39 @@ def _referee(
             )
         if problem.objective == "makespan" and result.info.get("order") is not None:
             evaluator_options["order"] = result.info["order"]  # the placer's own execution order
+        if subgraph is not None:
+            evaluator_options["subgraph"] = subgraph
         objective_value = evaluate(graph, cluster, device, problem.objective, **evaluator_options)
         if result.bound is not None and result.bound > objective_value * (1 + 1e-9) + 1e-9:
             raise ExactplaceError(
                 f"Method {cls.name!r} claims a lower bound {result.bound} above the evaluated objective "
                 f"{objective_value}. This is a bug in the method; please report it."
             )
+        if status is Status.OPTIMAL and not _within(objective_value, result.bound, problem.rel_gap):
+            # The solver stopped at its own tolerance (or its bound was corrected for rounding):
+            # the placement is good, but not proven within the gap the caller asked for.
+            status = Status.FEASIBLE
+            info["not_optimal"] = (f"the proven gap exceeds rel_gap={problem.rel_gap:g}"
+                                   if result.bound is not None else "no bound was proven")
     return Placement(
         graph=graph, cluster=cluster, device=device, objective_name=problem.objective,
-        objective=objective_value, status=result.status, method=cls.name, solver=result.solver,
+        objective=objective_value, status=status, method=cls.name,
+        solver=result.solver or cls.engine,
         bound=result.bound, limit=result.limit, space=result.space or cls.space, wall_seconds=wall,
-        trace=tuple(result.trace), timings=result.timings,
-        info={**result.info, **extra, "options": dict(problem.options)},
+        trace=tuple(result.trace), subgraph=subgraph, q=result.q, timings=result.timings,
+        info={**info, **extra, "options": dict(problem.options)},
     )
+
+
+#: Difference between objective and bound that is numerical noise, not a gap: solvers work to
+#: tolerances of about 1e-6 (HiGHS's absolute MIP gap, CP-SAT's time grid, the slack a bound
+#: loses when it is corrected for rounding), so ``rel_gap=0`` means a proof to within
+#: ``NOISE * max(1, |objective|)``.
+NOISE = 1e-6
+
+
+def _within(value: float, bound: float | None, rel_gap: float) -> bool:
+    """The achieved relative gap ``(value - bound) / value`` is at most ``rel_gap`` (numerical noise aside)."""
+    if bound is None:
+        return False
+    return value - bound <= rel_gap * abs(value) + NOISE * max(1.0, abs(value))

@@ -24,10 +24,10 @@ def register(cls: type[Method]) -> type[Method]:
     """Add a method to the registry under ``cls.name`` (usable as a class decorator)."""
     registered_methods()  # built-ins first, so a user method cannot silently shadow one
     if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise ValueError(f"A method named {cls.name!r} is already registered.")
+        raise ParameterError(f"A method named {cls.name!r} is already registered.")
     unknown = set(cls.objectives) - set(OBJECTIVES)
     if unknown:
-        raise ValueError(f"Method {cls.name!r} declares unknown objectives {sorted(unknown)}.")
+        raise ParameterError(f"Method {cls.name!r} declares unknown objectives {sorted(unknown)}.")
     _REGISTRY[cls.name] = cls
     return cls
 

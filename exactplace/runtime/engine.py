@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from exactplace.core.cluster import Cluster
-from exactplace.core.errors import ExactplaceError, ParameterError, PlacementError, check_param
+from exactplace.core.errors import ExactplaceError, ParameterError, PlacementError, ReplayError, check_param
 from exactplace.core.graph import Graph
 from exactplace.runtime.programs import Block, Op, device_programs, latency_blocks, pipelined_schedule
 
@@ -232,7 +232,7 @@ class _Workers:
             error = self.errors[0]
             if isinstance(error, ExactplaceError):
                 raise error
-            raise RuntimeError(f"A replay worker failed: {error!r}") from error
+            raise ReplayError(f"A replay worker failed: {error!r}") from error
 
 
 class _Stopped(Exception):
