@@ -70,6 +70,23 @@ def test_no_placement_never_replaces_an_existing_plan(tmp_path: Path, capsys: py
     assert "no plan written" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("method", ["auto", "dp", "dpl", "greedy", "mip", "pipedream"])
+def test_a_run_without_a_placement_says_why(tmp_path: Path, method: str, capsys: pytest.CaptureFixture[str]) -> None:
+    w = tmp_path / "w.json"
+    nodes = [{"id": i, "supportedOnFpga": i != 2, "cpuLatency": 1.0, "fpgaLatency": 1.0, "isBackwardNode": 0,
+              "size": 3e9, "name": f"op{i}"} for i in range(3)]
+    edges = [{"sourceId": 0, "destId": 1, "cost": 1.0}, {"sourceId": 1, "destId": 2, "cost": 1.0}]
+    w.write_text(json.dumps({"maxSizePerFPGA": 5e9, "maxFPGAs": 2, "maxCPUs": 0, "nodes": nodes, "edges": edges}))
+    assert main(["solve", str(w), "--method", method]) == 1
+    out = capsys.readouterr().out
+    assert "reason: Node 2 ('op2') cannot run on an accelerator and the cluster has no CPU: it needs a CPU core." in out
+    nodes[2]["supportedOnFpga"] = 1  # three nodes of 3 GB, two accelerators of 5 GB: no packing exists
+    w.write_text(json.dumps({"maxSizePerFPGA": 5e9, "maxFPGAs": 2, "maxCPUs": 0, "nodes": nodes, "edges": edges}))
+    assert main(["solve", str(w), "--method", method]) == 1
+    reason = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("reason: "))
+    assert "the nodes need 9 GB in all, the largest colour class 3 GB; the accelerators hold 2 x 5 GB" in reason
+
+
 def test_out_into_a_missing_directory_or_onto_a_directory_fails_before_solving(tmp_path: Path) -> None:
     for out, fragment in ((tmp_path / "missing" / "plan.json", "does not exist"), (tmp_path, "is a directory")):
         start = time.monotonic()

@@ -212,10 +212,13 @@ def test_too_many_ideals_is_raised_before_solving() -> None:
 
 
 def test_no_chain_split_fits_is_infeasible_for_dp_only() -> None:
-    graph = Graph([Node(0, 1, 1, memory=3.0), Node(1, 1, 1, memory=3.0)], [(0, 1)])
-    cluster = Cluster(accelerators=1, memory=4.0, cpus=0)
-    assert solve(graph, cluster, method="dp").status is Status.INFEASIBLE
+    # {0, 2} and {1} fit two accelerators of 4, but that split is not contiguous, and no chain split fits
+    graph = Graph([Node(0, 1, 1, memory=2.0), Node(1, 1, 1, memory=3.0), Node(2, 1, 1, memory=2.0)], [(0, 1), (1, 2)])
+    cluster = Cluster(accelerators=2, memory=4.0, cpus=0)
+    dp = solve(graph, cluster, method="dp")
+    assert dp.status is Status.INFEASIBLE and "contiguous=False" in dp.info["reason"]
     assert solve(graph, cluster, method="dpl").status is Status.NO_SOLUTION
+    assert solve(graph, cluster, method="mip", contiguous=False).status is Status.OPTIMAL
 
 
 @pytest.mark.parametrize(

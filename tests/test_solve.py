@@ -281,7 +281,7 @@ def infeasible_reason(p: Placement) -> str:
 def test_unsupported_node_without_cpu() -> None:
     g = Graph([Node(1, 1.0, 1.0), Node(2, 1.0, None, name="gather")], [(1, 2)])
     reason = infeasible_reason(solve(g, Cluster(accelerators=3, cpus=0), method="greedy"))
-    assert reason == "Node 2 ('gather') cannot run on an accelerator and the cluster has no CPU."
+    assert reason == "Node 2 ('gather') cannot run on an accelerator and the cluster has no CPU: it needs a CPU core."
 
 
 def test_node_too_big_for_every_accelerator() -> None:
@@ -289,6 +289,7 @@ def test_node_too_big_for_every_accelerator() -> None:
     for method, memory in (("greedy", [4.0, 8.0]), ("auto", [4.0, 8.0]), ("dp", [8.0, 8.0])):
         reason = infeasible_reason(solve(g, Cluster(accelerators=2, memory=memory, cpus=0), method=method))
         assert reason.startswith("Node 2 needs 9 bytes, more than the largest accelerator (8 bytes)")
+        assert reason.endswith("it needs a CPU core, or at least 9 bytes per accelerator.")
     assert solve(g, Cluster(accelerators=2, memory=[4.0, 8.0], cpus=1), method="greedy").has_solution
 
 

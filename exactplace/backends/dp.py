@@ -64,7 +64,7 @@ from exactplace.core.errors import ExactplaceError, ParameterError, TooManyIdeal
 from exactplace.core.params import Option, Real
 from exactplace.core.placement import Limit, Space, Status
 from exactplace.evaluators import check_feasibility, max_load
-from exactplace.evaluators.feasibility import Guarantees, contiguity_violations
+from exactplace.evaluators.feasibility import Guarantees, contiguity_violations, memory_summary
 from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
 
 __all__ = ["AUTO_MAX_IDEALS", "DEFAULT_MEMORY_BUDGET", "DP", "DPL", "ideal_capacity"]
@@ -260,7 +260,8 @@ class _NativeDP(Method):
         info.update(pairs=out.pairs, threads=out.threads)
         status = out.status
         if status == _native.Status.infeasible:
-            info["reason"] = "no chain split fits the accelerators' memory and support"
+            info["reason"] = (f"no chain split fits ({memory_summary(problem.graph, problem.cluster)}); a "
+                              "non-contiguous split may: method 'mip' with contiguous=False")
             return MethodResult(None, Status.NO_SOLUTION if self.linear else Status.INFEASIBLE, solver=SOLVER,
                                 timings=timings, info=info)
         stopped = {_native.Status.time: Limit.TIME, _native.Status.interrupt: Limit.INTERRUPT}.get(status)

@@ -45,7 +45,7 @@ from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.params import Boolean, Choice, Integer, Option
 from exactplace.core.placement import Limit, Space, Status, TracePoint
 from exactplace.evaluators import max_load
-from exactplace.evaluators.feasibility import Guarantees
+from exactplace.evaluators.feasibility import Guarantees, memory_summary
 from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
 
 __all__ = ["MIP", "default_start", "solve_ip"]
@@ -133,7 +133,8 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
     info.update(raw_status=out.raw_status, solver_objective=out.objective)
     if out.values is None:
         if out.status is Status.INFEASIBLE:
-            info["reason"] = "the IP has no feasible solution (memory, support or colocation cannot be met)"
+            info["reason"] = (f"no {space} split fits the memory, support and colour classes "
+                              f"({memory_summary(problem.graph, problem.cluster)})")
             return MethodResult(None, Status.INFEASIBLE, solver=cls.name, space=space, timings=timings,
                                 info=info), out
         if warm is not None:

@@ -39,7 +39,7 @@ from exactplace.core.placement_array import as_device_array, as_subgraph_array
 
 __all__ = [
     "Guarantees", "Violation", "accelerator_memory", "check_feasibility", "check_fits", "contiguity_violations",
-    "device_order_cycle", "is_contiguous", "summarize_violations",
+    "device_order_cycle", "human_bytes", "is_contiguous", "memory_summary", "summarize_violations",
 ]
 
 
@@ -336,30 +336,67 @@ def _subgraph_violations(graph: Graph, cluster: Cluster, dev: np.ndarray, subgra
     return violations
 
 
-def check_fits(graph: Graph, cluster: Cluster) -> str | None:
-    """Why no placement can exist (some node or colocation class fits on no device), or None.
+def human_bytes(size: float) -> str:
+    """A memory size as people write it.
 
-    A class can go on a CPU core when the cluster has one (CPUs have no memory cap);
-    otherwise every node must be supported on accelerators and the class must fit in
-    the largest accelerator memory.
+    >>> human_bytes(5), human_bytes(2.1e9), human_bytes(1536e3)
+    ('5 bytes', '2.1 GB', '1.54 MB')
+    """
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{size:.6g} bytes"
+
+
+def memory_summary(graph: Graph, cluster: Cluster) -> str:
+    """What memory asks and offers, for a reason that says why nothing fit.
+
+    >>> from exactplace.core.graph import Graph, Node
+    >>> memory_summary(Graph([Node(0, 1.0, 1.0, memory=3e9), Node(1, 1.0, 1.0, memory=2e9)], []), Cluster(2, 4e9, 0))
+    'the nodes need 5 GB in all, the largest colour class 3 GB; the accelerators hold 2 x 4 GB, no CPU'
+    """
+    class_memory = np.bincount(graph.color, weights=graph.memory)
+    k = cluster.accelerators
+    each = (f"{k} x {human_bytes(cluster.max_memory)}" if np.all(cluster.memory == cluster.memory[0])
+            else " + ".join(human_bytes(m) for m in cluster.memory)) if k else "nothing"
+    cpus = f"{cluster.cpus} CPU{'s' if cluster.cpus != 1 else ''}" if cluster.cpus else "no CPU"
+    return (f"the nodes need {human_bytes(class_memory.sum())} in all, the largest colour class "
+            f"{human_bytes(class_memory.max(initial=0.0))}; the accelerators hold {each}, {cpus}")
+
+
+def check_fits(graph: Graph, cluster: Cluster) -> str | None:
+    """Why no placement can exist, with what would fix it; None when nothing rules one out.
+
+    A class can go on a CPU core when the cluster has one (CPUs have no memory cap).
+    Without one, every node must be supported on accelerators, every colour class must fit
+    the largest accelerator memory, and all of them together the accelerators' total memory.
 
     >>> from exactplace.core.graph import Graph, Node
     >>> check_fits(Graph([Node(0, 1.0, None)], []), Cluster(1, cpus=0))
-    'Node 0 cannot run on an accelerator and the cluster has no CPU.'
+    'Node 0 cannot run on an accelerator and the cluster has no CPU: it needs a CPU core.'
+    >>> g = Graph([Node(i, 1.0, 1.0, memory=3e9) for i in range(3)], [])
+    >>> print(check_fits(g, Cluster(2, memory=4e9, cpus=0)))  # doctest: +NORMALIZE_WHITESPACE
+    The nodes do not fit: the nodes need 9 GB in all, the largest colour class 3 GB; the accelerators hold
+    2 x 4 GB, no CPU. It needs a CPU core, or at least 4.5 GB per accelerator.
     """
     if cluster.cpus > 0:
         return None
     unsupported = np.flatnonzero(~graph.supported)
     if unsupported.size:
         node = graph.describe(int(unsupported[0])).capitalize()
-        return f"{node} cannot run on an accelerator and the cluster has no CPU."
+        return f"{node} cannot run on an accelerator and the cluster has no CPU: it needs a CPU core."
     class_memory = np.bincount(graph.color, weights=graph.memory)
     too_big = np.flatnonzero(class_memory > cluster.memory_limit.max())
     if too_big.size:
-        c = int(too_big[0])
+        c = int(too_big[np.argmax(class_memory[too_big])])
         members = np.flatnonzero(graph.color == c)
         what = (graph.describe(int(members[0])) if members.size == 1
                 else f"the color class of {graph.describe(int(members[0]))} ({members.size} nodes)")
-        return (f"{what[0].upper()}{what[1:]} needs {class_memory[c]:.6g} bytes, more than the largest accelerator "
-                f"({cluster.max_memory:.6g} bytes), and the cluster has no CPU.")
+        return (f"{what[0].upper()}{what[1:]} needs {human_bytes(class_memory[c])}, more than the largest "
+                f"accelerator ({human_bytes(cluster.max_memory)}), and the cluster has no CPU: it needs a CPU core, "
+                f"or at least {human_bytes(class_memory[c])} per accelerator.")
+    total, capacity = float(class_memory.sum()), float(cluster.memory_limit.sum())
+    if total > capacity:
+        return (f"The nodes do not fit: {memory_summary(graph, cluster)}. It needs a CPU core, or at least "
+                f"{human_bytes(total / cluster.accelerators)} per accelerator.")
     return None

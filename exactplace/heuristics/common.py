@@ -42,7 +42,7 @@ from exactplace.core.contraction import Contraction
 from exactplace.core.graph import Graph
 from exactplace.core.params import Boolean, Integer, Option
 from exactplace.core.placement import Limit, Status
-from exactplace.evaluators.feasibility import accelerator_memory
+from exactplace.evaluators.feasibility import accelerator_memory, memory_summary
 from exactplace.methods.base import MethodResult, Problem
 
 __all__ = [
@@ -404,8 +404,8 @@ def settle_memory(
     info.update(overfull={names[d]: float(used[d]) for d in over.tolist()}, best_effort=best_effort.tolist())
     if verdict == "infeasible":
         info["reason"] = ("no assignment of the colour classes to the accelerators fits their memory (proven by an "
-                          f"exact bin packing) and the cluster has no CPU; best effort overfills "
-                          f"{', '.join(names[d] for d in over.tolist())}")
+                          f"exact bin packing: {memory_summary(graph, cluster)}); it needs a CPU core, another "
+                          f"accelerator or more memory per accelerator")
         return MethodResult(None, Status.INFEASIBLE, solver=solver, info=info)
     info["reason"] = (f"{', '.join(names[d] for d in over.tolist())} overfull, no CPU, and the exact packing of "
                       "the colour classes ran out of time (neither a fit nor a proof)")

@@ -335,6 +335,8 @@ def _referee(
             status = Status.FEASIBLE
             info["not_optimal"] = (f"the proven gap exceeds rel_gap={problem.rel_gap:g}"
                                    if result.bound is not None else "no bound was proven")
+    elif "reason" not in info:
+        info["reason"] = _why_nothing(status, result.limit)
     return Placement(
         graph=graph, cluster=cluster, device=device, objective_name=problem.objective,
         objective=objective_value, status=status, method=cls.name,
@@ -343,6 +345,18 @@ def _referee(
         trace=tuple(result.trace), subgraph=subgraph, q=result.q, timings=result.timings,
         info={**info, **extra, "options": dict(problem.options)},
     )
+
+
+def _why_nothing(status: Status, limit: Limit | None) -> str:
+    """The reason of a result without a placement whose method gave none."""
+    if limit is Limit.TIME:
+        return ("the time limit came before the method found a placement: give it more time (time_limit) "
+                "or use a faster method (greedy, dpl)")
+    if limit is Limit.INTERRUPT:
+        return "interrupted (Ctrl-C) before the method found a placement"
+    if limit is not None:
+        return f"{limit.words} stopped the method before it found a placement"
+    return f"the method ended with status {status} and gave no reason"
 
 
 #: Difference between objective and bound that is numerical noise, not a gap: solvers work to
