@@ -134,6 +134,8 @@ class ThroughputIP:
     overlap: bool
     gpipe: bool
     index: dict[str, np.ndarray] = field(default_factory=dict)
+    bound_slack: float = 0.0
+    """What the model may overstate an objective by (none: its loads are exact)."""
 
     def objective_vars(self) -> np.ndarray:
         """The load variables the objective sums (``L``, or ``LF, LB`` with gpipe)."""

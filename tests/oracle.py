@@ -29,6 +29,7 @@ topological order of a tiny graph.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -41,7 +42,7 @@ from exactplace import Cluster, Graph, PlacementError, evaluate
 
 __all__ = [
     "Optima", "brute_force_optima", "brute_force_orders", "class_graph_edges", "fits_only_on_the_slack",
-    "fitting_placements", "is_unit_chain", "latency_subgraph_optimum", "replay_makespan",
+    "fitting_placements", "is_unit_chain", "latency_subgraph_optimum", "replay_makespan", "subgraph_latency",
 ]
 
 
@@ -182,28 +183,68 @@ def _position_digraph(graph: Graph) -> nx.DiGraph:
     return digraph
 
 
-def latency_subgraph_optimum(graph: Graph, cluster: Cluster, q: int) -> float | None:
-    """Least latency over placements with at most ``q`` subgraphs per accelerator (None: none).
+def subgraph_latency(graph: Graph, cluster: Cluster, device: np.ndarray, piece: np.ndarray) -> float | None:
+    """Latency of one sample when accelerator ``d`` runs its subgraphs ``piece = 0, 1, ...`` in that order
+    (paper §4 and Fig. 4, simulated from the rules alone); None when the subgraphs wait on each other.
 
-    The latency programs' space (paper Figs. 3 and 4): support, memory and colocation; each
-    accelerator's node set cut by the evaluator's piece rule into at most ``q`` contiguous
-    pieces (``q=1``: contiguous, Definition 3.1); CPU nodes anywhere (they run independently);
-    and the accelerators must not wait on each other in a cycle (the evaluator raises
-    PlacementError for such placements, which are skipped).
+    A subgraph starts once every node outside it with an edge into it has finished, and after
+    the accelerator's previous subgraph; it copies in each distinct (source, cost) entering it
+    once, computes its nodes, copies out each (source, cost) with an edge leaving it once, and
+    all its nodes finish together. A CPU node runs when its predecessors have finished.
     """
-    from exactplace.evaluators.latency import contiguous_pieces
+    k = cluster.accelerators
+    edges = list(zip(graph.src.tolist(), graph.dst.tolist(), graph.edge_cost.tolist()))
+    block = [("acc", int(device[v]), int(piece[v])) if device[v] < k else ("cpu", v) for v in range(graph.n)]
+    members: dict[tuple, list[int]] = {}
+    for v, b in enumerate(block):
+        members.setdefault(b, []).append(v)
+    finish: dict[int, float] = {}
+    done: dict[tuple, float] = {}
+    while len(done) < len(members):
+        progressed = False
+        for b, nodes in members.items():
+            if b in done:
+                continue
+            inputs = [u for u, v, _ in edges if v in nodes and block[u] != b]
+            earlier = [e for e in members if e[0] == "acc" and b[0] == "acc" and e[1] == b[1] and e[2] < b[2]]
+            if any(u not in finish for u in inputs) or any(e not in done for e in earlier):
+                continue
+            ready = max([finish[u] for u in inputs] + [done[e] for e in earlier], default=0.0)
+            if b[0] == "cpu":
+                end = ready + float(graph.cpu_time[nodes[0]])
+            else:
+                copy_in = {(u, c) for u, v, c in edges if v in nodes and block[u] != b}
+                copy_out = {(u, c) for u, v, c in edges if u in nodes and block[v] != b}
+                compute = sum(float(graph.acc_time[v]) for v in nodes) / float(cluster.speed[b[1]])
+                end = ready + sum(c for _, c in copy_in) + compute + sum(c for _, c in copy_out)
+            done[b] = end
+            for v in nodes:
+                finish[v] = end
+            progressed = True
+        if not progressed:
+            return None
+    return max(finish.values(), default=0.0)
 
+
+def latency_subgraph_optimum(graph: Graph, cluster: Cluster, q: int) -> float | None:
+    """Least latency over the latency programs' space (None: no placement): support, memory and
+    colocation per device (``fitting_placements``), and every cut of each accelerator's nodes into
+    at most ``q`` subgraphs run in the order of their numbers (only gap-free numberings, which
+    lose nothing), simulated by :func:`subgraph_latency`. Written from the paper's Fig. 4, not
+    from the evaluator's default cut, which is one of the cuts tried.
+    """
     k = cluster.accelerators
     best = None
     for device in fitting_placements(graph, cluster):
-        if any(contiguous_pieces(graph, device == d).max(initial=0) > q for d in range(k)):
-            continue
-        try:
-            value = evaluate(graph, cluster, device, "latency")
-        except PlacementError:
-            continue
-        if best is None or value < best:
-            best = value
+        on = np.flatnonzero(device < k)
+        for choice in itertools.product(range(q), repeat=len(on)):
+            piece = np.full(graph.n, -1, dtype=np.int64)
+            piece[on] = choice
+            if any(set(piece[device == d]) != set(range(len(set(piece[device == d])))) for d in range(k)):
+                continue  # a numbering with a gap is the same cut as the gap-free one
+            value = subgraph_latency(graph, cluster, device, piece)
+            if value is not None and (best is None or value < best):
+                best = value
     return best
 
 

@@ -1,26 +1,22 @@
-"""The latency program: ``solve(objective="latency", method="mip")``.
+"""The latency program's solve: ``solve(objective="latency", method="mip")``.
 
-Runs :mod:`exactplace.formulations.latency` (paper Fig. 3, and Fig. 4 with the ``q``
-option) on OR-Tools CP-SAT (``solver="auto"`` or ``"cpsat"``), or translated into the MIP
-layer's neutral model on HiGHS, SCIP, CBC or Gurobi. By default (``warm_start="auto"``) it
-starts from the best of several placements scored by the latency evaluator: all-CPU, greedy,
-the linear latency DP (:mod:`exactplace.heuristics.linear_latency`), the max-load DP split
-(when the DP suits the instance) and DPL; a given ``warm_start`` is one more candidate,
-``warm_start=None`` starts from nothing. The start is a complete solution of the model (a
-CP-SAT hint, a MIP start) and its latency the makespan's upper bound.
+It runs :mod:`exactplace.formulations.latency` (paper Fig. 3 with ``q=1``, Fig. 4 with ``q``
+subgraphs per accelerator) on any solver of the catalog through
+:func:`exactplace.backends.ip.solve_ip`, as the throughput IP runs. In order:
 
-With ``q=1`` (and unless ``path_bound=False``) it first computes the path DP's lower bound
-(:mod:`exactplace.backends.latency_bound`, within a tenth of the time): when the best start is
-within ``rel_gap`` of it, that start is returned at once, optimal, without a solver
-(``solver == info["certified_by"] == "path_bound"``); otherwise the bound is the model's
-floor (a row on the makespan) and the reported bound is at least it. On the published layer
-graphs it certifies the start in under a second.
-
-Without a ``time_limit`` the solve still stops after
-:data:`exactplace.backends.mip.DEFAULT_TIME_LIMIT` seconds and says so in
-``info["time_limit"]``; it returns the best placement with the solver's bound and gap. The
-result's bound covers the model's space: at most ``q`` subgraphs per accelerator
-(``Space.SUBGRAPHS`` with the result's ``q``; CPU nodes are free).
+1. *Starts* (:func:`exactplace.backends.latency_starts.warm_start_candidates`), each scored once
+   by the evaluator: all-CPU, greedy, the linear latency DP, the max-load DP split and DPL, and
+   the user's ``warm_start``; with ``q >= 2`` also the best ``q=1`` placement, from a ``q=1`` run
+   on half the time (so a ``q >= 2`` run never ends above what ``q=1`` finds: its space holds
+   every ``q=1`` placement).
+2. With ``q=1`` (unless ``path_bound=False``) the path DP's lower bound
+   (:mod:`exactplace.backends.latency_bound`, within a tenth of the time): a start within
+   ``rel_gap`` of it is returned at once, optimal, without a solver
+   (``solver == info["certified_by"] == "path_bound"``); otherwise it is the program's floor.
+3. The program, built with the best start's latency as its horizon, solved from that start
+   (a CP-SAT hint, a MIP start); its bound lowered by the program's rounding allowance and
+   never below the path bound. The result's space is ``Space.SUBGRAPHS`` with its ``q``; for
+   ``q >= 2`` it names each accelerator node's subgraph (``subgraph``).
 
 Examples
 --------
@@ -36,93 +32,72 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
-import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from exactplace.backends.ip import progress_printer, solve_ip
 from exactplace.core.errors import ExactplaceError, PlacementError, check_param
+from exactplace.core.graph import Graph
 from exactplace.core.placement import Limit, Space, Status, TracePoint
-from exactplace.evaluators.latency import latency
+from exactplace.evaluators.feasibility import memory_summary
+from exactplace.evaluators.latency import contiguous_pieces, latency
 from exactplace.methods.base import MethodResult, Problem, usable_cpus
 
-__all__ = ["check_latency", "solve_latency", "warm_start_candidates"]
+__all__ = ["check_latency", "solve_latency"]
 
-#: CP-SAT workers when ``threads`` is not given: its portfolio needs several even on two cores.
-DEFAULT_WORKERS = 8
+#: CP-SAT workers when ``threads`` is not given: its portfolio needs several even on two cores
+#: (measured: benchmarks/RESULTS.md, "Latency program").
+CPSAT_WORKERS = 8
 
-def check_latency(solver: str, options: dict) -> None:
+
+def check_latency(options: dict) -> None:
     """Reject what the latency program cannot do, naming the option."""
     check_param("contiguous" not in options, "contiguous", "solve",
                 "left out for objective 'latency' (use q: q=1 is contiguous, q>=2 allows q subgraphs "
                 "per accelerator)", options.get("contiguous"))
 
 
-def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
-    """Placements to start from, by name: the user's, all-CPU, greedy, the linear latency DP
-    (:mod:`exactplace.heuristics.linear_latency`), the max-load DP split and DPL."""
-    from exactplace.backends.dp import DP, DPL
-    from exactplace.heuristics.greedy import Greedy
-    from exactplace.heuristics.linear_latency import linear_latency_splits
+@dataclass(frozen=True)
+class Start:
+    """A placement to start from: its name, devices, subgraphs (None: the evaluator's cut) and latency."""
+
+    name: str
+    device: np.ndarray
+    subgraph: np.ndarray | None
+    latency: float
+
+
+def _most_subgraphs(graph: Graph, accelerators: int, device: np.ndarray, subgraph: np.ndarray | None) -> int:
+    """The most subgraphs one accelerator runs (its own, else the evaluator's cut)."""
+    if subgraph is not None:
+        return max((len(np.unique(subgraph[device == d])) for d in range(accelerators)), default=0)
+    return max((int(contiguous_pieces(graph, device == d).max(initial=0)) for d in range(accelerators)), default=0)
+
+
+def _starts(problem: Problem, candidates: dict[str, tuple[np.ndarray, np.ndarray | None]], q: int) -> list[Start]:
+    """The candidates the evaluator can run, each scored once, with at most ``q`` subgraphs; best first."""
+    from exactplace.backends.latency_starts import warm_start_candidates
 
     graph, cluster = problem.graph, problem.cluster
-    found: dict[str, np.ndarray] = {}
+    every = {name: (device, None) for name, device in warm_start_candidates(problem).items()}
     if problem.warm_start is not None:
-        found["user"] = np.asarray(problem.warm_start)
-    if not problem.default_start:
-        return found
-    if cluster.cpus:
-        found["cpu"] = np.full(graph.n, cluster.accelerators, dtype=np.int64)
-    greedy = Greedy().run(problem)
-    if greedy.device is not None:
-        found["greedy"] = greedy.device
-    for i, split in enumerate(linear_latency_splits(graph, cluster, problem.contraction)):
-        found[f"linear_dp{i}" if i else "linear_dp"] = split
-    remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
-    throughput = Problem(graph, cluster, "throughput",
-                         deadline=None if math.isinf(remaining) else time.monotonic() + max(remaining, 0) / 5,
-                         cache=problem.cache)
-    for name, cls in (("maxload_dp", DP), ("dpl", DPL)):
+        every["user"] = (np.asarray(problem.warm_start), problem.warm_subgraph)
+    every.update(candidates)
+    starts = []
+    for name, (device, subgraph) in every.items():
         try:
-            cls.check(throughput)
-            if not cls.available() or cls.unsuited(throughput) is not None:
-                continue
-            result = cls().run(throughput)
-        except ExactplaceError:
+            value = latency(graph, cluster, device, subgraph)
+        except PlacementError:  # subgraphs that wait on each other: no start
             continue
-        if result.device is not None:
-            found[name] = result.device
-    return found
-
-
-def _best_start(problem: Problem, lm: Any, candidates: dict[str, np.ndarray]) -> tuple[str, np.ndarray, dict] | None:
-    """The candidate of least latency that lies in the model's space, with its hint."""
-    from exactplace.formulations.latency import hint_values
-
-    scored = []
-    for name, device in candidates.items():
-        try:
-            value = latency(problem.graph, problem.cluster, device)
-        except PlacementError:  # deadlocks under the §4 semantics
-            continue
-        if math.isfinite(value):
-            scored.append((value, name, device))
-    for value, name, device in sorted(scored, key=lambda s: s[0]):
-        hint = hint_values(lm, device)
-        if hint is not None:
-            return name, device, {"value": value, "hint": hint}
-    return None
-
-
-def _pieces(graph: Any, cluster: Any, device: np.ndarray) -> int:
-    """Most contiguous pieces (the evaluator's rule) any accelerator's node set falls into."""
-    from exactplace.evaluators.latency import contiguous_pieces
-
-    return max((int(contiguous_pieces(graph, device == d).max(initial=0)) for d in range(cluster.accelerators)),
-               default=0)
+        if math.isfinite(value) and _most_subgraphs(graph, cluster.accelerators, device, subgraph) <= q:
+            starts.append(Start(name, device, subgraph, value))
+    return sorted(starts, key=lambda s: s.latency)
 
 
 def _path_bound(problem: Problem, deadline: float, info: dict, timings: dict) -> float | None:
@@ -142,188 +117,116 @@ def _path_bound(problem: Problem, deadline: float, info: dict, timings: dict) ->
     return value
 
 
-def solve_latency(problem: Problem, q: int = 1, threads: int | None = None, log: bool = False,
-                  progress: bool = False, solver_name: str = "auto", use_path_bound: bool = True,
-                  info: dict | None = None) -> MethodResult:
+def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None, log: bool, progress: bool,
+                  use_path_bound: bool, info: dict) -> MethodResult:
     """Solve the latency program for ``problem``; see the module docstring."""
-    from ortools.sat.python import cp_model
-
-    from exactplace.backends.mip import _progress_printer
-    from exactplace.formulations.latency import build_model, decode, prepare
-
     graph, cluster = problem.graph, problem.cluster
     clock = time.monotonic()
-    info = {**(info or {}), "q": q}
-    deadline = problem.deadline if problem.deadline is not None else math.inf
+    info.update(q=q)
     timings: dict[str, float] = {}
-
-    candidates = warm_start_candidates(problem)
-    timings["warm_start"] = time.monotonic() - clock
-    values = {}
-    for name, device in candidates.items():
-        try:
-            values[name] = latency(graph, cluster, device)
-        except PlacementError:
-            values[name] = None
-    info["warm_start_candidates"] = values
-
-    inside = {name: values[name] for name, device in candidates.items()
-              if values[name] is not None and math.isfinite(values[name]) and _pieces(graph, cluster, device) <= q}
+    deadline = problem.deadline if problem.deadline is not None else math.inf
     space = Space.SUBGRAPHS
-    best = min(inside, key=inside.__getitem__) if inside else None
+    if cluster.accelerators == 0:  # one placement: every node on a CPU (they run as if on cores of their own)
+        device = np.zeros(graph.n, dtype=np.int64)
+        info["only_placement"] = "no accelerator: every node on a CPU"
+        return MethodResult(device, Status.OPTIMAL, bound=latency(graph, cluster, device), space=space, info=info)
+    starts: list[Start] = []
     try:
+        extra: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+        if q > 1:  # the q=1 optimum (or best found) on half the time: q >= 2 never ends above it
+            half = None if math.isinf(deadline) else clock + (deadline - clock) / 2
+            first = solve_latency(dataclasses.replace(problem, deadline=half), q=1, solver=solver, threads=threads,
+                                  log=False, progress=False, use_path_bound=use_path_bound, info={})
+            info["q1"] = {"status": first.status.value, "solver": first.solver, "seconds": time.monotonic() - clock}
+            if first.device is not None:
+                extra["q1"] = (first.device, None)
+        starts = _starts(problem, extra, q)
+        timings["warm_start"] = time.monotonic() - clock
+        info["warm_start_candidates"] = {s.name: s.latency for s in starts}
         lower = _path_bound(problem, deadline, info, timings) if q == 1 and use_path_bound else None
-    except KeyboardInterrupt:  # Ctrl-C in the (pure Python) DP: the best start is still a placement
+    except KeyboardInterrupt:  # Ctrl-C before the solver ran: the best start is still a placement
         info.update(interrupted=True, returned="warm start")
-        return MethodResult(candidates[best] if best else None, Status.FEASIBLE if best else Status.NO_SOLUTION,
-                            limit=Limit.INTERRUPT, space=space, timings=timings, info=info)
-    if lower is not None and best is not None:
-        name, value = best, inside[best]
-        if value - lower <= problem.rel_gap * value + 1e-12 * value:  # the start is certified: no solver needed
-            info.update(warm_start=name, warm_start_latency=value, certified_by="path_bound")
-            trace = [TracePoint(time.monotonic() - clock, value, lower)]
-            if log:
-                print(f"path bound {lower:.6g} certifies the warm start {name!r} (latency {value:.6g}); "
-                      "no solver run", file=sys.stderr, flush=True)
-            if progress:
-                from exactplace.backends.mip import _progress_printer
+        best = starts[0] if starts else None
+        return MethodResult(best.device if best else None, Status.FEASIBLE if best else Status.NO_SOLUTION,
+                            limit=Limit.INTERRUPT, space=space, subgraph=best.subgraph if best else None,
+                            timings=timings, info=info)
 
-                _progress_printer()(trace[0])
-            # A gap within the DP's float noise is no gap: report the start as its own bound.
-            bound = value if value - lower <= 1e-12 * value else lower
-            return MethodResult(candidates[name], Status.OPTIMAL, bound=bound, solver="path_bound",
-                                space=space, trace=trace, timings=timings, info=info)
+    if lower is not None and starts and starts[0].latency - lower <= (problem.rel_gap + 1e-12) * starts[0].latency:
+        return _certified(starts[0], lower, clock, log, progress, space, timings, info)
 
     built = time.monotonic()
-    finite = [v for v in values.values() if v is not None and math.isfinite(v)]
-    data = prepare(graph, cluster, q, upper=min(finite) if finite else None, lower=lower)
-    # The best candidate's latency bounds every time window [head, UB]: in model units its
-    # schedule is at most UB * scale plus one unit per block (the one-unit block minimum).
-    upper = math.ceil(min(inside.values()) * data.scale) + cluster.accelerators * q + 1 if inside else None
-    lm = build_model(data, upper=upper)
-    start = _best_start(problem, lm, candidates)
-    if upper is not None and (start is None or start[2]["hint"][lm.makespan] > upper):
-        lm = build_model(data)  # the horizon came from a start the model rejects (memory rounding): none
-        start = _best_start(problem, lm, candidates)
-    if start is not None:
-        name, device, found = start
-        hint = found["hint"]
-        lm.model.Add(lm.makespan <= hint[lm.makespan])
-        for var, value in hint.items():
-            lm.model.AddHint(var, value)
-        info["warm_start"] = name
-        info["warm_start_latency"] = found["value"]
+    ip, start, values = _program(problem, q, starts, lower)
     timings["build"] = time.monotonic() - built
-    info.update(model=lm.stats, scale=data.scale)
-    if solver_name not in ("auto", "cpsat"):
-        return _solve_translated(problem, lm, solver_name, start, info, timings, space, threads, log, progress)
-
-    solver = cp_model.CpSolver()
-    params = solver.parameters
-    remaining = deadline - time.monotonic()
-    params.max_time_in_seconds = max(remaining, 0.01)
-    params.num_workers = int(threads or max(DEFAULT_WORKERS, usable_cpus()))
-    params.relative_gap_limit = problem.rel_gap
-    params.log_search_progress = bool(log)
-    if log:
-        params.log_to_stdout = False
-        solver.log_callback = lambda line: print(line, file=sys.stderr, flush=True)
-    scale, slack = data.scale, lm.bound_slack
-    lower = data.lower_bound
-    trace: list[TracePoint] = []
-    state = {"incumbent": start[2]["value"] if start else None, "bound": lower}
-
-    show = _progress_printer() if progress else None
-
-    def record(incumbent: float | None, bound: float | None) -> None:
-        if incumbent is not None and (state["incumbent"] is None or incumbent < state["incumbent"]):
-            state["incumbent"] = incumbent
-        if bound is not None and bound > state["bound"]:
-            state["bound"] = bound
-        point = TracePoint(time.monotonic() - clock, state["incumbent"], state["bound"])
-        if trace and (trace[-1].incumbent, trace[-1].bound) == (point.incumbent, point.bound):
-            return
-        trace.append(point)
-        if show is not None:
-            show(point)
-
-    class Progress(cp_model.CpSolverSolutionCallback):
-        def on_solution_callback(self) -> None:
-            record(self.ObjectiveValue() / scale, (self.BestObjectiveBound() - slack) / scale)
-
+    info.update(variables=ip.model.num_vars, rows=ip.model.num_rows, indicator_rows=ip.model.indicators.count,
+                scale=ip.data.scale)
     if start is not None:
-        record(start[2]["value"], lower)
-    solver.best_bound_callback = lambda b: record(None, (b - slack) / scale)
-    solving = time.monotonic()
-    try:
-        status = solver.Solve(lm.model, Progress())
-    except KeyboardInterrupt:  # CP-SAT stops itself on SIGINT; this covers the Python side
-        status = cp_model.UNKNOWN
-        info["interrupted"] = True
-    timings["solve"] = time.monotonic() - solving
-    info["cpsat_status"] = solver.StatusName(status)
+        info.update(warm_start=start.name, warm_start_latency=start.latency)
+    from exactplace.backends.solvers import get_solver
 
-    if status == cp_model.MODEL_INVALID:
-        raise ExactplaceError(f"CP-SAT rejected the latency model: {lm.model.Validate()}. This is a bug.")
-    # CP-SAT stops itself on Ctrl-C (SIGINT) and returns what it has: a stop well before the
-    # time limit without a proof can only be that.
-    stopped_early = (status in (cp_model.FEASIBLE, cp_model.UNKNOWN)
-                     and solver.WallTime() < params.max_time_in_seconds - 1)
-    limit = Limit.INTERRUPT if info.get("interrupted") or stopped_early else None
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        device = decode(lm, solver.Value)
-        model_value = solver.ObjectiveValue() / scale
-        value = latency(graph, cluster, device)
-        bound = max(lower, (solver.BestObjectiveBound() - slack) / scale)
-        bound = min(bound, value)
-        info["model_latency"] = model_value
-        # The model rounds times down to its units: it may understate by that much, never more.
-        tolerance = (graph.n + 2 * len(graph.group_cost) + slack + 1) / scale
-        if model_value < value - tolerance - 1e-9 * value:
-            info["model_mismatch"] = (model_value, value)
-            warnings.warn(f"Latency model value {model_value} is below the evaluator's {value} for its own "
-                          "placement; please report this bug.", RuntimeWarning, stacklevel=2)
-        gap = (value - bound) / value if value > 0 else 0.0
-        optimal = gap <= problem.rel_gap + 1e-12 or status == cp_model.OPTIMAL
-        if limit is None and not optimal:
-            limit = Limit.TIME
-        record(value, bound)
-        return MethodResult(device, Status.OPTIMAL if optimal and limit is None else Status.FEASIBLE,
-                            bound=bound, limit=limit, solver="cpsat", space=space, trace=trace,
-                            timings=timings, info=info)
-    if status == cp_model.INFEASIBLE:
-        info["reason"] = (f"no placement with at most {q} subgraph(s) per accelerator fits the memory, support "
-                          "and colocation constraints without accelerators waiting on each other")
-        return MethodResult(None, Status.INFEASIBLE, solver="cpsat", space=space, timings=timings, info=info)
-    # Unknown: stopped before the solver found anything; the warm start is still a placement.
-    limit = limit or Limit.TIME
-    if start is not None:
-        info["returned"] = "warm start"
-        return MethodResult(start[1], Status.FEASIBLE, bound=min(lower, start[2]["value"]), limit=limit,
-                            solver="cpsat", space=space, trace=trace, timings=timings, info=info)
-    return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver="cpsat", space=space, trace=trace,
-                        timings=timings, info=info)
-
-
-def _solve_translated(problem: Problem, lm: Any, solver: str, start: tuple | None, info: dict, timings: dict,
-                      space: Space, threads: int | None, log: bool, progress: bool) -> MethodResult:
-    """The program on a MIP solver (HiGHS, SCIP, CBC, Gurobi) through the neutral model's adapters."""
-    from exactplace.backends.mip import solve_ip
-    from exactplace.formulations.latency import LatencyMIPForm
-
-    clock = time.monotonic()
-    form = LatencyMIPForm(lm)
-    timings["translate"] = time.monotonic() - clock
-    info.update(variables=form.model.num_vars, rows=form.model.num_rows,
-                indicator_rows=form.model.indicators.count)
-    warm = start[1] if start is not None else None
-    result, out = solve_ip(problem, form, solver, warm=warm, threads=int(threads or usable_cpus()), log=log,
-                           progress=progress, space=space, info=info, timings=timings)
-    if result.device is not None:
-        value = latency(problem.graph, problem.cluster, result.device)
-        slack = lm.bound_slack / lm.data.scale
-        bound = out.bound if out.bound is not None else lm.data.lower_bound
-        result.bound = min(max(bound - slack, lm.data.lower_bound), value)
-        if out.objective is not None:
-            info["model_latency"] = out.objective
+    workers = threads or (CPSAT_WORKERS if get_solver(solver).name == "cpsat" else usable_cpus())
+    result, out = solve_ip(problem, ip, solver, warm=None if start is None else start.device, values=values,
+                           threads=int(workers), log=log, progress=progress, space=space, info=info, timings=timings)
+    if result.status is Status.INFEASIBLE:
+        info["reason"] = (f"no placement with at most {q} subgraph{'s' if q > 1 else ''} per accelerator fits "
+                          f"the memory, support and colour classes ({memory_summary(graph, cluster)})")
+    if result.device is None:
+        return result
+    if out.values is not None:
+        result.subgraph = ip.decode_subgraph(out.values)
+        info["model_latency"] = out.objective
+        value = latency(graph, cluster, result.device, result.subgraph)
+        _agree(ip, value, out.objective)
+    else:  # the start came back
+        result.subgraph = start.subgraph
+        value = start.latency
+    floor = lower if lower is not None else -math.inf
+    result.bound = min(value, max(floor, result.bound if result.bound is not None else floor))
+    if not math.isfinite(result.bound):
+        result.bound = None
     return result
+
+
+def _certified(start: Start, lower: float, clock: float, log: bool, progress: bool, space: Space, timings: dict,
+               info: dict) -> MethodResult:
+    """The best start, proven optimal by the path bound alone."""
+    info.update(warm_start=start.name, warm_start_latency=start.latency, certified_by="path_bound")
+    # A gap within the DP's float noise is no gap: report the start as its own bound.
+    bound = start.latency if start.latency - lower <= 1e-12 * start.latency else lower
+    trace = [TracePoint(time.monotonic() - clock, start.latency, bound)]
+    if log:
+        print(f"path bound {lower:.6g} certifies the warm start {start.name!r} (latency {start.latency:.6g}); "
+              "no solver run", file=sys.stderr, flush=True)
+    if progress:
+        progress_printer()(trace[0])
+    return MethodResult(start.device, Status.OPTIMAL, bound=bound, solver="path_bound", space=space,
+                        trace=trace, subgraph=start.subgraph, timings=timings, info=info)
+
+
+def _program(problem: Problem, q: int, starts: list[Start], lower: float | None) -> tuple[Any, Start | None, Any]:
+    """The program with the best start that lies in it, and that start's values.
+
+    The horizon is the start's latency; a start the program rejects (memory rounded to its
+    units) is passed over, and the program rebuilt with the next start's horizon.
+    """
+    from exactplace.formulations.latency import latency_ip
+
+    graph, cluster = problem.graph, problem.cluster
+    ip = horizon = None
+    for start in starts:
+        if ip is None or start.latency > horizon:
+            ip, horizon = latency_ip(graph, cluster, q, upper=start.latency, lower=lower), start.latency
+        values = ip.encode(start.device, start.subgraph)
+        if values is not None:
+            return ip, start, values
+    return latency_ip(graph, cluster, q, lower=lower), None, None
+
+
+def _agree(ip: Any, value: float, model_value: float) -> None:
+    """The evaluator's latency of the program's own solution is never above the program's beyond
+    its rounding (every duration rounded down by less than a unit): else the formulation is wrong."""
+    data = ip.data
+    tolerance = (data.graph.n + 2 * len(data.cost) + 2) / data.scale
+    if value > model_value + tolerance:
+        raise ExactplaceError(
+            f"The latency program values its own placement at {model_value!r}, below the evaluator's {value!r}. "
+            "This is a bug in the formulation; please report it.")

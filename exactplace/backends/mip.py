@@ -14,11 +14,11 @@ non-contiguous result is never above the contiguous optimum), else DPL, else gre
 greedy split that is not a chain) is dropped and ``info["warm_start"]`` says so.
 ``warm_start=None`` starts from nothing.
 
-How another formulation plugs in (latency, ...): build a ``Model`` in ``formulations/``
-with ``decode`` / ``encode`` as :class:`~exactplace.formulations.throughput.ThroughputIP`
-does, then call :func:`solve_ip` from the method's ``run``: it runs the solver with the
-problem's deadline, gap, threads, log and progress, and turns the solver's result into a
-:class:`MethodResult` (status, limit, bound, trace, decoded devices).
+How a formulation plugs in: build a ``Model`` in ``formulations/`` with ``decode`` /
+``encode`` / ``bound_slack`` as :class:`~exactplace.formulations.throughput.ThroughputIP` and
+:class:`~exactplace.formulations.latency.LatencyIP` do, then call
+:func:`exactplace.backends.ip.solve_ip`: it runs the solver with the problem's deadline, gap,
+threads, log and progress, and turns the solver's result into a :class:`MethodResult`.
 
 Examples
 --------
@@ -32,23 +32,21 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import math
-import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from exactplace.backends.dp import AUTO_MAX_IDEALS
+from exactplace.backends.ip import solve_ip
 from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.params import Boolean, Choice, Integer, Option
-from exactplace.core.placement import Limit, Space, Status, TracePoint
+from exactplace.core.placement import Limit, Space, Status
 from exactplace.evaluators import max_load
-from exactplace.evaluators.feasibility import Guarantees, memory_summary
+from exactplace.evaluators.feasibility import Guarantees
 from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
 
-__all__ = ["MIP", "default_start", "solve_ip"]
+__all__ = ["DEFAULT_TIME_LIMIT", "MIP", "default_start", "with_default_limit"]
 
 SOLVER_NAMES = ("auto", "highs", "cpsat", "scip", "cbc", "gurobi")
 
@@ -92,65 +90,9 @@ def default_start(problem: Problem, dp_max_ideals: int = AUTO_MAX_IDEALS) -> tup
     return None, "none"
 
 
-def _progress_printer(every: float = 1.0) -> Callable[[TracePoint], None]:
-    """A progress line on stderr: incumbent, bound and gap, when the incumbent improves or ``every`` seconds."""
-    last = {"seconds": -math.inf, "incumbent": None}
-
-    def show(point: TracePoint) -> None:
-        if point.incumbent == last["incumbent"] and point.seconds - last["seconds"] < every:
-            return
-        last.update(seconds=point.seconds, incumbent=point.incumbent)
-        inc = "-" if point.incumbent is None else f"{point.incumbent:.6g}"
-        bnd = "-" if point.bound is None else f"{point.bound:.6g}"
-        gap = ("-" if point.incumbent is None or point.bound is None or point.incumbent == 0
-               else f"{100 * max(0.0, point.incumbent - point.bound) / point.incumbent:.2f}%")
-        print(f"  {point.seconds:8.2f} s  incumbent {inc}  bound {bnd}  gap {gap}", file=sys.stderr, flush=True)
-    return show
-
-
-def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None, threads: int, log: bool,
-             progress: bool, space: Space, info: dict, timings: dict) -> tuple[MethodResult, Any]:
-    """Solve a built IP (``ip.model``, ``ip.decode``, ``ip.encode``) and make the MethodResult.
-
-    Returns the result and the adapter's raw :class:`~exactplace.backends.solvers.Result`.
-    """
-    from exactplace.backends.solvers import Request, get_solver
-
-    cls = get_solver(solver)
-    cls.require()
-    values = None
-    if warm is not None:
-        values = ip.encode(warm)
-        if values is None:
-            info["warm_start"] = f"{info.get('warm_start', 'given')} (outside the IP's space, not used)"
-    request = Request(
-        deadline=problem.deadline, rel_gap=problem.rel_gap, threads=threads, warm_start=values,
-        log=(lambda line: print(line, file=sys.stderr, flush=True)) if log else None,
-        progress=_progress_printer() if progress else None,
-    )
-    out = cls().solve(ip.model, request)
-    timings["solve"] = out.seconds
-    info.update(raw_status=out.raw_status, solver_objective=out.objective)
-    if out.values is None:
-        if out.status is Status.INFEASIBLE:
-            info["reason"] = (f"no {space} split fits the memory, support and colour classes "
-                              f"({memory_summary(problem.graph, problem.cluster)})")
-            return MethodResult(None, Status.INFEASIBLE, solver=cls.name, space=space, timings=timings,
-                                info=info), out
-        if warm is not None:
-            info["returned"] = "warm start"
-            return MethodResult(warm.copy(), Status.FEASIBLE, bound=out.bound, limit=out.limit, solver=cls.name,
-                                space=space, trace=out.trace, timings=timings, info=info), out
-        return MethodResult(None, Status.NO_SOLUTION, limit=out.limit, solver=cls.name, space=space,
-                            trace=out.trace, timings=timings, info=info), out
-    device = ip.decode(out.values)
-    return MethodResult(device, out.status, bound=out.bound, limit=out.limit, solver=cls.name, space=space,
-                        trace=out.trace, timings=timings, info=info), out
-
-
 class MIP(Method):
-    """The max-load IP, contiguous (chain of ideals) or not, on HiGHS, CP-SAT, SCIP, CBC or Gurobi;
-    and the latency program (paper §4) on CP-SAT (:mod:`exactplace.backends.latency_mip`)."""
+    """The max-load IP, contiguous (chain of ideals) or not, and the latency program (paper §4,
+    :mod:`exactplace.backends.latency_mip`), on HiGHS, CP-SAT, SCIP, CBC or Gurobi."""
 
     name = "mip"
     objectives = ("throughput", "latency")
@@ -158,7 +100,7 @@ class MIP(Method):
     space = Space.CHAIN
     guarantee = Guarantees(forward_contiguous=True, chain_order=True)
     description = ("max-load IP (contiguous: chain of ideals = the DP's space; or any split) on a MIP/CP solver; "
-                   "latency program (Fig. 3, Fig. 4 with q) on CP-SAT")
+                   "latency program (Fig. 3, Fig. 4 with q)")
     options = {
         "q": Option("q", Integer(low=1, high=16), 1,
                     "latency: subgraphs per accelerator, run one at a time (1: contiguous, Fig. 3; >1: Fig. 4)"),
@@ -176,11 +118,11 @@ class MIP(Method):
     @classmethod
     def check(cls, problem: Problem) -> None:
         """Throughput: a homogeneous cluster (the IP treats accelerators as identical).
-        Latency: CP-SAT, and ``q`` rather than ``contiguous``."""
+        Latency: ``q`` rather than ``contiguous``."""
         if problem.objective == "latency":
             from exactplace.backends.latency_mip import check_latency
 
-            check_latency(cls.setting(problem, "solver"), problem.options)
+            check_latency(problem.options)
             return
         check_param(
             "q" not in problem.options, "q", "solve", "left out for objective 'throughput' (it is the latency "
@@ -211,10 +153,9 @@ class MIP(Method):
             from exactplace.backends.latency_mip import solve_latency
 
             q = int(self.setting(problem, "q"))
-            result = solve_latency(problem, q=q, threads=self.setting(problem, "threads"),
-                                   log=bool(self.setting(problem, "log")),
+            result = solve_latency(problem, q=q, solver=self.setting(problem, "solver"),
+                                   threads=self.setting(problem, "threads"), log=bool(self.setting(problem, "log")),
                                    progress=bool(self.setting(problem, "progress")),
-                                   solver_name=self.setting(problem, "solver"),
                                    use_path_bound=bool(self.setting(problem, "path_bound")), info=info)
             result.q = q
             return result

@@ -60,7 +60,8 @@ class Problem:
     ``deadline`` is a ``time.monotonic()`` instant (None: no time limit); methods stop by
     then and return their best placement with ``limit=Limit.TIME``. ``limit_given``: the caller
     gave a ``time_limit`` (``inf`` included); without one, a method whose search may not end
-    (the MIPs) stops after its stated default and says so. ``rel_gap`` is the
+    (the MIPs) stops after its stated default and says so. ``warm_subgraph``: the subgraphs of a
+    latency ``warm_start`` that names them (a Placement with ``subgraph``). ``rel_gap`` is the
     relative gap at which a method with a bound may stop. ``default_start``: no ``warm_start``
     was given and the method may compute its own (``warm_start="auto"``, the default of
     ``solve``; ``warm_start=None`` turns it off). Preparation shared by several
@@ -77,6 +78,7 @@ class Problem:
     default_start: bool = False
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     limit_given: bool = True
+    warm_subgraph: np.ndarray | None = None
 
     @property
     def contraction(self) -> Contraction:

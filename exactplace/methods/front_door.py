@@ -222,9 +222,11 @@ def solve(
     # Every parameter is checked before the instance itself (check_fits), so a bad call is
     # reported as such even on a hopeless instance.
     warm = _warm_start_array(graph, cluster, warm_start)
+    warm_subgraph = (warm_start.subgraph if isinstance(warm_start, Placement) and warm is not None
+                     and objective == "latency" else None)
     problem = Problem(graph, cluster, objective, deadline, float(rel_gap), warm, dict(options),
                       default_start=isinstance(warm_start, str) and warm_start == "auto",
-                      limit_given=time_limit is not None)
+                      limit_given=time_limit is not None, warm_subgraph=warm_subgraph)
     passed_over: dict[str, str] = {}
     if method == "auto":
         cls, passed_over = _choose(problem)

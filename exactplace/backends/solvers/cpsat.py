@@ -18,6 +18,13 @@ Rounding makes the CP-SAT objective approximate: the adapter reports the model's
 objective of the decoded values, and a dual bound lowered by the worst rounding error of any
 row, so the bound stays a valid lower bound of the unscaled model (the evaluator then
 recomputes the exact objective of the placement). Indicator rows become enforcement literals.
+
+A known CP-SAT 9.15 presolve bug (google/or-tools#5293) sums a row's Boolean coefficients in a
+32-bit integer; past ``2**31`` it wraps and presolve drops an enforcement literal, turning
+``b => row`` into ``row``: a feasible model is declared infeasible, or a wrong optimum is
+certified (seen here: the latency program's memory rows, whose byte sizes are scaled to
+``2**40``). Its own workaround is applied to every model with such a row: the presolve
+inclusion step that reaches the bug is turned off (``presolve_inclusion_work_limit = 0``).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ __all__ = ["CpSatSolver", "scale_for_cpsat"]
 _RESOLUTION = 2.0**32  # continuous variables: their largest bound times S is about this
 _MAX_COEF = 2.0**40    # ... unless that makes a coefficient larger than this
 _EXACT_MAX = 2.0**30  # rows of integer variables: exact scaling up to this factor
+_INT32 = 2.0**31      # google/or-tools#5293: a row whose integer coefficients sum past this wraps
 
 
 def _pow2_at_most(x: float) -> float:
@@ -93,8 +101,11 @@ def scale_for_cpsat(model: Model) -> dict:
     span = np.maximum(np.abs(lb), np.abs(ub))[indices]
     row_error = np.bincount(row_of, weights=np.abs(scaled - coef) * span, minlength=model.num_rows)
     error = float(np.max(row_error[has_cont], initial=0.0)) / scale
+    integral = ~continuous[indices]
+    heavy = bool(np.any(np.bincount(row_of[integral], weights=np.abs(coef[integral]), minlength=model.num_rows)
+                        >= _INT32))
     return {"scale": scale, "factor": factor, "coef": coef.astype(np.int64), "indptr": indptr, "indices": indices,
-            "error": error}
+            "error": error, "wraps_int32": heavy}
 
 
 class CpSatSolver(Solver):
@@ -150,6 +161,8 @@ class CpSatSolver(Solver):
             params.max_time_in_seconds = max(remaining, 1e-3)
         params.relative_gap_limit = float(request.rel_gap)
         params.num_workers = max(1, int(request.threads))
+        if form["wraps_int32"]:  # google/or-tools#5293 (module docstring)
+            params.presolve_inclusion_work_limit = 0
         params.catch_sigint_signal = False  # Ctrl-C reaches Python, which stops the search (run_interruptibly)
         if request.log is not None:
             params.log_search_progress = True

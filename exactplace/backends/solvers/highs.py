@@ -102,6 +102,10 @@ class HighsSolver(Solver):
         values = np.asarray(h.getSolution().col_value, dtype=np.float64) if has_solution else None
         objective = float(info.objective_function_value) if has_solution else None
         bound = float(info.mip_dual_bound) if any(kind == Kind.INTEGER) else objective
+        if status.value == "optimal" and objective is not None and not math.isfinite(bound):
+            # Solved in presolve (no branch-and-bound node): HiGHS leaves the dual bound at -inf, but
+            # its optimality is still proven to within the gaps it was asked for.
+            bound = objective - float(request.rel_gap) * abs(objective) - 1e-9
         if bound is not None and not math.isfinite(bound):
             bound = None
         if status.value == "optimal" and objective is None:

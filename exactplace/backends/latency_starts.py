@@ -1,4 +1,7 @@
-"""A latency warm start: the best split of a DFS topological order into accelerator segments.
+"""Warm starts of the latency program: the placements it starts from, and the linear latency DP.
+
+:func:`warm_start_candidates` gathers the starts; the one of its own is the best split of a
+DFS topological order into accelerator segments (:func:`linear_latency_split`):
 
 The units of the Appendix B contraction are put in the depth-first topological order DPL
 uses. A split sends consecutive runs of that order to distinct accelerators (each run
@@ -25,14 +28,54 @@ Examples
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.contraction import Contraction, dfs_topological_order
+from exactplace.core.errors import ExactplaceError
 from exactplace.core.graph import Graph
+from exactplace.methods.base import Problem
+from exactplace.methods.registry import registered_methods
 
-__all__ = ["linear_latency_split", "linear_latency_splits"]
+__all__ = ["linear_latency_split", "linear_latency_splits", "warm_start_candidates"]
+
+
+def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
+    """Placements to start from, by name: the user's, and (``warm_start="auto"``) all-CPU, greedy,
+    the linear latency DP over six DFS orders, the max-load DP split and DPL (those two within a
+    fifth of the time left). Placers come through the registry: backends never import a placer."""
+    graph, cluster = problem.graph, problem.cluster
+    found: dict[str, np.ndarray] = {}
+    if problem.warm_start is not None:
+        found["user"] = np.asarray(problem.warm_start)
+    if not problem.default_start:
+        return found
+    if cluster.cpus:
+        found["cpu"] = np.full(graph.n, cluster.accelerators, dtype=np.int64)
+    methods = registered_methods()
+    greedy = methods["greedy"]().run(problem)
+    if greedy.device is not None:
+        found["greedy"] = greedy.device
+    for i, split in enumerate(linear_latency_splits(graph, cluster, problem.contraction)):
+        found[f"linear_dp{i}" if i else "linear_dp"] = split
+    remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
+    throughput = Problem(graph, cluster, "throughput",
+                         deadline=None if math.isinf(remaining) else time.monotonic() + max(remaining, 0) / 5,
+                         cache=problem.cache)
+    for name, method in (("maxload_dp", "dp"), ("dpl", "dpl")):
+        cls = methods[method]
+        try:
+            cls.check(throughput)
+            if not cls.available() or cls.unsuited(throughput) is not None:
+                continue
+            result = cls().run(throughput)
+        except ExactplaceError:
+            continue
+        if result.device is not None:
+            found[name] = result.device
+    return found
 
 
 def linear_latency_splits(graph: Graph, cluster: Cluster, contraction: Contraction,

@@ -1,0 +1,92 @@
+"""Running a built integer program on a solver adapter, and turning what it returns into a method's result.
+
+Every formulation's method goes this one way (throughput and latency alike): the formulation
+builds a :class:`~exactplace.formulations.model.Model` with ``decode`` (values -> device array)
+and ``encode`` (device array -> values, the warm start); :func:`solve_ip` runs an adapter from
+the solver catalog with the problem's deadline, gap, threads, log and progress, maps its raw
+status through :mod:`~exactplace.backends.solvers.statuses` (inside the adapter), lowers the
+bound by the formulation's ``bound_slack`` (what the model may overstate by its rounding), and
+makes the :class:`~exactplace.methods.base.MethodResult` the referee then checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from exactplace.core.placement import Space, Status, TracePoint
+from exactplace.evaluators.feasibility import memory_summary
+from exactplace.methods.base import MethodResult, Problem
+
+__all__ = ["progress_printer", "solve_ip"]
+
+
+def progress_printer(every: float = 1.0) -> Callable[[TracePoint], None]:
+    """A progress line on stderr: incumbent, bound and gap, when the incumbent improves or ``every`` seconds."""
+    last = {"seconds": -math.inf, "incumbent": None}
+
+    def show(point: TracePoint) -> None:
+        if point.incumbent == last["incumbent"] and point.seconds - last["seconds"] < every:
+            return
+        last.update(seconds=point.seconds, incumbent=point.incumbent)
+        inc = "-" if point.incumbent is None else f"{point.incumbent:.6g}"
+        bnd = "-" if point.bound is None else f"{point.bound:.6g}"
+        gap = ("-" if point.incumbent is None or point.bound is None or point.incumbent == 0
+               else f"{100 * max(0.0, point.incumbent - point.bound) / point.incumbent:.2f}%")
+        print(f"  {point.seconds:8.2f} s  incumbent {inc}  bound {bnd}  gap {gap}", file=sys.stderr, flush=True)
+    return show
+
+
+def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None, threads: int, log: bool,
+             progress: bool, space: Space, info: dict, timings: dict,
+             values: np.ndarray | None = None) -> tuple[MethodResult, Any]:
+    """Solve a built IP (``ip.model``, ``ip.decode``, ``ip.encode``, ``ip.bound_slack``) and make the MethodResult.
+
+    ``warm``: the start's devices (returned when the solver finds nothing better); its model
+    values are ``values`` when the caller encoded it, else ``ip.encode(warm)``. Returns the
+    result and the adapter's raw :class:`~exactplace.backends.solvers.Result` (bound corrected).
+    """
+    from exactplace.backends.solvers import Request, get_solver
+
+    cls = get_solver(solver)
+    cls.require()
+    if values is None and warm is not None:
+        values = ip.encode(warm)
+        if values is None:
+            info["warm_start"] = f"{info.get('warm_start', 'given')} (outside the IP's space, not used)"
+    slack = float(ip.bound_slack)
+    shown = progress_printer() if progress else None
+
+    def corrected(point: TracePoint) -> TracePoint:
+        return TracePoint(point.seconds, point.incumbent, None if point.bound is None else point.bound - slack)
+
+    request = Request(
+        deadline=problem.deadline, rel_gap=problem.rel_gap, threads=threads, warm_start=values,
+        log=(lambda line: print(line, file=sys.stderr, flush=True)) if log else None,
+        progress=(lambda point: shown(corrected(point))) if shown else None,
+    )
+    out = cls().solve(ip.model, request)
+    out = dataclasses.replace(out, bound=None if out.bound is None else out.bound - slack,
+                              trace=[corrected(point) for point in out.trace])
+    timings["solve"] = out.seconds
+    info.update(raw_status=out.raw_status, solver_objective=out.objective)
+    if out.values is None:
+        if out.status is Status.INFEASIBLE:
+            info["reason"] = (f"no {space} split fits the memory, support and colour classes "
+                              f"({memory_summary(problem.graph, problem.cluster)})")
+            return MethodResult(None, Status.INFEASIBLE, solver=cls.name, space=space, timings=timings,
+                                info=info), out
+        if warm is not None:
+            info["returned"] = "warm start"
+            return MethodResult(warm.copy(), Status.FEASIBLE, bound=out.bound, limit=out.limit, solver=cls.name,
+                                space=space, trace=out.trace, timings=timings, info=info), out
+        return MethodResult(None, Status.NO_SOLUTION, limit=out.limit, solver=cls.name, space=space,
+                            trace=out.trace, timings=timings, info=info), out
+    device = ip.decode(out.values)
+    return MethodResult(device, out.status, bound=out.bound, limit=out.limit, solver=cls.name, space=space,
+                        trace=out.trace, timings=timings, info=info), out
