@@ -51,7 +51,7 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
     values are ``values`` when the caller encoded it, else ``ip.encode(warm)``. Returns the
     result and the adapter's raw :class:`~exactplace.backends.solvers.Result` (bound corrected).
     """
-    from exactplace.backends.solvers import Request, get_solver
+    from exactplace.backends.solvers import Request, get_solver, solve_model
 
     cls = get_solver(solver)
     cls.require()
@@ -70,7 +70,7 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
         log=(lambda line: print(line, file=sys.stderr, flush=True)) if log else None,
         progress=(lambda point: shown(corrected(point))) if shown else None,
     )
-    out = cls().solve(ip.model, request)
+    out = solve_model(ip.model, cls.name, request)
     out = dataclasses.replace(out, bound=None if out.bound is None else out.bound - slack,
                               trace=[corrected(point) for point in out.trace])
     timings["solve"] = out.seconds

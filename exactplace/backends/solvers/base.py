@@ -1,11 +1,14 @@
 """What every solver adapter shares: the request it is given, the result it returns, the trace.
 
 An adapter (one small module per solver in this package) translates a
-:class:`~exactplace.formulations.model.Model`, honours ``deadline`` and Ctrl-C, takes a
-warm start, reports progress as (seconds, incumbent, bound) points, and maps its raw status
-through :mod:`~exactplace.backends.solvers.statuses`. Solvers run in a worker thread while
-the main thread waits, so Ctrl-C (KeyboardInterrupt, raised in the main thread) can ask the
-solver to stop and the best solution so far is still returned (:func:`run_interruptibly`).
+:class:`~exactplace.formulations.model.Model`, honours ``deadline``, Ctrl-C and a ``cancel``
+request, takes a warm start, reports progress as (seconds, incumbent, bound) points and its
+improving solutions, and maps its raw status through
+:mod:`~exactplace.backends.solvers.statuses`. Solvers run in a worker thread while the main
+thread waits, so Ctrl-C (KeyboardInterrupt, raised in the main thread) can ask the solver to
+stop and the best solution so far is still returned (:func:`run_interruptibly`).
+:func:`exactplace.backends.solvers.solve_model` runs a model that is not tiny in a child
+process that is stopped on time (:mod:`~exactplace.backends.solvers.isolated`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from exactplace.core.errors import SolverUnavailableError
 from exactplace.core.placement import Limit, Status, TracePoint
 from exactplace.formulations.model import Model
 
-__all__ = ["Capabilities", "Request", "Result", "Solver", "Trace", "run_interruptibly"]
+__all__ = ["Capabilities", "Request", "Result", "Solver", "Trace", "checked", "run_interruptibly"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,12 @@ class Capabilities:
 
 @dataclass
 class Request:
-    """How to solve: limits, threads, warm start (values, NaN = unknown), log and progress sinks."""
+    """How to solve: limits, threads, warm start (values, NaN = unknown), log, progress and solution sinks.
+
+    ``cancel``: set it to ask the solve to stop and return what it has (as Ctrl-C does);
+    ``incumbent``: called with each improving solution's values (adapters with callbacks);
+    ``isolate``: run in a child process (None: by size, see ``isolated.isolate``).
+    """
 
     deadline: float | None = None          # time.monotonic() instant
     rel_gap: float = 1e-4
@@ -51,6 +59,9 @@ class Request:
     warm_start: np.ndarray | None = None
     log: Callable[[str], None] | None = None
     progress: Callable[[TracePoint], None] | None = None
+    incumbent: Callable[[np.ndarray], None] | None = None
+    cancel: threading.Event | None = None
+    isolate: bool | None = None
 
     def remaining(self) -> float:
         """Seconds left before the deadline (inf without one)."""
@@ -102,8 +113,10 @@ class Trace:
             self._sink(point)
 
 
-def run_interruptibly(work: Callable[[], object], stop: Callable[[], None]) -> tuple[object, bool]:
-    """Run ``work`` in a thread; on Ctrl-C call ``stop`` and wait for it. Returns (its value, interrupted).
+def run_interruptibly(work: Callable[[], object], stop: Callable[[], None],
+                      cancel: threading.Event | None = None) -> tuple[object, bool]:
+    """Run ``work`` in a thread; on Ctrl-C (or ``cancel`` set) call ``stop`` and wait for it.
+    Returns (its value, interrupted).
 
     The main thread waits on an Event, not on ``Thread.join``: a KeyboardInterrupt inside
     ``join`` can leave the thread looking finished while it still runs (CPython before 3.13).
@@ -125,6 +138,9 @@ def run_interruptibly(work: Callable[[], object], stop: Callable[[], None]) -> t
     while not done.is_set():
         try:
             done.wait(0.1)
+            if cancel is not None and cancel.is_set() and not interrupted:
+                interrupted = True
+                stop()
         except KeyboardInterrupt:
             interrupted = True
             stop()
@@ -175,19 +191,25 @@ class Solver(ABC):
 
         A dropped point leaves ``no_solution`` (the caller may still hold its warm start), and
         drops the bound too when the solver called that point optimal: neither can be trusted.
+        It runs in this process; :func:`exactplace.backends.solvers.solve_model` picks a child
+        process for models that are not tiny.
         """
-        result = self.run(model, request)
-        if result.values is None:
-            return result
-        worst = model.violation(result.values, relative=True)
-        if worst <= POINT_TOLERANCE:
-            return result
-        claimed_optimal = result.status is Status.OPTIMAL
-        return dataclasses.replace(
-            result, status=Status.NO_SOLUTION, values=None, objective=None,
-            bound=None if claimed_optimal else result.bound,
-            raw_status=f"{result.raw_status} (its point breaks the model by {worst:.2g} relative: dropped)",
-        )
+        return checked(model, self.run(model, request))
+
+
+def checked(model: Model, result: Result) -> Result:
+    """``result`` with its point dropped if it breaks the model (see :meth:`Solver.solve`)."""
+    if result.values is None:
+        return result
+    worst = model.violation(result.values, relative=True)
+    if worst <= POINT_TOLERANCE:
+        return result
+    claimed_optimal = result.status is Status.OPTIMAL
+    return dataclasses.replace(
+        result, status=Status.NO_SOLUTION, values=None, objective=None,
+        bound=None if claimed_optimal else result.bound,
+        raw_status=f"{result.raw_status} (its point breaks the model by {worst:.2g} relative: dropped)",
+    )
 
 
 def big_m_rows(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -178,12 +178,18 @@ class CpSatSolver(Solver):
         def lower(v: float) -> float:
             return v / S - slack + offset
 
+        sink = request.incumbent
+
         class Progress(cp_model.CpSolverSolutionCallback):
             def on_solution_callback(self) -> None:
                 trace.record(unscale(self.objective_value), lower(self.best_objective_bound))
+                if sink is not None:
+                    integral = np.asarray(self.response_proto.solution, dtype=np.float64)
+                    sink(np.where(continuous, integral / S, integral))
 
         solver.best_bound_callback = lambda bound: trace.record(None, lower(bound))
-        status_code, interrupted = run_interruptibly(lambda: solver.solve(cp, Progress()), solver.stop_search)
+        status_code, interrupted = run_interruptibly(lambda: solver.solve(cp, Progress()), solver.stop_search,
+                                                        request.cancel)
         raw = solver.status_name(status_code)
         if raw in ("FEASIBLE", "UNKNOWN"):
             if interrupted:

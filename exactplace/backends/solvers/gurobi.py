@@ -78,7 +78,7 @@ class GurobiSolver(Solver):
             elif where == GRB.Callback.MESSAGE and log is not None:
                 log(m.cbGet(GRB.Callback.MSG_STRING).rstrip("\n"))
 
-        run_interruptibly(lambda: g.optimize(callback), g.terminate)  # Ctrl-C: status INTERRUPTED
+        run_interruptibly(lambda: g.optimize(callback), g.terminate, request.cancel)  # Ctrl-C: status INTERRUPTED
         names = {getattr(GRB.Status, n): n for n in dir(GRB.Status) if n.isupper()}
         raw = names.get(g.Status, str(g.Status))
         has_solution = g.SolCount > 0

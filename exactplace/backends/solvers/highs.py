@@ -80,6 +80,8 @@ class HighsSolver(Solver):
 
         def on_solution(event: object) -> None:
             trace.record(event.data_out.objective_function_value)  # type: ignore[attr-defined]
+            if request.incumbent is not None:
+                request.incumbent(np.array(event.data_out.mip_solution, dtype=np.float64))  # type: ignore[attr-defined]
 
         h.cbMipInterrupt.subscribe(on_interrupt)
         h.cbMipImprovingSolution.subscribe(on_solution)
@@ -90,7 +92,7 @@ class HighsSolver(Solver):
         def requested_stop() -> None:
             stop["now"] = True
 
-        _, interrupted = run_interruptibly(h.run, requested_stop)
+        _, interrupted = run_interruptibly(h.run, requested_stop, request.cancel)
         raw = h.getModelStatus().name
         info = h.getInfo()
         has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible

@@ -65,7 +65,7 @@ class ScipSolver(Solver):
             s.EnableOutput()
         params = pywraplp.MPSolverParameters()
         params.SetDoubleParam(params.RELATIVE_MIP_GAP, float(request.rel_gap))
-        code, interrupted = run_interruptibly(lambda: s.Solve(params), s.InterruptSolve)
+        code, interrupted = run_interruptibly(lambda: s.Solve(params), s.InterruptSolve, request.cancel)
         names = {s.OPTIMAL: "OPTIMAL", s.FEASIBLE: "FEASIBLE", s.INFEASIBLE: "INFEASIBLE", s.UNBOUNDED: "UNBOUNDED",
                  s.ABNORMAL: "ABNORMAL", s.NOT_SOLVED: "NOT_SOLVED", s.MODEL_INVALID: "MODEL_INVALID"}
         raw = names.get(code, str(code))

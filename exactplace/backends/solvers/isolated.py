@@ -1,0 +1,168 @@
+"""Running a solver adapter in a child process that is stopped on time.
+
+Why: a solver that does not look at its clock or at a stop request for a while (HiGHS in root
+cut separation, SCIP after ``InterruptSolve``, CBC while PuLP writes its MPS file) makes a
+time limit or Ctrl-C wait for it: 140 s for a 60 s limit was measured. In a child process it
+can always be stopped. The parent streams the child's progress points and improving
+solutions while it runs; at the deadline (or on Ctrl-C) it asks the child to stop, and
+``GRACE`` seconds later kills its whole process group (CBC's own child included), keeping the
+last solution streamed.
+
+The child is spawned (``python -m exactplace.backends.solvers.child``: a fresh interpreter,
+never a fork, so the solvers' threads are safe) in a session of its own, so a terminal's Ctrl-C
+reaches only the parent, which decides. It writes nothing to its standard output but
+messages: its stdout is moved to stderr, where a solver's own log lines go. Messages are
+pickled, one after another: the parent writes the job, then ``"stop"`` when it wants the
+solve to end; the child writes ``("point", TracePoint)``, ``("solution", values)``,
+``("log", line)``, and finally ``("result", Result)`` or ``("error", text)``. End of file on
+the child's stdin means the parent is gone: the child kills its group.
+
+When (:func:`isolate`): models with at least :data:`ISOLATE_NONZEROS` nonzeros, which is every
+model of a real workload (the smallest shared one, layer_bert24's non-contiguous IP, has
+3,104). Starting the child costs 0.4-0.7 s (numpy, this package and the solver's module:
+measured in ``benchmarks/RESULTS.md``), more than the tiny models of the tests take to solve;
+they run in the calling process, where Ctrl-C still stops every solver but SCIP promptly.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from exactplace.core.errors import ExactplaceError
+from exactplace.core.placement import Limit, Status
+from exactplace.formulations.model import Model
+
+from .base import Request, Result, Solver, Trace
+
+__all__ = ["GRACE", "ISOLATE_NONZEROS", "isolate", "solve_isolated"]
+
+#: Seconds between asking the child to stop (deadline, Ctrl-C) and killing it.
+GRACE = 0.5
+#: Models with at least this many nonzeros (rows and indicator rows) run in a child process.
+ISOLATE_NONZEROS = 1_000
+
+
+def isolate(model: Model, request: Request) -> bool:
+    """Whether to solve ``model`` in a child process: ``request.isolate``, else by size."""
+    if request.isolate is not None:
+        return request.isolate
+    return len(model.csr()[2]) + len(model.indicator_csr()[2]) >= ISOLATE_NONZEROS
+
+
+def solve_isolated(adapter: type[Solver], model: Model, request: Request) -> Result:
+    """Run ``adapter`` on ``model`` in a child process (module docstring); the result is unchecked.
+
+    The child imports what this process can (its ``sys.path``), so any adapter class works.
+    """
+    clock = time.monotonic()
+    solver = adapter.name
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    child = subprocess.Popen([sys.executable, "-m", "exactplace.backends.solvers.child"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, start_new_session=True, env=environment)
+    messages: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=_read, args=(child.stdout, messages), daemon=True)
+    reader.start()
+    trace = Trace(request.progress)
+    latest: np.ndarray | None = None
+    result: Result | None = None
+    stopped: Limit | None = None
+    stop_at = math.inf
+    try:
+        _send(child, {"adapter": f"{adapter.__module__}:{adapter.__qualname__}", "model": model,
+                      "remaining": request.remaining(), "rel_gap": request.rel_gap, "threads": request.threads,
+                      "warm_start": request.warm_start, "log": request.log is not None})
+        while result is None:
+            try:
+                try:
+                    message = messages.get(timeout=0.05)
+                except queue.Empty:
+                    message = ("none",)
+                kind = message[0]
+                if kind == "point":
+                    trace.record(message[1].incumbent, message[1].bound)
+                elif kind == "solution":
+                    latest = message[1]
+                elif kind == "log" and request.log is not None:
+                    request.log(message[1])
+                elif kind == "result":
+                    result = message[1]
+                elif kind == "error":
+                    raise ExactplaceError(f"Solver {solver!r} failed in its process: {message[1]}")
+                elif kind == "end":
+                    if stopped is None:
+                        raise ExactplaceError(f"The process of solver {solver!r} ended without a result "
+                                              f"(exit status {child.wait()}).")
+                    break
+                now = time.monotonic()
+                if stopped is None:
+                    if request.deadline is not None and now >= request.deadline:
+                        stopped = Limit.TIME
+                    elif request.cancel is not None and request.cancel.is_set():
+                        stopped = Limit.INTERRUPT
+                    if stopped is not None:
+                        stop_at = now
+                        _send(child, "stop")
+                if now >= stop_at + GRACE:
+                    break
+            except KeyboardInterrupt:
+                if stopped is None:
+                    stopped, stop_at = Limit.INTERRUPT, time.monotonic()
+                    _send(child, "stop")
+    finally:
+        _end(child)
+        reader.join(timeout=1.0)
+    if result is not None:
+        if stopped is Limit.TIME and result.limit is Limit.INTERRUPT:  # the child was told to stop at the deadline
+            result.limit = Limit.TIME
+        return result
+    # Killed: the last solution it streamed, and the bound it had reached.
+    objective = model.objective_value(latest) if latest is not None else None
+    trace.record(objective, None)
+    return Result(Status.FEASIBLE if latest is not None else Status.NO_SOLUTION, stopped, latest, objective,
+                  trace.bound if latest is not None else None,
+                  f"stopped by the runner ({stopped}): {solver} did not stop within {GRACE:g} s of being asked",
+                  solver, time.monotonic() - clock, trace.points)
+
+
+def _send(child: subprocess.Popen, message: Any) -> None:
+    try:
+        pickle.dump(message, child.stdin)
+        child.stdin.flush()
+    except (BrokenPipeError, OSError):  # the child is gone; its end of file says so
+        pass
+
+
+def _read(stream: Any, messages: queue.Queue) -> None:
+    """Unpickle the child's messages into ``messages`` until it closes its end; then ``("end",)``."""
+    try:
+        while True:
+            messages.put(pickle.load(stream))
+    except (EOFError, OSError, pickle.UnpicklingError):
+        messages.put(("end",))
+
+
+def _end(child: subprocess.Popen) -> None:
+    """Close the job's pipe and make sure the child's process group is gone."""
+    try:
+        child.stdin.close()
+    except OSError:
+        pass
+    try:
+        child.wait(timeout=0.2)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        child.wait()

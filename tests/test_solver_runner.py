@@ -1,0 +1,138 @@
+"""The solver runner (exactplace/backends/solvers/isolated.py): a solve in a child process ends on
+time and on Ctrl-C whatever the solver does, keeps the last solution it streamed, leaves no
+process behind, and answers what the same solve in this process answers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from exactplace.formulations.model import Kind, Model
+from stubborn import StubbornSolver
+
+from exactplace.backends.solvers import Request, get_solver, solve_model
+from exactplace.backends.solvers.isolated import GRACE, isolate, solve_isolated
+from exactplace.core.errors import ExactplaceError
+from exactplace.core.placement import Limit, Status
+
+TESTS = Path(__file__).resolve().parent
+
+
+def knapsack() -> Model:
+    m = Model("knapsack")
+    x = m.add_vars(6, ub=1, kind=Kind.INTEGER, name="x")
+    m.add_rows("capacity", 1, ub=[10.0], rows=np.zeros(6, dtype=int), cols=x, vals=[3, 4, 5, 6, 2, 7])
+    m.minimize(x, [-4.0, -5.0, -6.0, -8.0, -1.0, -9.5])
+    return m
+
+
+def installed() -> list[str]:
+    return [name for name in ("highs", "cpsat", "scip", "cbc") if get_solver(name).available()]
+
+
+@pytest.mark.parametrize("solver", installed())
+def test_a_solve_in_a_child_process_answers_what_it_answers_here(solver: str) -> None:
+    here = solve_model(knapsack(), solver, Request(isolate=False))
+    there = solve_model(knapsack(), solver, Request(isolate=True))
+    assert here.status is there.status is Status.OPTIMAL
+    assert here.objective == pytest.approx(there.objective) == pytest.approx(-13.5)
+    assert there.values is not None and knapsack().violation(there.values) <= 1e-9
+    assert there.trace and there.trace[-1].incumbent == pytest.approx(-13.5)
+
+
+def test_tiny_models_stay_in_this_process_and_real_ones_go_to_a_child() -> None:
+    assert not isolate(knapsack(), Request())
+    assert isolate(knapsack(), Request(isolate=True))
+    from exactplace.formulations.throughput import noncontiguous_ip
+
+    from exactplace import read_workload, workload_path
+
+    w = read_workload(workload_path("layer_bert24_inference"))  # the smallest shared workload's model
+    assert isolate(noncontiguous_ip(w.graph, w.cluster).model, Request())
+
+
+def test_a_solver_that_ignores_the_deadline_is_stopped_and_its_last_solution_kept() -> None:
+    start = time.monotonic()
+    out = solve_isolated(StubbornSolver, knapsack(), Request(deadline=start + 1.0))
+    assert time.monotonic() - start <= 1.0 + GRACE + 1.0
+    assert out.status is Status.FEASIBLE and out.limit is Limit.TIME
+    assert out.values is not None and out.values.tolist() == [0.0] * 6
+    assert out.objective == 0.0 and out.bound == -1.0  # what it streamed before it stopped listening
+    assert "did not stop" in out.raw_status
+
+
+def test_a_failing_solver_is_an_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STUBBORN_FAIL", "1")
+    with pytest.raises(ExactplaceError, match="'stubborn' failed in its process: RuntimeError: the stubborn solver"):
+        solve_isolated(StubbornSolver, knapsack(), Request())
+
+
+def _script(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(TESTS)!r})
+        from stubborn import StubbornSolver
+        from test_solver_runner import knapsack
+        from exactplace.backends.solvers import Request
+        from exactplace.backends.solvers.isolated import solve_isolated
+        {body}
+    """))
+    return script
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().split()[2] if Path(f"/proc/{pid}/stat").exists() else "X"
+    return state not in ("Z", "X")  # a zombie has ended
+
+
+def _wait_for(path: Path, seconds: float = 30.0) -> int:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if path.exists() and path.read_text():
+            return int(path.read_text())
+        time.sleep(0.05)
+    raise AssertionError(f"{path} was never written")
+
+
+def test_ctrl_c_to_the_process_group_stops_the_solve_within_a_second(tmp_path: Path) -> None:
+    """The terminal's way: SIGINT to the whole foreground process group (the child is in a session of its own)."""
+    pid_file = tmp_path / "child.pid"
+    script = _script(tmp_path, """
+        out = solve_isolated(StubbornSolver, knapsack(), Request())
+        print(out.status.value, out.limit.value, out.values.tolist())
+    """)
+    run = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True, env={**os.environ, "STUBBORN_PID": str(pid_file)})
+    child = _wait_for(pid_file)
+    sent = time.monotonic()
+    os.killpg(run.pid, signal.SIGINT)
+    out, err = run.communicate(timeout=30)
+    assert time.monotonic() - sent <= 1.0 + 0.5, err
+    assert out.split() == ["feasible", "interrupt", "[0.0,", "0.0,", "0.0,", "0.0,", "0.0,", "0.0]"], err
+    assert not _alive(child)
+
+
+def test_the_child_ends_when_its_parent_is_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    script = _script(tmp_path, "solve_isolated(StubbornSolver, knapsack(), Request())")
+    run = subprocess.Popen([sys.executable, str(script)], env={**os.environ, "STUBBORN_PID": str(pid_file)},
+                           start_new_session=True)
+    child = _wait_for(pid_file)
+    os.kill(run.pid, signal.SIGKILL)  # no chance to clean up: the child must notice on its own
+    run.wait()
+    end = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not _alive(child)
