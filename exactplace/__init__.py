@@ -7,23 +7,8 @@
 """
 
 import sys as _sys
-from collections.abc import Callable as _Callable
-from types import TracebackType as _TracebackType
 
-_Hook = _Callable[[type[BaseException], BaseException, "_TracebackType | None"], object]
-
-
-def _quiet_interrupt(previous: _Hook) -> _Hook:
-    """An excepthook that reports an uncaught Ctrl-C in one line instead of a traceback."""
-
-    def hook(kind: type[BaseException], value: BaseException, traceback: _TracebackType | None) -> None:
-        if issubclass(kind, KeyboardInterrupt):
-            print("exactplace: interrupted", file=_sys.stderr)
-        else:
-            previous(kind, value, traceback)
-
-    return hook
-
+from exactplace.core.interrupt import quiet_interrupt as _quiet_interrupt
 
 # Ctrl-C while the imports below run (they take a moment) must not print a page of traceback;
 # the hook is put back once they are done, so importing exactplace changes nothing afterwards.

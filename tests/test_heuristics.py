@@ -13,7 +13,7 @@ from oracle import brute_force_optima, fitting_placements
 from strategies import any_graphs, clusters, dags
 
 from exactplace import Cluster, Graph, Node, Status, check_feasibility, evaluate, read_workload, solve
-from exactplace.heuristics.common import settle_memory
+from exactplace.heuristics.memory import settle_memory
 from exactplace.methods import registry
 
 LIST_SCHEDULERS = ("m-topo", "m-etf", "m-sct", "fastt", "celeritas", "celeritas-order-place")

@@ -9,6 +9,7 @@ import math
 import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -35,13 +36,14 @@ from exactplace import (
     solve,
     workload_path,
 )
-from exactplace.core.objectives import OBJECTIVES
+from exactplace.core.errors import ContractError
 from exactplace.core.params import Integer, Option
 from exactplace.core.placement import Limit, Space
 from exactplace.evaluators.feasibility import Guarantees
 from exactplace.methods import registry
 from exactplace.methods.base import Method, MethodResult, Problem
 from exactplace.methods.catalog import AUTO_ORDER, BUILTIN_METHODS
+from exactplace.testing import check_method
 
 PARAMETER_MESSAGE = re.compile(r"^The '(\w+)' parameter of solve must be .+\. Got .+ instead\.$", re.S)
 
@@ -394,7 +396,8 @@ def general_family() -> st.SearchStrategy[Graph]:
     return st.one_of(dags(min_nodes=2, max_nodes=6), training_graphs(max_forward=3))
 
 
-def check_method(method: str, objective: str, graph: Graph, cluster: Cluster, *, exact_model: bool) -> None:
+def check_against_brute_force(method: str, objective: str, graph: Graph, cluster: Cluster, *,
+                               exact_model: bool) -> None:
     """Run one method and hold it to the brute force (see :class:`Optima`).
 
     Every method: a feasible placement (contiguous when the method declares it), scored by the
@@ -467,7 +470,7 @@ CYCLIC_QUOTIENT = Graph(
 @example(graph=CYCLIC_QUOTIENT, cluster=Cluster(accelerators=2, cpus=1))
 @given(graph=exact_family(), cluster=small_clusters())
 def test_method_is_optimal_on_exact_family(method: str, objective: str, graph: Graph, cluster: Cluster) -> None:
-    check_method(method, objective, graph, cluster, exact_model=True)
+    check_against_brute_force(method, objective, graph, cluster, exact_model=True)
 
 
 @pytest.mark.parametrize(("method", "objective"), METHOD_OBJECTIVES)
@@ -476,7 +479,7 @@ def test_method_is_optimal_on_exact_family(method: str, objective: str, graph: G
 def test_method_is_feasible_and_bounded_on_general_graphs(
     method: str, objective: str, graph: Graph, cluster: Cluster
 ) -> None:
-    check_method(method, objective, graph, cluster, exact_model=False)
+    check_against_brute_force(method, objective, graph, cluster, exact_model=False)
 
 
 @settings(max_examples=40)
@@ -534,33 +537,41 @@ TINY = Graph([Node(1, 4.0, 1.0, comm=0.5, memory=1.0), Node(2, 3.0, 2.0, comm=0.
 
 
 @pytest.mark.parametrize("name", list(BUILTIN_METHODS))
-def test_method_contract(name: str) -> None:
-    """Declarations are complete and consistent; on a tiny graph the method honours a deadline and
-    returns a feasible placement keeping its guarantee, or a stated status."""
-    cls = registry.registered_methods()[name]
-    assert cls.name == name and cls.description and set(cls.objectives) <= set(OBJECTIVES)
-    assert cls.exact == (cls.space is not None) or not cls.exact
-    for key, option in cls.options.items():
-        assert option.name == key and option.doc
-        assert option.default is None or option.constraint.accepts(option.default), option
-    if not cls.available():
-        pytest.skip(f"{name} is not installed")
-    cluster = Cluster(accelerators=2, memory=2.0, cpus=1)
-    for objective in cls.objectives:
-        p = solve(TINY, cluster, objective=objective, method=name, time_limit=5)
-        assert p.wall_seconds < 5 + 1
-        assert p.method == name and p.solver and p.solver != name
-        if p.has_solution:
-            promised = cls.promises(Problem(TINY, cluster, objective))
-            assert check_feasibility(TINY, cluster, p.device, guarantees=promised) == []
-            assert p.objective == evaluate(TINY, cluster, p.device, objective)
-        else:
-            assert p.status in (Status.INFEASIBLE, Status.NO_SOLUTION)
-        if cls.exact and p.limit is None:
-            # A method's class space is that of its first objective (mip: chain splits for throughput,
-            # contiguous accelerator subgraphs for latency).
-            assert p.status is Status.OPTIMAL and p.bound is not None and p.space is not None
-            assert p.space is cls.space or objective != cls.objectives[0]
+def test_every_builtin_method_keeps_the_contract(name: str) -> None:
+    """exactplace.testing.check_method, the contract a third-party method is held to, holds every built-in one."""
+    check_method(registry.registered_methods()[name])
+
+
+def test_the_contract_catches_a_broken_method(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kind of breach fails check_method with a ContractError naming it."""
+
+    class Broken(Method):
+        name = "broken-contract"
+        objectives = ("throughput",)
+        description = "for the contract's own test"
+        behaviour = "ok"
+
+        def run(self, problem: Problem) -> MethodResult:
+            device = np.full(problem.graph.n, problem.cluster.accelerators, dtype=np.int64)  # all on cpu0
+            if Broken.behaviour == "slow":
+                time.sleep(5.0)
+            if Broken.behaviour == "random":  # one node, drawn at random, on a random accelerator
+                g = problem.graph
+                v = int(rng.choice(np.flatnonzero(g.supported & (g.memory <= problem.cluster.memory_cap))))
+                device[v] = int(rng.integers(0, problem.cluster.accelerators))
+            return MethodResult(device, Status.FEASIBLE)
+
+    rng = np.random.default_rng(1)
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry.registered_methods()))
+    check_method(Broken)  # all on a CPU: feasible, deterministic, on time
+    for behaviour, fragment in (("slow", "time limit"), ("random", "different placements")):
+        Broken.behaviour = behaviour
+        with pytest.raises(ContractError, match=fragment):
+            check_method(Broken, time_limit=1.0)
+    Broken.behaviour = "ok"
+    Broken.options = {"depth": Option("depth", Integer(low=1), 0, "how deep")}
+    with pytest.raises(ContractError, match="default 0 breaks its own constraint"):
+        check_method(Broken)
 
 
 def test_space_and_limit_are_enums_and_reach_the_plan() -> None:

@@ -34,10 +34,9 @@ import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.contraction import Contraction, dfs_topological_order
-from exactplace.core.errors import ExactplaceError
 from exactplace.core.graph import Graph
 from exactplace.methods.base import Problem
-from exactplace.methods.registry import registered_methods
+from exactplace.methods.registry import start_from
 
 __all__ = ["linear_latency_split", "linear_latency_splits", "warm_start_candidates"]
 
@@ -54,10 +53,9 @@ def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
         return found
     if cluster.cpus:
         found["cpu"] = np.full(graph.n, cluster.accelerators, dtype=np.int64)
-    methods = registered_methods()
-    greedy = methods["greedy"]().run(problem)
-    if greedy.device is not None:
-        found["greedy"] = greedy.device
+    greedy = start_from("greedy", problem)
+    if greedy is not None:
+        found["greedy"] = greedy
     for i, split in enumerate(linear_latency_splits(graph, cluster, problem.contraction)):
         found[f"linear_dp{i}" if i else "linear_dp"] = split
     remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
@@ -65,16 +63,9 @@ def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
                          deadline=None if math.isinf(remaining) else time.monotonic() + max(remaining, 0) / 5,
                          cache=problem.cache)
     for name, method in (("maxload_dp", "dp"), ("dpl", "dpl")):
-        cls = methods[method]
-        try:
-            cls.check(throughput)
-            if not cls.available() or cls.unsuited(throughput) is not None:
-                continue
-            result = cls().run(throughput)
-        except ExactplaceError:
-            continue
-        if result.device is not None:
-            found[name] = result.device
+        device = start_from(method, throughput)
+        if device is not None:
+            found[name] = device
     return found
 
 

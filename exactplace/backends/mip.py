@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 
-from exactplace.backends.dp import AUTO_MAX_IDEALS
 from exactplace.backends.ip import solve_ip
 from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.params import Boolean, Choice, Integer, Option
@@ -45,6 +44,7 @@ from exactplace.core.placement import Limit, Space, Status
 from exactplace.evaluators import max_load
 from exactplace.evaluators.feasibility import Guarantees
 from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
+from exactplace.methods.registry import start_from
 
 __all__ = ["DEFAULT_TIME_LIMIT", "MIP", "default_start", "with_default_limit"]
 
@@ -63,30 +63,15 @@ def with_default_limit(problem: Problem, info: dict) -> Problem:
     return dataclasses.replace(problem, deadline=time.monotonic() + DEFAULT_TIME_LIMIT, limit_given=True)
 
 
-def default_start(problem: Problem, dp_max_ideals: int = AUTO_MAX_IDEALS) -> tuple[np.ndarray | None, str]:
-    """The default warm start: (devices, which method gave them); DP up to ``dp_max_ideals``, else DPL, else greedy."""
-    from exactplace.backends.dp import DP, DPL, _count
-    from exactplace.heuristics.greedy import Greedy
-
+def default_start(problem: Problem) -> tuple[np.ndarray | None, str]:
+    """The default warm start: (devices, which method gave them): the DP's optimum when the DP suits the
+    instance (as ``method="auto"`` judges it), else DPL, else greedy."""
     plain = Problem(problem.graph, problem.cluster, problem.objective, problem.deadline, problem.rel_gap, None,
-                    {k: v for k, v in problem.options.items() if k == "overlap"})
-    plain.cache.update(problem.cache)
-    candidates: list[type[Method]] = []
-    if problem.cluster.is_homogeneous:
-        if _count(plain, plain.contraction, dp_max_ideals) is not None:
-            candidates.append(DP)
-        candidates.append(DPL)
-    candidates.append(Greedy)
-    for cls in candidates:
-        if not cls.available():
-            continue
-        try:
-            result = cls().run(plain)
-        except ExactplaceError:
-            continue
-        if result.device is not None:
-            problem.cache.update(plain.cache)
-            return result.device, cls.name
+                    {k: v for k, v in problem.options.items() if k == "overlap"}, cache=problem.cache)
+    for name in ("dp", "dpl", "greedy"):
+        device = start_from(name, plain)
+        if device is not None:
+            return device, name
     return None, "none"
 
 

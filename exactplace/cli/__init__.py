@@ -6,6 +6,6 @@ line's promise; exit status 130), even while the rest of the command line is sti
 
 import sys
 
-from exactplace import _quiet_interrupt
+from exactplace.core.interrupt import quiet_interrupt
 
-sys.excepthook = _quiet_interrupt(sys.excepthook)
+sys.excepthook = quiet_interrupt(sys.excepthook)

@@ -24,42 +24,19 @@ from typing import Any, NoReturn, TextIO
 import numpy as np
 
 from exactplace.cli.files import STDIO, check_output, write_output
+from exactplace.cli.inputs import input_path, load_workload, read_stdin
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, ParameterError
 from exactplace.core.graph import Graph
-from exactplace.core.io import Workload, parse_json, read_workload, workload_from_dict
 from exactplace.core.objectives import OBJECTIVES
 from exactplace.core.params import Constraint, Integer, Real
-from exactplace.data import shipped_workloads, workload_path
+from exactplace.data import shipped_workloads
 from exactplace.methods.base import DEFAULT_REL_GAP
 
 EXIT_NO_RESULT = 1
 EXIT_INPUT_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 128 + 13  # killed by SIGPIPE, as a shell reports it
-
-
-def _input_path(argument: str) -> str:
-    """The file a workload argument names: a path, ``-`` (standard input) or a shipped workload's name."""
-    if argument != STDIO and not Path(argument).exists() and argument in shipped_workloads():
-        return str(workload_path(argument))
-    return argument
-
-
-def _read_stdin(what: str) -> Any:
-    try:
-        text = sys.stdin.read()
-    except UnicodeDecodeError:
-        raise ParameterError(f"{what} on standard input is not UTF-8 text.") from None
-    return parse_json(text, what, "on standard input")
-
-
-def _workload(argument: str) -> Workload:
-    """The workload an argument names (see :func:`_input_path`), read and checked."""
-    path = _input_path(argument)
-    if path == STDIO:
-        return workload_from_dict(_read_stdin("Workload"), name="stdin")
-    return read_workload(path)
 
 
 def _plural(count: int, word: str) -> str:
@@ -112,9 +89,9 @@ def _command_solve(args: argparse.Namespace) -> int:
     from exactplace.core.placement import Limit
     from exactplace.methods import solve
 
-    source = _input_path(args.workload)
+    source = input_path(args.workload)
     check_output(args.out, [source])  # before any work: a bad --out costs nothing
-    workload = _workload(source)
+    workload = load_workload(source)
     options, warm_start = _solve_options(args)
     with elapsed(f"solving {workload.name} ({args.objective}, method {args.method})"):
         placement = solve(
@@ -157,13 +134,13 @@ def _command_evaluate(args: argparse.Namespace) -> int:
     from exactplace.core.objectives import SCORING_OPTIONS
     from exactplace.evaluators import check_feasibility, summarize_violations
 
-    source, split = _input_path(args.workload), args.split
+    source, split = input_path(args.workload), args.split
     if source == STDIO and split == STDIO:
         raise ParameterError("the workload and the split cannot both be read from standard input (-).")
-    workload = _workload(source)
+    workload = load_workload(source)
     graph, cluster = workload.graph, workload.cluster
     if split == STDIO:
-        data, where = _read_stdin("Split"), "The split on standard input"
+        data, where = read_stdin("Split"), "The split on standard input"
     else:
         data, where = load_json(split, "Split"), f"Split {Path(split).name!r}"
     plan = split_file_from_dict(data, graph, cluster, where=where)
@@ -251,7 +228,7 @@ def _device_table(graph: Graph, cluster: Cluster, device: np.ndarray, objective:
 
 
 def _command_info(args: argparse.Namespace) -> int:
-    workload = _workload(_input_path(args.workload))
+    workload = load_workload(input_path(args.workload))
     graph, cluster = workload.graph, workload.cluster
     forward = int((~graph.backward).sum())
     class_memory = np.bincount(graph.color, weights=graph.memory)
@@ -297,7 +274,7 @@ def _command_methods(args: argparse.Namespace) -> int:
 def _command_compare(args: argparse.Namespace) -> int:
     from exactplace.methods.compare import COLUMNS, compare
 
-    workload = _workload(args.workload)
+    workload = load_workload(args.workload)
     splits = {}
     for spec in args.split:
         name, sep, path = spec.partition("=")

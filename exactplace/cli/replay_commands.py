@@ -8,11 +8,11 @@ from typing import Any
 
 
 def _command_replay(args: argparse.Namespace) -> int:
-    from exactplace.cli.main import _workload
+    from exactplace.cli.inputs import load_workload
     from exactplace.core.io import read_placement
     from exactplace.runtime import replay
 
-    workload = _workload(args.workload)
+    workload = load_workload(args.workload)
     device = read_placement(args.plan, workload.graph, workload.cluster)
     result = replay(workload, device, devices=args.devices, mode=args.mode, samples=args.samples,
                     repeats=args.repeats)

@@ -41,6 +41,10 @@ class SolverUnavailableError(ExactplaceError):
     """The requested method needs a module or extension that is not installed."""
 
 
+class ContractError(ExactplaceError, AssertionError):
+    """A placement method breaks the method contract (:func:`exactplace.testing.check_method`)."""
+
+
 class ReplayError(ExactplaceError, RuntimeError):
     """A replay failed while it ran: a device worker raised (the original error is its ``__cause__``)."""
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from exactplace.core.errors import GraphError, check_param
 from exactplace.core.graph import Graph, Node
+from exactplace.runtime.kernels import move_to
 
 __all__ = ["TorchGraph", "fit_bandwidth", "from_torch"]
 
@@ -86,19 +87,6 @@ def _tensors(value: Any) -> list[Any]:
 
 def _nbytes(value: Any) -> int:
     return sum(t.numel() * t.element_size() for t in _tensors(value))
-
-
-def _move(value: Any, device: str) -> Any:
-    torch = _torch()
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, tuple):
-        return tuple(_move(v, device) for v in value)
-    if isinstance(value, list):
-        return [_move(v, device) for v in value]
-    if isinstance(value, dict):
-        return {k: _move(v, device) for k, v in value.items()}
-    return value
 
 
 def _timed(function: Callable[[], Any], device: str, warmup: int, repeats: int,
@@ -288,7 +276,7 @@ def _profile(traced: Any, inputs: tuple[Any, ...], device: str, warmup: int, rep
             outputs[n.name] = result
             return result
 
-    Profiler(moved).run(*_move(inputs, device))
+    Profiler(moved).run(*move_to(inputs, device))
     return times, outputs
 
 
@@ -337,7 +325,7 @@ def _backward_times(traced: Any, inputs: tuple[Any, ...], fx_nodes: list[Any], d
             return result
 
     with torch.no_grad():
-        Recorder(moved).run(*_move(inputs, device))
+        Recorder(moved).run(*move_to(inputs, device))
     times = []
     for n in fx_nodes:
         def leaf(value: Any) -> Any:

@@ -1,6 +1,6 @@
 """Celeritas: CPD-TOPO order, Optimal Operation Fusion, Adjusting Placement (and its Order-Place variant).
 
-Celeritas places the units of the Appendix B contraction (:func:`~exactplace.heuristics.common.unit_task_graph`:
+Celeritas places the units of the Appendix B contraction (:func:`~exactplace.heuristics.scheduling.unit_task_graph`:
 colour classes with their backward partners, so fusing or moving a unit never splits a class).
 
 1. **CPD-TOPO** (:func:`cpd_topo_order`): ``tlevel`` (longest path to a unit's start) plus
@@ -22,7 +22,7 @@ colour classes with their backward partners, so fusing or moving a unit never sp
    this model's slow CPU cores finish times are what matter. When the stay-device's memory
    is full the segment moves to the next accelerator in id order that fits, then a CPU;
    when all are full, to the accelerator with the most free memory, flagged best-effort
-   (:mod:`~exactplace.heuristics.common`). Estimates append to each device (no insertion).
+   (:mod:`~exactplace.heuristics.scheduling`). Estimates append to each device (no insertion).
 
 ``celeritas-order-place`` is the simpler variant: CPD-TOPO order and Adjusting Placement of
 single units, without fusion. On inference graphs the execution order (segments by start)
@@ -43,7 +43,7 @@ import numpy as np
 
 from exactplace.core.errors import ExactplaceError
 from exactplace.core.params import Integer, Option, Real
-from exactplace.heuristics.common import Memory, TaskGraph, finish, schedule_order, unit_task_graph
+from exactplace.heuristics.scheduling import Memory, TaskGraph, finish, schedule_order, unit_task_graph
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["Celeritas", "CeleritasOrderPlace", "cpd_topo_order", "optimal_fusion"]
@@ -53,7 +53,7 @@ def cpd_topo_order(tasks: TaskGraph) -> list[int]:
     """The CPD-TOPO order (step 1 of the module docstring).
 
     >>> from exactplace.core.graph import Graph, Node
-    >>> from exactplace.heuristics.common import task_graph
+    >>> from exactplace.heuristics.scheduling import task_graph
     >>> g = Graph([Node(0, 1, 1), Node(1, 1, 1), Node(2, 1, 5), Node(3, 1, 1)], [(0, 1), (0, 2), (1, 3), (2, 3)])
     >>> cpd_topo_order(task_graph(g, False))   # the heavy branch first
     [0, 2, 1, 3]
@@ -88,7 +88,7 @@ def optimal_fusion(tasks: TaskGraph, order: list[int], reach: int, memory_cap: f
     """Optimal Operation Fusion of ``order`` into segments (step 2 of the module docstring).
 
     >>> from exactplace.core.graph import Graph, Node
-    >>> from exactplace.heuristics.common import task_graph
+    >>> from exactplace.heuristics.scheduling import task_graph
     >>> g = Graph([Node(i, 1, 1, comm=float(i), memory=1.0) for i in range(4)], [(0, 1), (1, 2), (2, 3)])
     >>> optimal_fusion(task_graph(g, False), [0, 1, 2, 3], 2, 2.0)   # keeps the costly 2 -> 3 inside
     [[0, 1], [2, 3]]

@@ -12,7 +12,7 @@
 3. Every task, in decreasing upward rank (ties: topological order, so the order is
    topological), goes to the device giving the earliest finish time, inserted into the
    first idle gap long enough after its inputs arrive (DPOS's insertion policy). Devices
-   that cannot take it (memory, support, colocation: :mod:`~exactplace.heuristics.common`)
+   that cannot take it (memory, support, colocation: :mod:`~exactplace.heuristics.scheduling`)
    are skipped.
 
 The execution order (tasks by start time) is part of the result (``info["order"]``).
@@ -32,7 +32,7 @@ import bisect
 
 import numpy as np
 
-from exactplace.heuristics.common import CO_PLACEMENT, Memory, TaskGraph, finish, schedule_order, task_graph
+from exactplace.heuristics.scheduling import CO_PLACEMENT, Memory, TaskGraph, finish, schedule_order, task_graph
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["FastT", "critical_path", "upward_rank"]

@@ -23,7 +23,7 @@ import numpy as np
 
 from exactplace.core.contraction import Contraction
 from exactplace.core.graph import Graph
-from exactplace.heuristics.common import settle_memory
+from exactplace.heuristics.memory import settle_memory
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["Greedy", "greedy_blocks"]

@@ -38,10 +38,13 @@ from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.params import Integer, Option
 from exactplace.core.placement import Limit, Status
 from exactplace.evaluators.max_load import max_load
-from exactplace.heuristics.common import SEED, SOLVER, settle_memory
+from exactplace.heuristics.memory import settle_memory
 from exactplace.methods.base import Method, MethodResult, Problem
 
-__all__ = ["LoadState", "LocalSearch", "descend"]
+__all__ = ["SEED", "LoadState", "LocalSearch", "descend"]
+
+#: The ``seed`` option of the randomized placers (local search, metis).
+SEED = Option("seed", Integer(low=0), 0, "random seed (the result is deterministic for a given seed)")
 
 
 class LoadState:
@@ -246,10 +249,10 @@ class LocalSearch(Method):
         info = {"moves": moves}
         if best_device is None:
             if limit is not None:
-                return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver=SOLVER, info=info)
+                return MethodResult(None, Status.NO_SOLUTION, limit=limit, info=info)
             # No random start found room for every class (no CPU): repaired from all on one accelerator, or refuted.
             return settle_memory(graph, cluster, np.zeros(graph.n, dtype=np.int64), info, deadline=problem.deadline)
-        return MethodResult(best_device, Status.FEASIBLE, limit=limit, solver=SOLVER, info=info)
+        return MethodResult(best_device, Status.FEASIBLE, limit=limit, info=info)
 
     @staticmethod
     def _random_start(state: LoadState, rng: np.random.Generator) -> list[int] | None:

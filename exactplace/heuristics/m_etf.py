@@ -9,7 +9,7 @@ this model's CPU cores are much slower, and earliest-*start* would send every ta
 idle CPU, so (our choice) a CPU is a candidate only for a task no accelerator can take when
 it becomes ready (unsupported, or too large for what is left); a task whose accelerators fill
 up while it waits is placed, once nothing else can be, on the CPU where it starts first.
-(:mod:`~exactplace.heuristics.common` says how colour classes, co-placement and fusion are
+(:mod:`~exactplace.heuristics.scheduling` says how colour classes, co-placement and fusion are
 handled and how estimates are made.)
 The execution order (tasks by start time) is part of the result, in ``info["order"]``.
 
@@ -32,7 +32,7 @@ import heapq
 import numpy as np
 
 from exactplace.core.cluster import Cluster
-from exactplace.heuristics.common import CO_PLACEMENT, FUSION, Memory, TaskGraph, finish, schedule_order, task_graph
+from exactplace.heuristics.scheduling import CO_PLACEMENT, FUSION, Memory, TaskGraph, finish, schedule_order, task_graph
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["METF", "etf_schedule"]

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from exactplace.heuristics.common import CO_PLACEMENT, FUSION, Memory, finish, schedule_order, task_graph
 from exactplace.heuristics.m_etf import etf_schedule
+from exactplace.heuristics.scheduling import CO_PLACEMENT, FUSION, Memory, finish, schedule_order, task_graph
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["MSCT"]

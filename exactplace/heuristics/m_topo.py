@@ -1,6 +1,6 @@
 """Baechi's m-TOPO: fill devices in topological order up to a balanced memory cap.
 
-Walk the tasks (nodes, or fused runs, :mod:`~exactplace.heuristics.common`) in topological
+Walk the tasks (nodes, or fused runs, :mod:`~exactplace.heuristics.scheduling`) in topological
 order (``graph.topological_order``: lexicographic by node position, deterministic) and fill
 the accelerators in id order: a task stays on the current accelerator while the device's
 memory stays within ``cap = total node memory / accelerators + largest task memory`` (Baechi's
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from exactplace.heuristics.common import CO_PLACEMENT, FUSION, Memory, finish, task_graph
+from exactplace.heuristics.scheduling import CO_PLACEMENT, FUSION, Memory, finish, task_graph
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["MTopo"]

@@ -8,9 +8,9 @@
 2. Memory repair (METIS does not know the memory cap; our choice): while an accelerator is
    overfull, its class with the least compute per byte moves to the accelerator with the
    most free memory that can hold it, else to the first CPU core
-   (:func:`~exactplace.heuristics.common.repair_memory`); with no room anywhere an exact
+   (:func:`~exactplace.heuristics.memory.repair_memory`); with no room anywhere an exact
    packing decides between a fit and a proof of infeasibility
-   (:func:`~exactplace.heuristics.common.settle_memory`).
+   (:func:`~exactplace.heuristics.memory.settle_memory`).
 
 3. METIS is run ``tries`` times for each imbalance tolerance in ``ufactors`` (METIS's
    ``ufactor``, 1 = 0.1%: its default 30 balances compute, but max-load also counts
@@ -43,8 +43,8 @@ from exactplace.core.graph import Graph
 from exactplace.core.params import Integer, Option
 from exactplace.evaluators.feasibility import accelerator_memory
 from exactplace.evaluators.max_load import max_load
-from exactplace.heuristics.common import SEED, repair_memory, settle_memory
-from exactplace.heuristics.local_search import LoadState, descend
+from exactplace.heuristics.local_search import SEED, LoadState, descend
+from exactplace.heuristics.memory import repair_memory, settle_memory
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["Metis"]

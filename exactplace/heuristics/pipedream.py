@@ -53,7 +53,7 @@ from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.placement import Status
 from exactplace.evaluators.feasibility import Guarantees
 from exactplace.evaluators.max_load import max_load
-from exactplace.heuristics.common import SOLVER, settle_memory
+from exactplace.heuristics.memory import settle_memory
 from exactplace.methods.base import Method, MethodResult, Problem
 
 __all__ = ["PipeDream", "path_contraction"]
@@ -206,4 +206,4 @@ class PipeDream(Method):
         if not math.isclose(value, best[k, cpus, m], rel_tol=1e-9, abs_tol=1e-9):
             raise ExactplaceError(f"pipedream's DP value {best[k, cpus, m]} differs from the evaluator's {value}. "
                                   "This is a bug; please report it.")
-        return MethodResult(device, Status.FEASIBLE, solver=SOLVER, info={"path": m, "stages": len(stages)})
+        return MethodResult(device, Status.FEASIBLE, info={"path": m, "stages": len(stages)})

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import importlib
 
-from exactplace.core.errors import ParameterError
+import numpy as np
+
+from exactplace.core.errors import ExactplaceError, ParameterError
 from exactplace.core.objectives import OBJECTIVES, SCORE_ONLY
-from exactplace.methods.base import Method
+from exactplace.methods.base import Method, Problem
 from exactplace.methods.catalog import BUILTIN_METHODS
 
-__all__ = ["available_methods", "get_method", "register", "registered_methods"]
+__all__ = ["available_methods", "get_method", "register", "registered_methods", "start_from"]
 
 _REGISTRY: dict[str, type[Method]] = {}
 
@@ -63,3 +65,22 @@ def get_method(name: str, objective: str) -> type[Method]:
             f"methods for {objective!r}: {sorted(n for n, c in methods.items() if objective in c.objectives)}."
         )
     return cls
+
+
+def start_from(name: str, problem: Problem) -> np.ndarray | None:
+    """The placement registered method ``name`` finds for ``problem``, for another method to start from.
+
+    None when the method is not installed, refuses the problem or does not suit its size
+    (as ``method="auto"`` judges), fails, or finds nothing. This is how a method uses another
+    as its warm start without importing it (backends never import a placer).
+    """
+    cls = registered_methods()[name]
+    if not cls.available():
+        return None
+    try:
+        cls.check(problem)
+        if cls.unsuited(problem) is not None:
+            return None
+        return cls().run(problem).device
+    except ExactplaceError:
+        return None

@@ -12,7 +12,8 @@ from exactplace.core.graph import Graph
 from exactplace.core.io import Workload
 from exactplace.core.placement import Placement
 from exactplace.core.placement_array import as_device_array
-from exactplace.runtime.engine import MODES, ReplayResult, parse_devices
+from exactplace.runtime.engine import parse_devices
+from exactplace.runtime.result import MODES, ReplayResult
 
 __all__ = ["MODES", "ReplayResult", "parse_devices", "replay"]
 
@@ -72,9 +73,7 @@ def replay(
     True
     """
     graph, cluster, dev = _resolve(workload, placement, cluster)
-    from exactplace.frontends.torch import TorchGraph
-
-    if isinstance(graph, TorchGraph):
+    if captures_module(graph):
         from exactplace.runtime.module import replay_module
 
         return replay_module(graph, cluster, dev, devices=devices, mode=mode, samples=samples, repeats=repeats,
@@ -85,6 +84,13 @@ def replay(
 
     return replay_synthetic(graph, cluster, dev, devices=devices, mode=mode, samples=samples, repeats=repeats,
                             time_unit=time_unit)
+
+
+def captures_module(graph: Graph) -> bool:
+    """Whether ``graph`` remembers the module it was captured from (``from_torch``'s TorchGraph), so
+    that a replay runs the module itself; checked by what it carries, so the replay layer never
+    imports a frontend."""
+    return all(hasattr(graph, name) for name in ("module", "fx_names", "example_inputs"))
 
 
 def _resolve(workload: Any, placement: Any, cluster: Cluster | None) -> tuple[Graph, Cluster, np.ndarray]:

@@ -18,6 +18,7 @@ from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ParameterError, PlacementError
 from exactplace.core.graph import Graph
 from exactplace.runtime.programs import Op, device_programs, latency_blocks, pipelined_schedule
+from exactplace.runtime.result import ReplayResult
 
 __all__ = ["replay_cuda"]
 
@@ -28,7 +29,6 @@ def replay_cuda(graph: Graph, cluster: Cluster, dev: np.ndarray, *, mode: str, s
 
     ``kernels`` defaults to :class:`~exactplace.runtime.kernels.CudaKernels`.
     """
-    from exactplace.runtime.engine import ReplayResult
 
     if np.any(dev >= cluster.accelerators):
         raise ParameterError("CUDA replay runs accelerator nodes on GPUs; this placement also uses CPU cores. "

@@ -13,8 +13,7 @@ import statistics
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -22,82 +21,13 @@ from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, ParameterError, PlacementError, ReplayError, check_param
 from exactplace.core.graph import Graph
 from exactplace.runtime.programs import Block, Op, device_programs, latency_blocks, pipelined_schedule
+from exactplace.runtime.result import MODES, ReplayResult
 
-if TYPE_CHECKING:
-    import pandas as pd
+__all__ = ["Workers", "parse_devices", "replay_synthetic"]
 
-__all__ = ["MODES", "ReplayResult", "parse_devices", "replay_synthetic"]
-
-MODES = ("pipelined", "single")
 #: On virtual devices a replay lasts about this many seconds per sample (pipelined) or per run (single).
 CPU_TARGET_SECONDS = 0.03
 _POLL = 0.05  # seconds a blocked worker waits before checking whether another worker failed
-
-
-@dataclass(frozen=True)
-class ReplayResult:
-    """Measured against predicted, per device and overall, in the workload's time units.
-
-    Attributes
-    ----------
-    mode : str
-        ``"pipelined"`` (time per sample) or ``"single"`` (one sample's latency).
-    measured, predicted, ratio : float
-        Overall: the median over repeats of the measured value, the evaluator's value, and
-        measured / predicted.
-    per_device : dict
-        Device name -> (measured busy time per sample, predicted load), in model units.
-    repeats : tuple of float
-        The overall measurement of every repeat (model units): their spread is the noise.
-    time_unit : float
-        Seconds per model time unit used by the replay.
-    devices : str
-        What ran it: ``"cpu:3"`` (virtual devices) or ``"cuda:2"``.
-    outputs : object
-        Real-module replays only: the outputs of the split module (last sample).
-    """
-
-    mode: str
-    measured: float
-    predicted: float
-    per_device: dict[str, tuple[float, float]]
-    repeats: tuple[float, ...]
-    time_unit: float
-    devices: str
-    samples: int
-    outputs: Any = field(default=None, repr=False)
-
-    @property
-    def ratio(self) -> float:
-        """measured / predicted."""
-        return self.measured / self.predicted if self.predicted else float("nan")
-
-    @property
-    def noise(self) -> float:
-        """Relative spread of the repeats: (max - min) / median; 0 with one repeat."""
-        if len(self.repeats) < 2:
-            return 0.0
-        return (max(self.repeats) - min(self.repeats)) / statistics.median(self.repeats)
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per device plus ``overall``: measured, predicted, ratio (model units)."""
-        import pandas as pd  # here: ``import exactplace`` stays light
-
-        rows = {name: values for name, values in self.per_device.items()}
-        rows["overall"] = (self.measured, self.predicted)
-        frame = pd.DataFrame.from_dict(rows, orient="index", columns=["measured", "predicted"])
-        frame["ratio"] = frame["measured"] / frame["predicted"].where(frame["predicted"] > 0)
-        frame.index.name = "device"
-        return frame
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (what ``exactplace replay --json`` prints)."""
-        return {
-            "mode": self.mode, "measured": self.measured, "predicted": self.predicted, "ratio": self.ratio,
-            "noise": self.noise, "repeats": list(self.repeats), "samples": self.samples,
-            "time_unit": self.time_unit, "devices": self.devices,
-            "per_device": {k: {"measured": m, "predicted": p} for k, (m, p) in self.per_device.items()},
-        }
 
 
 def parse_devices(devices: str, needed: int) -> tuple[str, int]:
@@ -198,7 +128,7 @@ def replay_synthetic(
     )
 
 
-class _Workers:
+class Workers:
     """Threads that run ``target(arg)`` each; the first exception stops the others and is re-raised."""
 
     def __init__(self) -> None:
@@ -256,7 +186,7 @@ def _pipelined_cpu(kernels: Any, programs: dict[int, list[Op]], samples: int, un
     payloads = {op.item: kernels.payload(op.cost * unit) for p in programs.values() for op in p if op.kind == "send"}
     finish = {d: [0.0] * samples for d in programs}
     busy = {d: [0.0] * samples for d in programs}
-    workers = _Workers()
+    workers = Workers()
     start_gate = threading.Barrier(len(programs))
 
     def work(d: int) -> None:

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["CpuKernels", "CudaKernels", "one_thread_per_op", "require_torch"]
+__all__ = ["CpuKernels", "CudaKernels", "move_to", "one_thread_per_op", "require_torch"]
 
 #: Transfers copy at most this many bytes: the time is the model's, the copy keeps the data path real.
 MAX_TRANSFER_BYTES = 1 << 20
@@ -49,6 +49,20 @@ def require_torch() -> Any:
             "Replay and from_torch need PyTorch: pip install 'exactplace[torch]'."
         ) from None
     return torch
+
+
+def move_to(value: Any, device: str) -> Any:
+    """``value`` with every tensor in it (nested in tuples, lists and dicts) moved to ``device``."""
+    torch = require_torch()
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, tuple):
+        return tuple(move_to(v, device) for v in value)
+    if isinstance(value, list):
+        return [move_to(v, device) for v in value]
+    if isinstance(value, dict):
+        return {k: move_to(v, device) for k, v in value.items()}
+    return value
 
 
 @contextmanager

@@ -20,7 +20,8 @@ import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import PlacementError, check_param
-from exactplace.runtime.engine import MODES, ReplayResult, _Workers, parse_devices
+from exactplace.runtime.engine import Workers, parse_devices
+from exactplace.runtime.result import MODES, ReplayResult
 
 __all__ = ["device_runs", "replay_module", "split_by_placement"]
 
@@ -96,8 +97,7 @@ def replay_module(graph: Any, cluster: Cluster, dev: np.ndarray, *, devices: str
 
     from exactplace.evaluators import device_loads, max_load
     from exactplace.evaluators.latency import latency
-    from exactplace.frontends.torch import _move
-    from exactplace.runtime.kernels import one_thread_per_op
+    from exactplace.runtime.kernels import move_to, one_thread_per_op
 
     check_param(mode in MODES, "mode", "replay", f"one of {list(MODES)}", mode)
     check_param(isinstance(samples, int) and samples >= 1, "samples", "replay", "a positive integer", samples)
@@ -135,7 +135,7 @@ def replay_module(graph: Any, cluster: Cluster, dev: np.ndarray, *, devices: str
             kwargs = map_arg(node.kwargs, lambda n: env[n.name])
             if node.op == "call_module":
                 target = place[stage_device[name]]
-                env[node.name] = getattr(split, str(node.target))(*_move(args, target), **_move(kwargs, target))
+                env[node.name] = getattr(split, str(node.target))(*move_to(args, target), **move_to(kwargs, target))
             else:
                 env[node.name] = node.target(*args, **kwargs)
         if place[stage_device[name]].startswith("cuda"):
@@ -143,7 +143,7 @@ def replay_module(graph: Any, cluster: Cluster, dev: np.ndarray, *, devices: str
         return time.perf_counter() - start
 
     def finish(env: dict[str, Any]) -> Any:
-        return _move(map_arg(output.args[0], lambda n: env[n.name]), "cpu")
+        return move_to(map_arg(output.args[0], lambda n: env[n.name]), "cpu")
 
     runs, busy_runs, outputs = [], [], None
     threads = one_thread_per_op() if kind == "cpu" else _nothing()
@@ -193,7 +193,7 @@ def _pipelined(stages: list[tuple[str, list[Any]]], stage_device: dict[str, int]
     for sample in range(samples):
         inbox[stage_device[stages[0][0]]].put((sample, 0, start_env()))
     done: list[float] = []
-    workers = _Workers()
+    workers = Workers()
 
     def work(device: int) -> None:
         for _ in range(samples * sum(1 for name, _ in stages if stage_device[name] == device)):

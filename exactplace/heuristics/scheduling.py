@@ -1,6 +1,7 @@
-"""What the list-scheduling placers share: the task graph they schedule, memory book-keeping, results.
+"""What the list-scheduling placers share: the task graph they schedule, and memory book-keeping while they place.
 
-Choices the papers leave open, made once here for every placer:
+Choices the papers leave open, made once here for every list scheduler (m-topo, m-etf,
+m-sct, FastT, Celeritas):
 
 * Time estimates inside the placers are contention-free and follow the simulator's
   communication accounting (:mod:`exactplace.evaluators.makespan`): an edge of cost ``c``
@@ -16,22 +17,12 @@ Choices the papers leave open, made once here for every placer:
   to back, in topological order, once every input of every member has arrived; so (our
   choice) a forward node is never fused with a backward one, which would hold the forward
   node back until the backward pass reaches it.
-* Memory-infeasible outcomes are never silent (:func:`settle_memory`, every placer's last
-  step): when no device can take a node, it goes to the accelerator with the most free
-  memory; then colour classes move off overfull accelerators (least compute per byte
-  first) to the accelerator with the most room that holds them, else to the first CPU
-  core, and ``info["memory_repair"]`` counts the moves. So with a CPU core the result is
-  always a feasible placement. Without one, an exact bin packing of the classes (CP-SAT)
-  decides: it fits (that packing is the placement), or the status is ``infeasible`` (then
-  proven) with the best-effort placement in ``info["best_effort"]`` (device per node
-  position) and the overfull accelerators in ``info["overfull"]``; ``no_solution`` only
-  when the packing runs out of time, or for a placer whose structure a repair would break
-  (pipedream's contiguous stages) when other placements fit.
+* When no device can take a node, it goes to the accelerator with the most free memory; the
+  placement is then settled like every placer's (:func:`exactplace.heuristics.memory.settle_memory`).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -40,31 +31,15 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.contraction import Contraction
 from exactplace.core.graph import Graph
-from exactplace.core.params import Boolean, Integer, Option
-from exactplace.core.placement import Limit, Status
-from exactplace.evaluators.feasibility import accelerator_memory, memory_summary
+from exactplace.core.params import Boolean, Option
+from exactplace.heuristics.memory import settle_memory
 from exactplace.methods.base import MethodResult, Problem
 
 __all__ = [
-    "CO_PLACEMENT",
-    "FUSION",
-    "SEED",
-    "SOLVER",
-    "Memory",
-    "TaskGraph",
-    "finish",
-    "repair_memory",
-    "schedule_order",
-    "settle_memory",
-    "task_graph",
-    "transfer",
+    "CO_PLACEMENT", "FUSION", "Memory", "TaskGraph", "finish", "schedule_order", "task_graph", "transfer",
     "unit_task_graph",
 ]
 
-#: Pure Python: ``Placement.solver`` names no external solver.
-SOLVER = "python"
-
-SEED = Option("seed", Integer(low=0), 0, "random seed (the result is deterministic for a given seed)")
 CO_PLACEMENT = Option("co_placement", Boolean(), True,
                       "placing a colour class's first node reserves the whole class's memory (Baechi)")
 FUSION = Option("fusion", Boolean(), True,
@@ -295,118 +270,3 @@ def finish(
     return settle_memory(graph, cluster, device, info, deadline=problem.deadline)
 
 
-def repair_memory(graph: Graph, cluster: Cluster, device: np.ndarray) -> int:
-    """Move colour classes off overfull accelerators, in place; returns the number of classes moved.
-
-    From each overfull accelerator, classes with the least accelerator time per byte go
-    first, to the accelerator with the most room that holds them, else to the first CPU
-    core; a class that fits nowhere stays.
-    """
-    k = cluster.accelerators
-    limit = cluster.memory_limit
-    cpu = k if cluster.cpus else None
-    used = accelerator_memory(graph, cluster, device)
-    work = np.where(graph.supported, graph.acc_time, 0.0)
-    class_memory = np.bincount(graph.color, weights=graph.memory)
-    class_work = np.bincount(graph.color, weights=work, minlength=len(class_memory))
-    moved = 0
-    for d in np.flatnonzero(used > limit).tolist():
-        classes = np.unique(graph.color[device == d])
-        per_byte = np.divide(class_work[classes], class_memory[classes], out=np.full(len(classes), np.inf),
-                             where=class_memory[classes] > 0)
-        for c in classes[np.lexsort((classes, per_byte))].tolist():
-            if used[d] <= limit[d]:
-                break
-            if class_memory[c] == 0:
-                continue
-            room = limit - used
-            room[d] = -np.inf
-            target = int(np.argmax(room)) if k > 1 and room.max() >= class_memory[c] else cpu
-            if target is None:
-                continue
-            device[graph.color == c] = target
-            used[d] -= class_memory[c]
-            if target < k:
-                used[target] += class_memory[c]
-            moved += 1
-    return moved
-
-
-def _pack_classes(graph: Graph, cluster: Cluster, deadline: float | None) -> tuple[str, np.ndarray | None]:
-    """Exact bin packing of the colour classes into the accelerators' memory (no CPU): ("fits", device),
-    ("infeasible", None) or ("unknown", None) at the deadline.
-
-    CP-SAT needs integers: sizes are rounded down and capacities up, so "infeasible" is a proof
-    for the real sizes; a packing found is checked against the real sizes.
-    """
-    from ortools.sat.python import cp_model  # here: solvers load only when used
-
-    k, limit = cluster.accelerators, cluster.memory_limit
-    class_memory = np.bincount(graph.color, weights=graph.memory)
-    scale = 1e9 / max(float(limit.max()), float(class_memory.max()), 1e-300)
-    size = np.floor(class_memory * scale).astype(np.int64).tolist()
-    cap = np.ceil(limit * scale).astype(np.int64).tolist()
-    model = cp_model.CpModel()
-    x = [[model.new_bool_var(f"x{c},{d}") for d in range(k)] for c in range(len(size))]
-    for row in x:
-        model.add_exactly_one(row)
-    for d in range(k):
-        model.add(sum(size[c] * x[c][d] for c in range(len(size)) if size[c]) <= cap[d])
-    if x and np.all(limit == limit[0]):  # identical accelerators: any packing can put class 0 on the first
-        model.add(x[0][0] == 1)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.max_time_in_seconds = 10.0 if deadline is None else max(0.1, deadline - time.monotonic())
-    status = solver.solve(model)
-    if status == cp_model.INFEASIBLE:
-        return "infeasible", None
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        part = np.array([next(d for d in range(k) if solver.value(x[c][d])) for c in range(len(size))])
-        device = part[graph.color]
-        if np.all(accelerator_memory(graph, cluster, device) <= limit):
-            return "fits", device
-    return "unknown", None
-
-
-def settle_memory(
-    graph: Graph, cluster: Cluster, device: np.ndarray, info: dict | None = None, *, solver: str = SOLVER,
-    deadline: float | None = None, repair: bool = True,
-) -> MethodResult:
-    """The MethodResult of a placer's ``device``: feasible, repaired, or proven infeasible (module docstring).
-
-    ``repair=False`` for a placer that promises a structure (pipedream's contiguous stages),
-    which neither a repair nor a packing keeps: when the packing fits, the result is
-    ``no_solution`` saying that other placements fit; ``infeasible`` stays a proof.
-    """
-    info = dict(info or {})
-    device = np.asarray(device, dtype=np.int64).copy()
-    limit = cluster.memory_limit
-    if np.all(accelerator_memory(graph, cluster, device) <= limit):
-        return MethodResult(device, Status.FEASIBLE, solver=solver, info=info)
-    best_effort = device.copy()
-    if repair:
-        info["memory_repair"] = repair_memory(graph, cluster, device)
-        if np.all(accelerator_memory(graph, cluster, device) <= limit):
-            info.pop("order", None)  # the placer's order was for its own placement
-            return MethodResult(device, Status.FEASIBLE, solver=solver, info=info)
-    verdict, packed = _pack_classes(graph, cluster, deadline)
-    if verdict == "fits" and not repair:
-        info["reason"] = ("no placement of this method's kind fits the accelerators' memory (no CPU); other "
-                          "placements do (an exact packing found one): try a method without its structure")
-        return MethodResult(None, Status.NO_SOLUTION, solver=solver, info=info)
-    if verdict == "fits":
-        info.pop("order", None)
-        info["memory_repair"] = "exact packing"
-        return MethodResult(packed, Status.FEASIBLE, solver=solver, info=info)
-    used = accelerator_memory(graph, cluster, best_effort)
-    over = np.flatnonzero(used > limit)
-    names = cluster.device_names()
-    info.update(overfull={names[d]: float(used[d]) for d in over.tolist()}, best_effort=best_effort.tolist())
-    if verdict == "infeasible":
-        info["reason"] = ("no assignment of the colour classes to the accelerators fits their memory (proven by an "
-                          f"exact bin packing: {memory_summary(graph, cluster)}); it needs a CPU core, another "
-                          f"accelerator or more memory per accelerator")
-        return MethodResult(None, Status.INFEASIBLE, solver=solver, info=info)
-    info["reason"] = (f"{', '.join(names[d] for d in over.tolist())} overfull, no CPU, and the exact packing of "
-                      "the colour classes ran out of time (neither a fit nor a proof)")
-    return MethodResult(None, Status.NO_SOLUTION, limit=Limit.TIME, solver=solver, info=info)
