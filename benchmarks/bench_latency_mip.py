@@ -18,6 +18,10 @@ Usage::
 start, no solver ran; ``--path-bound off`` runs the solver anyway). ``--q 2 --chain`` starts
 each q=2 solve from the q=1 result of the same run (a contiguous placement is a 2-subgraph
 placement), so the q=2 value is at most the contiguous one.
+
+``--base REV`` runs every solve twice, alternating, in fresh processes: once on revision ``REV``
+(:mod:`baseline`: a built worktree of it) and once on this checkout, and prints the final
+value, bound and wall time of both with the ratio this / base (same machine load for both).
 """
 
 from __future__ import annotations
@@ -63,7 +67,15 @@ def main() -> None:
                         help="q=1: the path DP's bound (off: the solver's own bound only)")
     parser.add_argument("--no-warm-start", dest="warm_start", action="store_const", const=None, default="auto",
                         help="start from nothing (warm_start=None)")
+    parser.add_argument("--base", default=None, metavar="REV", help="also run revision REV, side by side")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # one solve, one JSON line (for --base)
     args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one_solve(args, args.one, int(args.q))))
+        return
+    if args.base:
+        side_by_side(args)
+        return
     if not SHARED.exists():
         sys.exit(f"no shared workloads at {SHARED}")
     reference = {row["workload"]: row for row in csv.DictReader(open(SHARED / "reference.csv"))}
@@ -113,6 +125,58 @@ def main() -> None:
                         "warm_start": p.info.get("warm_start"), "candidates": p.info.get("warm_start_candidates"),
                         "trace": [(t.seconds, t.incumbent, t.bound) for t in p.trace],
                     }) + "\n")
+
+
+def one_solve(args: argparse.Namespace, name: str, q: int) -> dict:
+    """One solve of workload ``name`` as the table's rows describe it (for ``--base``)."""
+    w = read_workload(SHARED / "latency" / f"{name}.json")
+    options = {"threads": args.threads} if args.threads else {}
+    if args.path_bound == "off":
+        options["path_bound"] = False
+    clock = time.monotonic()
+    p = solve(w, objective="latency", method="mip", solver=args.solver, time_limit=args.limit, q=q,
+              warm_start=args.warm_start, **options)
+    return {"value": p.objective, "bound": p.bound, "wall": time.monotonic() - clock, "by": p.solver,
+            "status": p.status.value}
+
+
+def side_by_side(args: argparse.Namespace) -> None:
+    """Every (workload, q) on ``--base`` and on this checkout, alternating; one table row each."""
+    from baseline import checkout, run
+
+    tree = checkout(args.base)
+    script = str(Path(__file__).resolve())
+    passed = ["--limit", str(args.limit), "--solver", args.solver, "--path-bound", args.path_bound]
+    passed += ["--threads", str(args.threads)] if args.threads else []
+    passed += ["--no-warm-start"] if args.warm_start is None else []
+    print(f"solver {args.solver}, limit {args.limit:g} s; base {args.base}")
+    print("| workload | q | load | base value | this value | this / base | base bound | this bound | "
+          "base s | this s | base by | this by |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for path in sorted((SHARED / "latency").glob("*.json")):
+        if args.only and args.only not in path.stem:
+            continue
+        for q in (int(q) for q in args.q.split(",")):
+            load = load_average()
+            results = []
+            for where in (tree, None):
+                done = run(where, [script, *passed, "--q", str(q), "--one", path.stem], timeout=args.limit * 4 + 120)
+                lines = done.stdout.strip().splitlines()
+                results.append(json.loads(lines[-1]) if done.returncode == 0 and lines else
+                               {"value": None, "bound": None, "wall": None, "by": f"failed: {done.stderr[-200:]}"})
+            base, this = results
+
+            def number(x: float | None, digits: int = 3) -> str:
+                return "-" if x is None else f"{x:.{digits}f}"
+
+            ratio = "-" if not base["value"] or this["value"] is None else f"{this['value'] / base['value']:.4f}"
+            print(f"| {path.stem} | {q} | {load:.1f} | {number(base['value'])} | {number(this['value'])} | {ratio} | "
+                  f"{number(base['bound'])} | {number(this['bound'])} | {number(base['wall'], 1)} | "
+                  f"{number(this['wall'], 1)} | {base['by']} | {this['by']} |", flush=True)
+            if args.json:
+                with open(args.json, "a") as out:
+                    out.write(json.dumps({"workload": path.stem, "q": q, "solver": args.solver, "limit": args.limit,
+                                          "load": load, "base": base, "this": this}) + "\n")
 
 
 if __name__ == "__main__":

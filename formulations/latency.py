@@ -174,25 +174,6 @@ class LatencyIP:
         return _encode(self, np.asarray(device, dtype=np.int64), subgraph)
 
 
-def _rows(m: Model, name: str, *terms: tuple[np.ndarray, object], lb: object = -math.inf,
-          ub: object = math.inf) -> None:
-    """Add rows ``lb <= sum of terms <= ub``; each term is (columns, coefficients), one leading entry per row."""
-    count = len(terms[0][0])
-    if not count:
-        return
-    rows, cols, vals = [], [], []
-    for col, val in terms:
-        col = np.asarray(col, dtype=np.int64)
-        col = col.reshape(count, col.size // count)
-        val = np.asarray(val, dtype=np.float64)
-        val = np.broadcast_to(val.reshape(count, -1) if val.ndim == 1 else val, col.shape)
-        rows.append(np.repeat(np.arange(count), col.shape[1]))
-        cols.append(col.reshape(-1))
-        vals.append(val.reshape(-1))
-    m.add_rows(name, count, rows=np.concatenate(rows), cols=np.concatenate(cols), vals=np.concatenate(vals),
-               lb=lb, ub=ub)
-
-
 def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = None, lower: float | None = None,
                *, symmetry: bool = True, path_rows: bool = True) -> LatencyIP:
     """Build the program (module docstring); ``upper``/``lower``: see :func:`prepare`.
@@ -215,7 +196,7 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
     data = prepare(graph, cluster, q, upper, lower)
     n, k, C, G = graph.n, cluster.accelerators, data.classes, len(data.cost)
     cls, src, dst, group = data.cls, graph.src, graph.dst, graph.edge_group
-    unit, H, BIG = 1.0 / data.scale, data.high / data.scale, data.high / data.scale
+    unit, H = 1.0 / data.scale, data.high / data.scale  # H: the horizon, also every big-M of the indicators
     m = Model(f"latency, q={q}")
 
     # ---- Variables -------------------------------------------------------------------------------
@@ -237,47 +218,47 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
     cpu = data.cpu / data.scale
 
     # ---- Assignment (Fig. 3 (1)): each class on at most one accelerator, else a CPU ---------------
-    _rows(m, "assignment", (x, 1.0), lb=0.0 if cluster.cpus else 1.0, ub=1.0)
+    m.add_terms("assignment", (x, 1.0), lb=0.0 if cluster.cpus else 1.0, ub=1.0)
     if q > 1:  # (Fig. 4) a node on accelerator d is in exactly one of its subgraphs
-        _rows(m, "one subgraph", (w.reshape(n * k, q), 1.0), (on_acc.reshape(-1, 1), -1.0), lb=0.0, ub=0.0)
+        m.add_terms("one subgraph", (w.reshape(n * k, q), 1.0), (on_acc.reshape(-1, 1), -1.0), lb=0.0, ub=0.0)
 
     # ---- Memory per accelerator (Fig. 3 (3)) --------------------------------------------------------
     binds = [d for d in range(k) if data.cap[d] >= 0 and data.memory[data.allowed[:, d]].sum() > data.cap[d]]
-    _rows(m, "memory", (x[:, binds].T, data.memory[None, :]), ub=data.cap[binds].astype(float))
+    m.add_terms("memory", (x[:, binds].T, data.memory[None, :]), ub=data.cap[binds].astype(float))
 
     # ---- Contiguity of every subgraph (Lemma 4.1): z marks what a path reaches after leaving it ---
     #   z_v >= z_u,  z_v >= w_u - w_v  (u -> v),  z_v + w_v <= 1: no path leaves a subgraph and returns.
     zs, zd = z[src].reshape(-1), z[dst].reshape(-1)
     ws, wd = w[src].reshape(-1), w[dst].reshape(-1)
-    _rows(m, "contiguity: z_v >= z_u", (zd, 1.0), (zs, -1.0), lb=0.0)
-    _rows(m, "contiguity: z_v >= w_u - w_v", (zd, 1.0), (ws, -1.0), (wd, 1.0), lb=0.0)
-    _rows(m, "contiguity: z_v + w_v <= 1", (z.reshape(-1), 1.0), (w.reshape(-1), 1.0), ub=1.0)
+    m.add_terms("contiguity: z_v >= z_u", (zd, 1.0), (zs, -1.0), lb=0.0)
+    m.add_terms("contiguity: z_v >= w_u - w_v", (zd, 1.0), (ws, -1.0), (wd, 1.0), lb=0.0)
+    m.add_terms("contiguity: z_v + w_v <= 1", (z.reshape(-1), 1.0), (w.reshape(-1), 1.0), ub=1.0)
 
     # ---- Communication (Fig. 3 (10)): a group is copied into a subgraph once if an edge enters it, ---
     #      and out of its source's subgraph once if an edge leaves it.
-    _rows(m, "copy in: in_g >= w_v - w_u", (cin[group].reshape(-1), 1.0), (wd, -1.0), (ws, 1.0), lb=0.0)
-    _rows(m, "copy out: out_g >= w_u - w_v", (cout[group].reshape(-1), 1.0), (ws, -1.0), (wd, 1.0), lb=0.0)
+    m.add_terms("copy in: in_g >= w_v - w_u", (cin[group].reshape(-1), 1.0), (wd, -1.0), (ws, 1.0), lb=0.0)
+    m.add_terms("copy out: out_g >= w_u - w_v", (cout[group].reshape(-1), 1.0), (ws, -1.0), (wd, 1.0), lb=0.0)
 
     # ---- Duration (Fig. 3 (11)): E >= S + copies in + compute + copies out (+ one unit if used) ----
     acc = np.where(data.allowed[cls], data.acc, 0) / data.scale  # (n, k)
     cost = data.cost / data.scale
     blocks = np.arange(k * q)
-    _rows(m, "duration", (end.reshape(-1), 1.0), (start.reshape(-1), -1.0),
-          (w.transpose(1, 2, 0).reshape(k * q, n), -np.repeat(acc.T, q, axis=0)),
-          (cin.transpose(1, 2, 0).reshape(k * q, G), -cost[None, :]),
-          (cout.transpose(1, 2, 0).reshape(k * q, G), -cost[None, :]), lb=0.0)
+    m.add_terms("duration", (end.reshape(-1), 1.0), (start.reshape(-1), -1.0),
+                (w.transpose(1, 2, 0).reshape(k * q, n), -np.repeat(acc.T, q, axis=0)),
+                (cin.transpose(1, 2, 0).reshape(k * q, G), -cost[None, :]),
+                (cout.transpose(1, 2, 0).reshape(k * q, G), -cost[None, :]), lb=0.0)
     if used is not None:
-        _rows(m, "duration: at least one unit when used", (end.reshape(-1), 1.0), (start.reshape(-1), -1.0),
-              (used.reshape(-1), -unit), lb=0.0)
-        _rows(m, "used >= w", (np.repeat(used.reshape(1, -1), n, 0).reshape(-1), 1.0), (w.reshape(-1), -1.0), lb=0.0)
+        m.add_terms("duration: at least one unit when used", (end.reshape(-1), 1.0), (start.reshape(-1), -1.0),
+                    (used.reshape(-1), -unit), lb=0.0)
+        m.add_terms("used >= w", (np.repeat(used.reshape(1, -1), n, 0).reshape(-1), 1.0), (w.reshape(-1), -1.0), lb=0.0)
         if q > 1:  # subgraphs fill in order: (d, p+1) used only if (d, p) is (no gaps to permute)
-            _rows(m, "used in order", (used[:, :-1].reshape(-1), 1.0), (used[:, 1:].reshape(-1), -1.0), lb=0.0)
-            _rows(m, "used only if not empty", (used.reshape(-1), 1.0),
-                  (w.transpose(1, 2, 0).reshape(k * q, n), -1.0), ub=0.0)
+            m.add_terms("used in order", (used[:, :-1].reshape(-1), 1.0), (used[:, 1:].reshape(-1), -1.0), lb=0.0)
+            m.add_terms("used only if not empty", (used.reshape(-1), 1.0),
+                        (w.transpose(1, 2, 0).reshape(k * q, n), -1.0), ub=0.0)
 
     # ---- Serial subgraphs on one accelerator (Fig. 4): (d, p) starts after (d, p-1) ends ----------
     if q > 1:
-        _rows(m, "serial", (start[:, 1:].reshape(-1), 1.0), (end[:, :-1].reshape(-1), -1.0), lb=0.0)
+        m.add_terms("serial", (start[:, 1:].reshape(-1), 1.0), (end[:, :-1].reshape(-1), -1.0), lb=0.0)
 
     # ---- Invocation (Fig. 3 (9)): a subgraph starts once every group copied into it is in RAM -----
     #      S_b >= F_source(g) when in_gb = 1 (an indicator: big-M from the time window for MIP solvers).
@@ -286,22 +267,22 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
                      rows=np.repeat(np.arange(G * k * q), 2),
                      cols=np.stack([start.reshape(-1)[b_idx.reshape(-1)],
                                     finish[graph.group_source[g_idx.reshape(-1)]]], axis=1).reshape(-1),
-                     vals=np.tile([1.0, -1.0], G * k * q), lb=0.0, big_m_lb=BIG)
+                     vals=np.tile([1.0, -1.0], G * k * q), lb=0.0, big_m_lb=H)
 
     # ---- Finish times: a subgraph's nodes finish at its end; a CPU node after its predecessors ----
     m.add_indicators("finish: F_v >= E_b when w_vb", n * k * q, binary=w.reshape(-1), value=1,
                      rows=np.repeat(np.arange(n * k * q), 2),
                      cols=np.stack([np.repeat(finish, k * q), np.tile(end.reshape(-1), n)], axis=1).reshape(-1),
-                     vals=np.tile([1.0, -1.0], n * k * q), lb=0.0, big_m_lb=BIG)
+                     vals=np.tile([1.0, -1.0], n * k * q), lb=0.0, big_m_lb=H)
     #   F_v >= F_u + cpu_v * (1 - sum_d x_vd): valid for every placement (a node never finishes first).
-    _rows(m, "finish: CPU after predecessors", (finish[dst], 1.0), (finish[src], -1.0), (on_acc[dst], cpu[dst]),
-          lb=cpu[dst])
-    _rows(m, "finish: CPU node", (finish, 1.0), (on_acc, cpu), lb=cpu)
+    m.add_terms("finish: CPU after predecessors", (finish[dst], 1.0), (finish[src], -1.0), (on_acc[dst], cpu[dst]),
+                lb=cpu[dst])
+    m.add_terms("finish: CPU node", (finish, 1.0), (on_acc, cpu), lb=cpu)
 
     # ---- Latency: every sink and every subgraph is done by T --------------------------------------
     sinks = np.flatnonzero([len(s) == 0 for s in graph.successors])
-    _rows(m, "latency: T >= F_sink", (np.full(len(sinks), T), 1.0), (finish[sinks], -1.0), lb=0.0)
-    _rows(m, "latency: T >= E_b", (np.full(k * q, T), 1.0), (end.reshape(-1), -1.0), lb=0.0)
+    m.add_terms("latency: T >= F_sink", (np.full(len(sinks), T), 1.0), (finish[sinks], -1.0), lb=0.0)
+    m.add_terms("latency: T >= E_b", (np.full(k * q, T), 1.0), (end.reshape(-1), -1.0), lb=0.0)
 
     # ---- Path work (valid inequalities): along any path nodes compute one after another, and each -
     #      device boundary it crosses is copied out and in: C_v >= C_u + work_v + c_uv sum_d |x_ud - x_vd|.
@@ -314,16 +295,16 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
         plain = np.setdiff1d(np.arange(len(src)), costly)
         X = m.add_vars((len(costly), k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="X: edge crosses acc d")
         extra = acc - cpu[:, None]  # work_v = cpu_v + sum_d (acc_vd - cpu_v) x_vd
-        _rows(m, "path work: C_v >= work_v", (C_, 1.0), (on_acc, -extra), lb=cpu)
-        _rows(m, "path work: C_v >= C_u + work_v", (C_[dst[plain]], 1.0), (C_[src[plain]], -1.0),
-              (on_acc[dst[plain]], -extra[dst[plain]]), lb=cpu[dst[plain]])
+        m.add_terms("path work: C_v >= work_v", (C_, 1.0), (on_acc, -extra), lb=cpu)
+        m.add_terms("path work: C_v >= C_u + work_v", (C_[dst[plain]], 1.0), (C_[src[plain]], -1.0),
+                    (on_acc[dst[plain]], -extra[dst[plain]]), lb=cpu[dst[plain]])
         u, v = src[costly], dst[costly]
-        _rows(m, "path work: C_v >= C_u + work_v + c_uv sum_d X_uvd", (C_[v], 1.0), (C_[u], -1.0),
-              (on_acc[v], -extra[v]), (X, -cost[group[costly]]), lb=cpu[v])
+        m.add_terms("path work: C_v >= C_u + work_v + c_uv sum_d X_uvd", (C_[v], 1.0), (C_[u], -1.0),
+                    (on_acc[v], -extra[v]), (X, -cost[group[costly]]), lb=cpu[v])
         for sign, name in ((1.0, "X >= x_u - x_v"), (-1.0, "X >= x_v - x_u")):
-            _rows(m, f"path work: {name}", (X.reshape(-1), 1.0), (on_acc[u].reshape(-1), -sign),
-                  (on_acc[v].reshape(-1), sign), lb=0.0)
-        _rows(m, "path work: T >= C_v + tail_v", (np.full(n, T), 1.0), (C_, -1.0), lb=data.tail / data.scale)
+            m.add_terms(f"path work: {name}", (X.reshape(-1), 1.0), (on_acc[u].reshape(-1), -sign),
+                        (on_acc[v].reshape(-1), sign), lb=0.0)
+        m.add_terms("path work: T >= C_v + tail_v", (np.full(n, T), 1.0), (C_, -1.0), lb=data.tail / data.scale)
         index.update(C=C_, X=X, costly=costly)
 
     # ---- Symmetry (identical accelerators): accelerator d+1 holds a class only if d holds an earlier one
@@ -331,13 +312,13 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
     #      x_c(d+1) <= P_(c-1)d.
     if symmetry and data.identical:
         P = m.add_vars((C, k - 1), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="P: acc d holds a class <= c")
-        _rows(m, "symmetry: P >= x", (P.reshape(-1), 1.0), (x[:, :-1].reshape(-1), -1.0), lb=0.0)
-        _rows(m, "symmetry: P rises", (P[1:].reshape(-1), 1.0), (P[:-1].reshape(-1), -1.0), lb=0.0)
-        _rows(m, "symmetry: P <= P_prev + x", (P[1:].reshape(-1), 1.0), (P[:-1].reshape(-1), -1.0),
-              (x[1:, :-1].reshape(-1), -1.0), ub=0.0)
-        _rows(m, "symmetry: P_0 <= x_0", (P[0], 1.0), (x[0, :-1], -1.0), ub=0.0)
-        _rows(m, "symmetry: x_c(d+1) <= P_(c-1)d", (x[1:, 1:].reshape(-1), 1.0), (P[:-1].reshape(-1), -1.0), ub=0.0)
-        _rows(m, "symmetry: class 0 on acc 0 or a CPU", (x[0, 1:], 1.0), ub=0.0)
+        m.add_terms("symmetry: P >= x", (P.reshape(-1), 1.0), (x[:, :-1].reshape(-1), -1.0), lb=0.0)
+        m.add_terms("symmetry: P rises", (P[1:].reshape(-1), 1.0), (P[:-1].reshape(-1), -1.0), lb=0.0)
+        m.add_terms("symmetry: P <= P_prev + x", (P[1:].reshape(-1), 1.0), (P[:-1].reshape(-1), -1.0),
+                    (x[1:, :-1].reshape(-1), -1.0), ub=0.0)
+        m.add_terms("symmetry: P_0 <= x_0", (P[0], 1.0), (x[0, :-1], -1.0), ub=0.0)
+        m.add_terms("symmetry: x_c(d+1) <= P_(c-1)d", (x[1:, 1:].reshape(-1), 1.0), (P[:-1].reshape(-1), -1.0), ub=0.0)
+        m.add_terms("symmetry: class 0 on acc 0 or a CPU", (x[0, 1:], 1.0), ub=0.0)
         index["P"] = P
 
     # ---- Objective: the latency ---------------------------------------------------------------------

@@ -165,6 +165,34 @@ class Model:
         self._csr = None
         return index
 
+    def add_terms(self, name: str, *terms: tuple[object, object], lb: object = -math.inf,
+                  ub: object = math.inf) -> np.ndarray | None:
+        """Add rows ``lb <= sum of terms <= ub``, one per leading entry of the terms (None when there are none).
+
+        Each term is ``(columns, coefficients)``: ``columns`` an index array whose first axis
+        is the row (further axes: several entries per row), ``coefficients`` a scalar, one per
+        row, or one per entry. The way a formulation writes a family of rows at once.
+
+        >>> m = Model()
+        >>> x = m.add_vars((2, 3), ub=1)
+        >>> m.add_terms("row sums", (x, 1.0), ub=1.0).tolist()   # x[r, 0] + x[r, 1] + x[r, 2] <= 1
+        [0, 1]
+        """
+        count = len(np.asarray(terms[0][0]))
+        if not count:
+            return None
+        rows, cols, vals = [], [], []
+        for col, val in terms:
+            col = np.asarray(col, dtype=np.int64)
+            col = col.reshape(count, col.size // count)
+            val = np.asarray(val, dtype=np.float64)
+            val = np.broadcast_to(val.reshape(count, -1) if val.ndim == 1 else val, col.shape)
+            rows.append(np.repeat(np.arange(count), col.shape[1]))
+            cols.append(col.reshape(-1))
+            vals.append(val.reshape(-1))
+        return self.add_rows(name, count, rows=np.concatenate(rows), cols=np.concatenate(cols),
+                             vals=np.concatenate(vals), lb=lb, ub=ub)
+
     def add_indicators(self, name: str, count: int, *, binary: object, value: object, rows: object,
                        cols: object, vals: object, lb: object = -math.inf, ub: object = math.inf,
                        big_m_lb: object = 0.0, big_m_ub: object = 0.0) -> None:
