@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from exactplace.core.errors import InputFormatError, SolverUnavailableError
+from exactplace.core.placement import Limit
 
 __all__ = ["DEFAULT_TOLERANCE", "Finding", "Suite", "compare", "load_suite", "regress", "run_job", "run_suite",
            "write_reports"]
@@ -89,8 +90,11 @@ def load_suite(path: str | Path) -> Suite:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputFormatError(f"Suite file {str(path)!r} does not exist.") from None
-    except yaml.YAMLError as error:
-        raise InputFormatError(f"Suite file {str(path)!r} is not valid YAML: {error}") from None
+    except yaml.YAMLError as error:  # one line: its problem and where (PyYAML's own text spans several)
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise InputFormatError(f"Suite file {str(path)!r} is not valid YAML: {problem}{where}.") from None
     where = f"Suite {path.name!r}"
     _require(isinstance(data, dict), where, "must be a mapping with a 'cases' list")
     unknown = set(data) - {"name", "tolerance", "replay", "cases"}
@@ -169,6 +173,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         start = time.perf_counter()
         placement = solve(workload, objective=job["objective"], method=job["method"], time_limit=job["time_limit"],
                           **job["options"])
+        if placement.limit is Limit.INTERRUPT:  # Ctrl-C stops the suite, not only this job
+            raise KeyboardInterrupt
         record["wall_seconds"] = time.perf_counter() - start
         record["status"] = placement.status.value
         record["value"] = _finite(placement.objective)

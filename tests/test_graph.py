@@ -337,8 +337,10 @@ def test_cluster_basics() -> None:
 @pytest.mark.parametrize(
     "kwargs, pattern",
     [
-        ({"accelerators": -1}, r"The 'accelerators' parameter of Cluster must be a non-negative integer\. Got -1"),
-        ({"accelerators": 1, "cpus": -2}, r"The 'cpus' parameter of Cluster must be a non-negative integer. Got -2"),
+        ({"accelerators": -1}, r"The 'accelerators' parameter of Cluster must be a non-negative integer "
+                               r"\(at most 2\*\*62\)\. Got -1"),
+        ({"accelerators": 1, "cpus": -2}, r"The 'cpus' parameter of Cluster must be a non-negative integer "
+                                          r"\(at most 2\*\*62\)\. Got -2"),
         ({"accelerators": 1.0}, r"'accelerators' .*Got 1.0 instead"),
         ({"accelerators": True}, r"'accelerators' .*Got True instead"),
         ({"accelerators": 1, "cpus": "2"}, r"'cpus' .*Got '2' instead"),

@@ -179,10 +179,9 @@ def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None,
     else:  # the start came back
         result.subgraph = start.subgraph
         value = start.latency
-    floor = lower if lower is not None else -math.inf
+    # Never below the path bound, nor the critical path at the cheapest devices (the program's floor).
+    floor = max(lower if lower is not None else -math.inf, ip.data.low / ip.data.scale)
     result.bound = min(value, max(floor, result.bound if result.bound is not None else floor))
-    if not math.isfinite(result.bound):
-        result.bound = None
     return result
 
 

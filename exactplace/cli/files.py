@@ -11,7 +11,11 @@ bad path costs nothing) and :func:`write_output` (after), so none can lose a use
   renamed over the target, so a full disk or a Ctrl-C leaves either the old file or the
   complete new one, never a truncated one;
 * ``replace=False`` writes only a *new* file: an existing one is left untouched (for
-  plans that are not complete, e.g. after Ctrl-C).
+  plans that are not complete, e.g. after Ctrl-C);
+* a device or a named pipe (``/dev/null``, ``/dev/stdout``, a FIFO) is written to directly,
+  never replaced by a regular file (a rename would, run as root); a socket is refused;
+* an input read from standard input that is the output file itself (``solve - --out f < f``)
+  is found by identity (device and inode) and refused.
 
 Examples
 --------
@@ -34,6 +38,7 @@ exactplace.core.errors.ParameterError: --out 'plan.json' is also an input; choos
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -69,6 +74,14 @@ def check_output(path: str | None, inputs: Iterable[str | os.PathLike], flag: st
     for source in inputs:
         if source != STDIO and same_file(path, source):
             raise ParameterError(f"{flag} {shown!r} is also an input; choose another file (it would be lost).")
+        if source == STDIO and _is_stdin(path):
+            raise ParameterError(f"{flag} {shown!r} is the file standard input reads; choose another file "
+                                 "(it would be lost).")
+    mode = _mode(path)
+    if mode is not None and stat.S_ISSOCK(mode):
+        raise ParameterError(f"{flag} {path!r} is a socket; give a file name.")
+    if mode is not None and _written_directly(mode):
+        return
     if os.path.isdir(path):
         raise ParameterError(f"{flag} {path!r} is a directory; give a file name inside it.")
     folder = os.path.dirname(os.path.abspath(path))
@@ -85,8 +98,15 @@ def write_output(path: str, text: str, *, replace: bool = True) -> bool:
     False is returned. Raises OSError (disk full, permissions) with the target untouched.
     """
     if path == STDIO:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        _write_stdout(text)
+        return True
+    mode = _mode(path)
+    if mode is not None and _written_directly(mode):  # /dev/null, a FIFO: never renamed over
+        try:
+            with open(path, "w", encoding="utf-8") as stream:
+                stream.write(text)
+        except OSError as error:  # name the file: a write error alone does not (/dev/full: "No space left")
+            raise OSError(error.errno, error.strerror, path) from None
         return True
     if not replace and os.path.lexists(path):
         return False
@@ -104,6 +124,47 @@ def write_output(path: str, text: str, *, replace: bool = True) -> bool:
             os.unlink(temporary)
         raise
     return True
+
+
+def _mode(path: str) -> int | None:
+    """The file mode of what ``path`` names (links followed), None when nothing is there."""
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return None
+
+
+def _written_directly(mode: int) -> bool:
+    """A device or a named pipe: written to where it is, never replaced."""
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)
+
+
+def _is_stdin(path: str) -> bool:
+    """True when standard input is the very file ``path`` names (same device and inode)."""
+    try:
+        given, existing = os.fstat(sys.stdin.fileno()), os.stat(path)
+    except (OSError, ValueError, AttributeError):  # no stdin (closed, replaced), or no such file yet
+        return False
+    return stat.S_ISREG(given.st_mode) and (given.st_dev, given.st_ino) == (existing.st_dev, existing.st_ino)
+
+
+def _write_stdout(text: str) -> None:
+    """All of ``text`` to standard output, raising BrokenPipeError when the reader is gone.
+
+    Written with ``os.write`` until every byte is out: through ``sys.stdout`` a large write to a
+    pipe whose reader closed (``| head -1``) can end in a short write that nothing reports,
+    and the command would exit 0 instead of 141 (as a Unix tool does).
+    """
+    sys.stdout.flush()
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (redirected to a buffer): it takes it whole
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    data = memoryview(text.encode("utf-8"))
+    while data:
+        data = data[os.write(descriptor, data):]
 
 
 def _umask() -> int:

@@ -2,7 +2,8 @@
 
 Exit status: 0 success; 1 the run produced no placement (solve) or the split violates a
 constraint (evaluate); 2 bad input or usage (one line on stderr, never a traceback); 130
-Ctrl-C; 141 standard output closed early (``| head``), as Unix tools do.
+Ctrl-C; 143 SIGTERM (which stops a command as Ctrl-C does: the best placement kept);
+141 standard output closed early (``| head``), as Unix tools do.
 
 Files are never lost: ``--out`` is checked before solving (not an input, its directory
 exists and is writable), written atomically, and replaced only by a complete plan; ``-``
@@ -16,7 +17,9 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
@@ -36,6 +39,7 @@ from exactplace.methods.base import DEFAULT_REL_GAP
 EXIT_NO_RESULT = 1
 EXIT_INPUT_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 128 + 15  # SIGTERM, as a shell reports it
 EXIT_BROKEN_PIPE = 128 + 13  # killed by SIGPIPE, as a shell reports it
 
 
@@ -108,8 +112,7 @@ def _command_solve(args: argparse.Namespace) -> int:
     if note:
         print(note, file=report if placement.has_solution and not interrupted else sys.stderr)
     if interrupted:
-        print("exactplace solve: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _interrupted("solve")
     return 0 if placement.has_solution else EXIT_NO_RESULT
 
 
@@ -281,7 +284,7 @@ def _command_compare(args: argparse.Namespace) -> int:
         if not sep or not name or not path:
             raise ExactplaceError(f"--split takes NAME=FILE; got {spec!r}.")
         splits[name] = path
-    methods = args.methods.split(",") if args.methods else None
+    methods = [name.strip() for name in args.methods.split(",")] if args.methods is not None else None
     table = compare(workload, methods=methods, time_limit=args.time_limit, splits=splits)
     print(f"workload {workload.name}: {workload.graph.n} nodes; bound {table.attrs.get('bound', 'none')}")
     print(table.drop(columns="note").to_string(index=False, float_format=lambda x: f"{x:.6g}", na_rep="-"))
@@ -291,6 +294,8 @@ def _command_compare(args: argparse.Namespace) -> int:
     if args.json:
         rows = table[list(COLUMNS[:7])].astype(object).where(table[list(COLUMNS[:7])].notna(), None)
         print(json.dumps(rows.to_dict(orient="records")))
+    if table.attrs.get("interrupted"):
+        return _interrupted("compare")
     return 0
 
 
@@ -413,10 +418,39 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _interrupted(command: str) -> int:
+    """A command stopped by Ctrl-C (or SIGTERM, which main reports): one line, exit 130."""
+    if not _Terminated.seen:
+        print(f"exactplace {command}: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+class _Terminated:
+    """SIGTERM arrived: the command stops as on Ctrl-C (best placement kept), then exits 143."""
+
+    seen = False
+
+    @classmethod
+    def handler(cls, signum: int, frame: object) -> None:
+        cls.seen = True
+        raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (see the module docstring)."""
     args = build_parser().parse_args(argv)
     stream: TextIO = sys.stderr
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _Terminated.handler)
+    status = _run(args, stream)
+    if _Terminated.seen:
+        print(f"exactplace {args.command}: terminated", file=stream)
+        return EXIT_TERMINATED
+    return status
+
+
+def _run(args: argparse.Namespace, stream: TextIO) -> int:
+    """The command, with every error turned into its one line and exit status."""
     try:
         return int(args.run(args))
     except ExactplaceError as error:
@@ -436,8 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"exactplace {args.command}: error: the input is nested too deeply", file=stream)
         return EXIT_INPUT_ERROR
     except KeyboardInterrupt:
-        print(f"exactplace {args.command}: interrupted", file=stream)
-        return EXIT_INTERRUPTED
+        return _interrupted(args.command)
 
 
 __all__ = ["build_parser", "main", "option_value"]

@@ -20,6 +20,8 @@ __all__ = ["MEMORY_ATOL", "MEMORY_RTOL", "Cluster"]
 #: agree on what fits.
 MEMORY_RTOL = 1e-9
 MEMORY_ATOL = 1e-9
+#: The most accelerators or CPUs a Cluster may state (numpy's index range; a solve uses at most one per node).
+MAX_DEVICES = 2**62
 
 
 class Cluster:
@@ -56,17 +58,16 @@ class Cluster:
         speed: float | Sequence[float] = 1.0,
     ) -> None:
         for name, value in (("accelerators", accelerators), ("cpus", cpus)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise ParameterError(
-                    f"The {name!r} parameter of Cluster must be a non-negative integer. Got {value!r} instead."
-                )
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_DEVICES:
+                raise ParameterError(f"The {name!r} parameter of Cluster must be a non-negative integer "
+                                     f"(at most 2**62). Got {value!r} instead.")
         if accelerators + cpus == 0:
             raise ParameterError("A Cluster needs at least one device: accelerators and cpus are both 0.")
         object.__setattr__(self, "accelerators", int(accelerators))
         object.__setattr__(self, "cpus", int(cpus))
         object.__setattr__(self, "memory", _per_device(memory, "memory", int(accelerators), allow_inf=True))
         object.__setattr__(self, "speed", _per_device(speed, "speed", int(accelerators), allow_inf=False))
-        if np.any(self.speed <= 0):
+        if np.any(self.speed[:1] <= 0 if _uniform(self.speed) else self.speed <= 0):
             raise ParameterError(f"The 'speed' parameter of Cluster must be positive. Got {speed!r} instead.")
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -80,7 +81,19 @@ class Cluster:
     @property
     def is_homogeneous(self) -> bool:
         """True when all accelerators share one memory size and speed (the paper's model)."""
-        return bool(np.all(self.memory == self.memory[:1]) and np.all(self.speed == 1.0))
+        return _uniform(self.memory) and _uniform(self.speed) and (self.accelerators == 0 or self.speed[0] == 1.0)
+
+    def for_nodes(self, n: int) -> Cluster:
+        """The same problem for a graph of ``n`` nodes: at most ``n`` CPUs and, when the accelerators
+        are identical, at most ``n`` of them (a placement uses no more devices than nodes).
+
+        >>> Cluster(accelerators=10**9, memory=1e9, cpus=10**9).for_nodes(3)
+        Cluster(accelerators=3, memory=1000000000.0, cpus=3)
+        """
+        k = min(self.accelerators, n) if _uniform(self.memory) and _uniform(self.speed) else self.accelerators
+        if (k, min(self.cpus, n)) == (self.accelerators, self.cpus):
+            return self
+        return Cluster(k, self.memory[:k], min(self.cpus, n), self.speed[:k])
 
     @property
     def max_memory(self) -> float:
@@ -149,14 +162,25 @@ class Cluster:
         return f"Cluster(accelerators={self.accelerators}, memory={memory}, cpus={self.cpus})"
 
 
+def _uniform(values: np.ndarray) -> bool:
+    """All equal; a scalar broadcast to every device (stride 0) is, without comparing 10**9 copies."""
+    return len(values) == 0 or values.strides[0] == 0 or bool(np.all(values == values[0]))
+
+
 def _per_device(value: float | Sequence[float], name: str, k: int, *, allow_inf: bool) -> np.ndarray:
+    """One value per accelerator, read-only; a scalar is broadcast (no memory per device)."""
     try:
-        array = np.array([value] * k if np.isscalar(value) else list(value), dtype=np.float64)
+        if np.isscalar(value):
+            array = np.broadcast_to(np.array(value, dtype=np.float64), (k,))
+        else:
+            array = np.array(list(value), dtype=np.float64)
     except (TypeError, ValueError):
         array = None
     check_param(array is not None, name, "Cluster", "a number or a list of numbers", value)
     check_param(array.shape == (k,), name, "Cluster", f"one number or one value per accelerator ({k})", value)
-    bad = np.isnan(array) | (array < 0) | (np.isinf(array) if not allow_inf else False)
+    sample = array[:1] if _uniform(array) else array
+    bad = np.isnan(sample) | (sample < 0) | (np.isinf(sample) if not allow_inf else False)
     check_param(not np.any(bad), name, "Cluster", "non-negative" + ("" if allow_inf else " and finite"), value)
-    array.setflags(write=False)
+    if array.flags.writeable:
+        array.setflags(write=False)
     return array

@@ -44,9 +44,9 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
+from exactplace.core.dag import strong_components
 from exactplace.core.graph import Graph
 
 __all__ = ["Contraction", "contract", "dfs_topological_order", "linearize"]
@@ -150,14 +150,8 @@ def contract(graph: Graph, memory: float = math.inf) -> Contraction:
     class_src, class_dst, orphan = _class_edges(graph)
 
     # Step 3: fuse classes on a common cycle.
-    digraph = nx.DiGraph()
-    digraph.add_nodes_from(range(classes))
-    digraph.add_edges_from(zip(class_src.tolist(), class_dst.tolist()))
-    component = np.empty(classes, dtype=np.int64)
-    components = 0
-    for members in nx.strongly_connected_components(digraph):
-        component[list(members)] = components
-        components += 1
+    component = strong_components(classes, class_src, class_dst)
+    components = int(component.max()) + 1 if classes else 0
     fused = classes - components
 
     # Step 4: trivial merges, on the components, with a union-find.

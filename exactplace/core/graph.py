@@ -15,6 +15,7 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
+from exactplace.core.dag import topological_order
 from exactplace.core.errors import CycleError, GraphError
 
 __all__ = ["Graph", "Node"]
@@ -208,15 +209,13 @@ class Graph:
         return src, dst, cost
 
     def _topological_order(self) -> np.ndarray:
-        digraph = nx.DiGraph()
-        digraph.add_nodes_from(range(self.n))
-        digraph.add_edges_from(zip(self.src.tolist(), self.dst.tolist()))
-        try:
-            return np.array(list(nx.lexicographical_topological_sort(digraph)), dtype=np.int64)
-        except nx.NetworkXUnfeasible:
-            cycle = [int(self.ids[u]) for u, _ in nx.find_cycle(digraph)]
-            shown = " -> ".join(str(c) for c in [*cycle, cycle[0]])
-            raise CycleError(f"The graph has a directed cycle: {shown}.", cycle) from None
+        order = topological_order(self.n, self.src, self.dst)
+        if order is not None:
+            return order
+        digraph = nx.DiGraph(zip(self.src.tolist(), self.dst.tolist()))  # only to name the cycle
+        cycle = [int(self.ids[u]) for u, _ in nx.find_cycle(digraph)]
+        shown = " -> ".join(str(c) for c in [*cycle, cycle[0]])
+        raise CycleError(f"The graph has a directed cycle: {shown}.", cycle)
 
     def _build_comm_groups(self) -> None:
         # One group per (source, distinct outgoing cost): the paper's subdivision, kept implicit.

@@ -86,10 +86,35 @@ def _check_path(path: Any, function: str) -> None:
         )
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members, refusing a key given twice (json.loads would keep the last silently)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
 def parse_json(text: str, what: str, source: str) -> Any:
-    """Parse JSON text (from a file or standard input), turning every failure into InputFormatError."""
+    """Parse JSON text (from a file or standard input), turning every failure into InputFormatError.
+
+    A key given twice in one object is an error naming it: the paper's format has no
+    repeated fields, and keeping either value silently would solve another problem.
+
+    >>> parse_json('{"maxFPGAs": 2, "maxFPGAs": 3}', "Workload", "file 'w.json'")
+    Traceback (most recent call last):
+    ...
+    exactplace.core.errors.InputFormatError: Workload file 'w.json' gives the key 'maxFPGAs' twice in one object.
+    """
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as error:
+        raise InputFormatError(f"{what} {source} gives the key {error.args[0]!r} twice in one object.") from None
     except json.JSONDecodeError as error:
         raise InputFormatError(
             f"{what} {source} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."

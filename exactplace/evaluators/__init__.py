@@ -36,6 +36,8 @@ def evaluate(
     ``subgraph`` for latency; ``contention``, ``order`` for makespan). It scores, it does not
     judge: :func:`check_feasibility` says which rules of the objective a placement breaks.
     """
+    check_param(isinstance(graph, Graph), "graph", "evaluate", "a Graph", type(graph).__name__)
+    check_param(isinstance(cluster, Cluster), "cluster", "evaluate", "a Cluster", cluster)
     check_param(objective in OBJECTIVES, "objective", "evaluate", f"one of {list(OBJECTIVES)}", objective)
     if objective == "throughput":
         return max_load(graph, cluster, device, **options)

@@ -18,10 +18,10 @@ support and colocation.
 
 from __future__ import annotations
 
-import networkx as nx
 import numpy as np
 
 from exactplace.core.contraction import Contraction
+from exactplace.core.dag import strong_components, topological_order
 from exactplace.core.graph import Graph
 from exactplace.heuristics.memory import settle_memory
 from exactplace.methods.base import Method, MethodResult, Problem
@@ -47,17 +47,16 @@ def greedy_blocks(graph: Graph, contraction: Contraction) -> list[np.ndarray]:
     [[2], [0], [1]]
     """
     forward_source = ~graph.backward[graph.src]
-    units = nx.DiGraph()
-    units.add_nodes_from(range(contraction.num_units))
-    units.add_edges_from(zip(contraction.src.tolist(), contraction.dst.tolist()))
-    units.add_edges_from(zip(contraction.unit[graph.src[forward_source]].tolist(),
-                             contraction.unit[graph.dst[forward_source]].tolist()))
-    units.remove_edges_from(nx.selfloop_edges(units))
-    condensed = nx.condensation(units)
-    block_of_unit = condensed.graph["mapping"]
-    block = np.array([block_of_unit[u] for u in range(contraction.num_units)])[contraction.unit]
-    first = {c: min(condensed.nodes[c]["members"]) for c in condensed.nodes}
-    return [np.flatnonzero(block == c) for c in nx.lexicographical_topological_sort(condensed, key=first.__getitem__)]
+    src = np.concatenate([contraction.src, contraction.unit[graph.src[forward_source]]])
+    dst = np.concatenate([contraction.dst, contraction.unit[graph.dst[forward_source]]])
+    block_of_unit = strong_components(contraction.num_units, src, dst)  # numbered by their first unit
+    blocks = int(block_of_unit.max()) + 1 if contraction.num_units else 0
+    between = block_of_unit[src] != block_of_unit[dst]
+    order = topological_order(blocks, block_of_unit[src][between], block_of_unit[dst][between])
+    block = block_of_unit[contraction.unit]
+    by_block = np.argsort(block, kind="stable")
+    bounds = np.searchsorted(block[by_block], np.arange(blocks + 1))
+    return [by_block[bounds[c]:bounds[c + 1]] for c in order.tolist()]
 
 
 class Greedy(Method):

@@ -15,6 +15,7 @@ from exactplace.core.errors import ExactplaceError, PlacementError, check_param
 from exactplace.core.graph import Graph
 from exactplace.core.io import Workload, read_placement
 from exactplace.core.objectives import OBJECTIVES
+from exactplace.core.placement import Limit
 from exactplace.evaluators import evaluate
 from exactplace.methods.front_door import solve
 from exactplace.methods.registry import available_methods, registered_methods
@@ -69,7 +70,9 @@ def compare(
         latency deadlock). ``gap`` is ``(value - bound) / value`` for the first objective, against
         the largest bound any compared method proved for it; the bound's method and space are in
         ``DataFrame.attrs["bound"]``. A bound over chain splits (``dp``) does not bind
-        non-contiguous placements: their gap can be negative.
+        non-contiguous placements: their gap can be negative. Ctrl-C stops the comparison: the
+        methods after the interrupted one are ``not run``, and ``DataFrame.attrs["interrupted"]``
+        is True.
 
     Examples
     --------
@@ -89,19 +92,30 @@ def compare(
                 f"a non-empty sequence of {list(OBJECTIVES)}", objectives)
     known = registered_methods()
     names = list(methods) if methods is not None else available_methods()
+    check_param(bool(names), "methods", "compare", f"a non-empty list of method names from {sorted(known)}", methods)
     for name in names:
         check_param(name in known, "methods", "compare", f"method names from {sorted(known)}", name)
     graph, cluster = workload.graph, workload.cluster
     rows, bounds = [], []
+    interrupted = False
     for name in names:
         own = known[name].objectives[0]
         clock = time.perf_counter()
         row: dict[str, Any] = {"method": name, "optimized": own}
+        if interrupted:
+            rows.append({**row, "status": "not run", "note": "interrupted (Ctrl-C) before it ran"})
+            continue
         try:
             p = solve(workload, objective=own, method=name, time_limit=time_limit)
         except ExactplaceError as error:  # too many ideals, a solver missing, ...
             row.update(status="error", seconds=time.perf_counter() - clock, note=str(error))
             rows.append(row)
+            continue
+        except KeyboardInterrupt:  # between a method's own handling and the next one: stop here too
+            p = None
+        interrupted = p is None or p.limit is Limit.INTERRUPT
+        if p is None:
+            rows.append({**row, "status": "not run", "note": "interrupted (Ctrl-C)"})
             continue
         row.update(status=p.status.value, seconds=time.perf_counter() - clock, note=p.info.get("reason", ""))
         if p.device is not None:
@@ -124,4 +138,5 @@ def compare(
         table["gap"] = np.where(value > 0, (value - best[0]) / value, 0.0)
         table.loc[value.isna(), "gap"] = np.nan
         table.attrs["bound"] = {"value": best[0], "method": best[1], "space": best[2]}
+    table.attrs["interrupted"] = interrupted
     return table

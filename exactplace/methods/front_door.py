@@ -34,6 +34,10 @@ from exactplace.methods.registry import get_method, registered_methods
 __all__ = ["solve"]
 
 _TIME_LIMIT = Real(low=0, low_closed=False, finite=False)
+#: A cluster may state more accelerators (or CPUs) than the graph has nodes up to this many; beyond,
+#: the per-device arrays the evaluators build would be the problem (10**9 of them: 8 GB each).
+#: ``Cluster.for_nodes`` gives the same problem at the graph's size.
+LARGE_CLUSTER = 2**20
 _REL_GAP = Real(low=0, high=1, high_closed=False)
 
 
@@ -208,6 +212,9 @@ def solve(
         graph = graph.graph
     check_param(isinstance(graph, Graph), "graph", "solve", "a Graph or a Workload", type(graph).__name__)
     check_param(isinstance(cluster, Cluster), "cluster", "solve", "a Cluster (required with a bare Graph)", cluster)
+    check_param(max(cluster.accelerators, cluster.cpus) <= max(graph.n, LARGE_CLUSTER), "cluster", "solve",
+                f"at most {LARGE_CLUSTER:,} accelerators and CPUs, or one per node (a placement uses at most one "
+                f"device per node: cluster.for_nodes({graph.n}) states the same problem)", cluster)
     check_param(isinstance(objective, str) and objective in OBJECTIVES, "objective", "solve",
                 f"one of {list(OBJECTIVES)}", objective)
     check_param(isinstance(method, str), "method", "solve", "a method name", method)
