@@ -24,6 +24,7 @@ from exactplace.core.errors import (  # noqa: E402
     PlacementError,
     ReplayError,
     SolverUnavailableError,
+    TooLargeError,
     TooManyIdealsError,
 )
 from exactplace.core.graph import Graph, Node  # noqa: E402
@@ -41,8 +42,8 @@ _sys.excepthook = _previous_hook
 __all__ = [
     "Cluster", "CycleError", "ExactplaceError", "Graph", "GraphError", "InputFormatError",
     "Limit", "Node", "ParameterError", "Placement", "PlacementError", "ReplayError", "SolverUnavailableError",
-    "Space", "Status",
-    "TooManyIdealsError", "Workload", "available_methods", "check_feasibility", "compare", "count_ideals",
+    "Space", "Status", "TooLargeError", "TooManyIdealsError", "Workload", "available_methods", "check_feasibility",
+    "compare", "count_ideals",
     "device_loads", "evaluate", "from_torch", "is_contiguous", "max_load", "read_split", "read_workload",
     "replay", "sct_relaxation", "shipped_workloads", "solve", "workload_path", "write_workload",
 ]

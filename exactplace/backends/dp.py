@@ -98,7 +98,7 @@ def ideal_capacity(contraction: Contraction, cluster: Cluster, memory_budget: fl
     """
     from exactplace.backends.native import load
 
-    cluster = _clamped(cluster, contraction.num_units)
+    cluster = cluster.for_nodes(contraction.num_units)
     per_ideal = load().memory_estimate(contraction.num_units, cluster.accelerators, cluster.cpus, 1, 0)
     return int(min(memory_budget // per_ideal, _NATIVE_MAX_IDEALS))
 
@@ -176,7 +176,7 @@ class _NativeDP(Method):
 
         _native = load()
         budget = float(self.setting(problem, "memory_budget"))
-        cluster = _clamped(problem.cluster, contraction.num_units)
+        cluster = problem.cluster.for_nodes(contraction.num_units)
         if self.linear:  # the chain DP: memory linear in the units
             need = _native.chain_memory_estimate(contraction.num_units, cluster.cpus, len(contraction.group_target))
             if need > budget:
@@ -219,21 +219,21 @@ class _NativeDP(Method):
         info: dict = {"units": contraction.num_units, "orphans": contraction.orphans, "fused": contraction.fused,
                       "merged": contraction.merged}
         # More devices than units is the same problem as one device per unit: the tables are sized by the graph.
-        used = _clamped(cluster, contraction.num_units)
+        used = cluster.for_nodes(contraction.num_units)
         incumbent = None
-        if not self.linear and problem.deadline is not None and problem.warm_start is None:
-            # A stopped DP still returns a placement: DPL's (near-linear in the units), kept as the incumbent.
-            clock = time.perf_counter()
-            try:
-                incumbent = DPL().run(dataclasses.replace(problem, deadline=None)).device
-            except ExactplaceError:  # DPL's tables beyond the memory budget: no incumbent
-                incumbent = None
-            timings["incumbent"] = time.perf_counter() - clock
         try:
             clock = time.perf_counter()
-            ideals, covers = self._budget(problem, contraction)
+            ideals, covers = self._budget(problem, contraction)  # first: a refusal costs nothing else
             timings["count"] = time.perf_counter() - clock
             info.update(ideals=ideals, covers=covers)
+            if not self.linear and problem.deadline is not None and problem.warm_start is None:
+                # A stopped DP still returns a placement: DPL's (near-linear in the units), kept as the incumbent.
+                clock = time.perf_counter()
+                try:
+                    incumbent = DPL().run(dataclasses.replace(problem, deadline=None)).device
+                except ExactplaceError:  # DPL's tables beyond the memory budget: no incumbent
+                    incumbent = None
+                timings["incumbent"] = time.perf_counter() - clock
             # DPL: the prefixes of a depth-first order are its ideals. A unit DAG whose ideals are
             # already just its prefixes (a chain) is the same problem for the exact DP. Either way the
             # native chain DP, given the order, solves it in near-linear time instead of over all pairs.
@@ -285,18 +285,6 @@ class _NativeDP(Method):
                 "for its own placement. This is a bug; please report it."
             )
         return MethodResult(device, Status.OPTIMAL, bound=bound, solver=SOLVER, timings=timings, info=info)
-
-
-def _clamped(cluster: Cluster, units: int) -> Cluster:
-    """The cluster with at most ``units`` accelerators and ``units`` CPUs (homogeneous: the extra ones are idle).
-
-    >>> _clamped(Cluster(10**6, memory=4.0, cpus=3), 2)
-    Cluster(accelerators=2, memory=4.0, cpus=2)
-    """
-    if cluster.accelerators <= units and cluster.cpus <= units:
-        return cluster
-    return Cluster(min(cluster.accelerators, units), cluster.max_memory if cluster.accelerators else math.inf,
-                   min(cluster.cpus, units))
 
 
 class DP(_NativeDP):

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from exactplace.backends.ip import solve_ip
-from exactplace.core.errors import ExactplaceError, check_param
+from exactplace.core.errors import ExactplaceError, TooLargeError, check_param
 from exactplace.core.params import Boolean, Choice, Integer, Option
 from exactplace.core.placement import Limit, Space, Status
 from exactplace.evaluators import max_load
@@ -49,6 +49,21 @@ from exactplace.methods.registry import start_from
 __all__ = ["DEFAULT_TIME_LIMIT", "MIP", "default_start", "with_default_limit"]
 
 SOLVER_NAMES = ("auto", "highs", "cpsat", "scip", "cbc", "gurobi")
+
+#: The largest program (estimated nonzeros) the method builds: beyond, building it alone takes longer
+#: than a useful time limit, and no solver here reaches a useful bound (measured:
+#: benchmarks/bench_time_limits.py). It refuses such an input at once, saying what to use instead.
+MAX_NONZEROS = 2_000_000
+
+
+def estimated_nonzeros(problem: Problem, q: int, contiguous: bool) -> int:
+    """About how many nonzeros the program for ``problem`` has (an upper estimate from n, m and the devices)."""
+    n, m = problem.graph.n, problem.graph.m
+    k, devices = problem.cluster.accelerators, problem.cluster.num_devices
+    if problem.objective == "latency":
+        return k * q * (12 * n + 20 * m)
+    return devices * (12 * n + 9 * m) if contiguous else devices * (3 * n + 7 * m)
+
 
 #: Seconds a MIP runs when the caller gave no ``time_limit`` (hard instances never close their gap);
 #: ``time_limit=float("inf")`` runs until the gap is proven.
@@ -104,6 +119,13 @@ class MIP(Method):
     def check(cls, problem: Problem) -> None:
         """Throughput: a homogeneous cluster (the IP treats accelerators as identical).
         Latency: ``q`` rather than ``contiguous``."""
+        size = estimated_nonzeros(problem, int(cls.setting(problem, "q")), bool(cls.setting(problem, "contiguous")))
+        if size > MAX_NONZEROS:
+            raise TooLargeError(
+                f"Method {cls.name!r}: the program for this {problem.graph.n:,}-node graph would have about "
+                f"{size:,} nonzeros, more than the {MAX_NONZEROS:,} it builds (no solver reaches a useful bound at "
+                "that size); use " + ("method 'greedy'." if problem.objective == "latency"
+                                      else "method 'dp' or 'dpl' (exact over chain splits), or 'greedy'."))
         if problem.objective == "latency":
             from exactplace.backends.latency_mip import check_latency
 

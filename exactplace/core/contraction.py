@@ -162,36 +162,42 @@ def contract(graph: Graph, memory: float = math.inf) -> Contraction:
     unsupported = np.bincount(node_component, weights=~graph.supported, minlength=components) > 0
     size = np.bincount(node_component, weights=graph.memory, minlength=components)
     memory_never_binds = bool(graph.memory.sum() <= memory)
-    neighbours: list[set[int]] = [set() for _ in range(components)]
     pairs = np.concatenate([
         np.stack([component[class_src], component[class_dst]]),
         np.stack([node_component[graph.src], node_component[graph.dst]]),
     ], axis=1)
-    for a, b in pairs.T.tolist():
-        if a != b:
+    pairs = pairs[:, pairs[0] != pairs[1]]
+    # Only a zero-time component can merge; only its neighbours are ever looked at (a neighbour
+    # with time just loses it from its set), so the sets are built for those alone.
+    candidate = (time == 0) & ~unsupported
+    neighbours: dict[int, set[int]] = {int(x): set() for x in np.flatnonzero(candidate)}
+    touching = pairs[:, candidate[pairs[0]] | candidate[pairs[1]]]
+    for a, b in touching.T.tolist():
+        if a in neighbours:
             neighbours[a].add(b)
+        if b in neighbours:
             neighbours[b].add(a)
 
     def mergeable(x: int) -> bool:
-        return (time[x] == 0 and not unsupported[x] and (size[x] == 0 or memory_never_binds)
-                and len(neighbours[x]) == 1)
+        return x in neighbours and (size[x] == 0 or memory_never_binds) and len(neighbours[x]) == 1
 
     merged = 0
-    pending = [x for x in range(components) if mergeable(x)]
+    pending = [x for x in neighbours if mergeable(x)]
     while pending:
         x = pending.pop()
         if parent[x] != x or not mergeable(x):
             continue
         (y,) = neighbours[x]
         parent[x] = y
-        neighbours[y].discard(x)  # x's only neighbour was y, so no other set mentions x
+        if y in neighbours:
+            neighbours[y].discard(x)  # x's only neighbour was y, so no other set mentions x
         neighbours[x] = set()
         size[y] += size[x]
         merged += 1
         if mergeable(y):
             pending.append(y)
     root = np.arange(components)
-    for x in range(components):
+    for x in np.flatnonzero(parent != np.arange(components)).tolist():
         r = x
         while parent[r] != r:
             r = parent[r]

@@ -49,7 +49,11 @@ class ReplayError(ExactplaceError, RuntimeError):
     """A replay failed while it ran: a device worker raised (the original error is its ``__cause__``)."""
 
 
-class TooManyIdealsError(ExactplaceError):
+class TooLargeError(ExactplaceError):
+    """The instance is beyond what the chosen method can take in memory or time (the message says what to use)."""
+
+
+class TooManyIdealsError(TooLargeError):
     """The exact DP would need more ideals than the memory budget allows."""
 
     def __init__(self, message: str, count: int, limit: int) -> None:

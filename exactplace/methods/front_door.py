@@ -17,6 +17,7 @@ from exactplace.core.errors import (
     ParameterError,
     PlacementError,
     SolverUnavailableError,
+    TooLargeError,
     check_param,
 )
 from exactplace.core.graph import Graph
@@ -119,7 +120,7 @@ def _choose(problem: Problem) -> tuple[type[Method], dict[str, str]]:
             try:
                 cls.check(problem)
                 reason = cls.unsuited(problem)
-            except ParameterError as error:
+            except (ParameterError, TooLargeError) as error:
                 reason = str(error)
         if reason is None:
             return cls, passed_over
