@@ -162,3 +162,27 @@ def test_cpu_only_cluster(name: str) -> None:
     g = Graph([Node(0, 1.0, 0.5, comm=0.1), Node(1, 2.0, None), Node(2, 1.0, 1.0)], [(0, 1), (0, 2)])
     p = solve(g, Cluster(0, cpus=2), objective=_objective(name), method=name)
     assert p.has_solution and set(p.device.tolist()) <= {0, 1}
+
+
+def _layered_dag(n: int, seed: int = 0) -> Graph:
+    """A random DAG with every edge within 30 positions: wide enough that list schedules leave gaps."""
+    rng = np.random.default_rng(seed)
+    edges = sorted({(u, u + int(d)) for u in range(n) for d in rng.integers(1, 30, 2) if u + d < n})
+    return Graph([Node(i, float(rng.uniform(1, 5)), float(rng.uniform(0.1, 1)), comm=float(rng.uniform(0, 0.3)))
+                  for i in range(n)], edges)
+
+
+def test_fastt_past_its_time_limit_appends_the_rest_and_says_so() -> None:
+    graph, cluster = _layered_dag(3000), Cluster(4, cpus=1)
+    p = solve(graph, cluster, objective="makespan", method="fastt", time_limit=1e-3)
+    assert p.limit is not None and p.limit.value == "time"
+    assert 0 < p.info["appended"] <= graph.n
+    full = solve(graph, cluster, objective="makespan", method="fastt")
+    assert full.limit is None and "appended" not in full.info
+
+
+def test_pipedream_past_its_time_limit_returns_the_greedy_placement() -> None:
+    graph = Graph([Node(i, 2.0, 1.0, comm=0.1) for i in range(20_000)], [(i, i + 1) for i in range(19_999)])
+    p = solve(graph, Cluster(8, cpus=1), method="pipedream", time_limit=0.05)
+    assert p.limit is not None and p.limit.value == "time" and p.device is not None
+    assert p.info["returned"].startswith("greedy") and "path nodes in time" in p.info["reason"]

@@ -135,3 +135,22 @@ JOIN = Graph([Node(0, 9.0, 1.0, comm=10.0), Node(1, 9.0, 1.0, comm=10.0), Node(2
 def test_each_cap_is_needed(graph: Graph, cluster: Cluster, device: list[int], makes: float) -> None:
     assert makespan(graph, cluster, device) == pytest.approx(makes)
     assert exactplace.sct_relaxation(graph, cluster).bound <= makes + 1e-9
+
+
+def random_graph_for_time_limits(n: int = 3000) -> tuple[Graph, Cluster]:
+    """A random DAG large enough that HiGHS does not solve its LP before checking the clock."""
+    rng = np.random.default_rng(0)
+    edges = {(u, u + int(d)) for u in range(n) for d in rng.integers(1, 30, 2) if u + d < n}
+    nodes = [Node(i, float(rng.uniform(1, 5)), float(rng.uniform(0.1, 1)), comm=float(rng.uniform(0, 0.3)))
+             for i in range(n)]
+    return Graph(nodes, sorted(edges)), Cluster(accelerators=4, cpus=1)
+
+
+def test_lp_past_its_time_limit_gives_no_relaxation_and_m_sct_schedules_without_favourites():
+    graph, cluster = random_graph_for_time_limits()
+    assert exactplace.sct_relaxation(graph, cluster, time_limit=0.0) is None
+    p = exactplace.solve(graph, cluster, objective="makespan", method="m-sct", time_limit=1e-3)
+    assert p.limit is exactplace.Limit.TIME and p.bound is None and p.device is not None
+    assert p.info["favorite_children"].startswith("none")
+    plain = exactplace.solve(graph, cluster, objective="makespan", method="m-etf")
+    assert p.objective == pytest.approx(plain.objective)  # without favourites m-SCT is m-ETF

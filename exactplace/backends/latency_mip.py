@@ -135,11 +135,18 @@ def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None,
         extra: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
         if q > 1:  # the q=1 optimum (or best found) on half the time: q >= 2 never ends above it
             half = None if math.isinf(deadline) else clock + (deadline - clock) / 2
+            if progress:
+                print("  q=1 first (its placement starts the q>=2 search), on half the time:", file=sys.stderr)
             first = solve_latency(dataclasses.replace(problem, deadline=half), q=1, solver=solver, threads=threads,
-                                  log=False, progress=False, use_path_bound=use_path_bound, info={})
+                                  log=False, progress=progress, use_path_bound=use_path_bound, info={})
             info["q1"] = {"status": first.status.value, "solver": first.solver, "seconds": time.monotonic() - clock}
+            if first.limit is Limit.INTERRUPT:  # Ctrl-C during the q=1 run: stop with what it found
+                info.update(interrupted=True, returned="q=1 placement")
+                return dataclasses.replace(first, bound=None, space=space, info=info)
             if first.device is not None:
                 extra["q1"] = (first.device, None)
+            if progress:
+                print(f"  q={q}:", file=sys.stderr)
         starts = _starts(problem, extra, q)
         timings["warm_start"] = time.monotonic() - clock
         info["warm_start_candidates"] = {s.name: s.latency for s in starts}

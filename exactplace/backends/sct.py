@@ -9,6 +9,7 @@ be followed by on its own device.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.graph import Graph
+from exactplace.core.placement import Limit
 
 __all__ = ["SctRelaxation", "sct_relaxation"]
 
@@ -30,7 +32,8 @@ class SctRelaxation:
     start: np.ndarray
 
 
-def sct_relaxation(graph: Graph, cluster: Cluster | None = None, threshold: float = 0.5) -> SctRelaxation:
+def sct_relaxation(graph: Graph, cluster: Cluster | None = None, threshold: float = 0.5, *,
+                   time_limit: float | None = None) -> SctRelaxation | None:
     """Solve the SCT LP relaxation of ``graph`` and round it to favorite children.
 
     Parameters
@@ -44,10 +47,14 @@ def sct_relaxation(graph: Graph, cluster: Cluster | None = None, threshold: floa
         number of accelerators and CPU cores.
     threshold : float, default 0.5
         An edge with LP value ``x < threshold`` is a favorite-child candidate.
+    time_limit : float, optional
+        Seconds the LP may take (it has one variable per edge and one row per edge and node: on a
+        100,000-node graph HiGHS needs minutes).
 
     Returns
     -------
-    SctRelaxation
+    SctRelaxation or None
+        None when the time limit came before the LP was solved.
 
     Examples
     --------
@@ -74,13 +81,20 @@ def sct_relaxation(graph: Graph, cluster: Cluster | None = None, threshold: floa
                 cluster)
     check_param(isinstance(threshold, (int, float)) and 0 < threshold <= 1, "threshold", "sct_relaxation",
                 "a number in (0, 1]", threshold)
+    check_param(time_limit is None or (isinstance(time_limit, (int, float)) and time_limit >= 0), "time_limit",
+                "sct_relaxation", "None or seconds >= 0", time_limit)
+    deadline = None if time_limit is None else time.monotonic() + time_limit
     has_acc = cluster is None or cluster.accelerators > 0
     cpus = 2 if cluster is None else cluster.cpus  # only "two or more" matters: CPU to CPU is free
     speed = 1.0 if cluster is None or not has_acc else float(cluster.speed.max())
     acc = np.where(graph.supported & has_acc, np.where(graph.supported, graph.acc_time, 0.0) / speed, np.inf)
     p = np.minimum(acc, graph.cpu_time if cpus else np.inf)
     lp = sct_lp(graph, p, edge_delays(graph, p, graph.cpu_time - p if cpus >= 2 else None))
-    out = solve_model(lp.model, "highs", Request(rel_gap=0.0))
+    out = solve_model(lp.model, "highs", Request(rel_gap=0.0, deadline=deadline))
+    if out.limit is Limit.INTERRUPT:
+        raise KeyboardInterrupt  # the solver layer stopped on Ctrl-C; a half-solved LP is no bound
+    if out.limit is Limit.TIME:
+        return None
     if out.values is None or out.status.value != "optimal":
         raise ExactplaceError(f"The SCT LP ended with {out.raw_status!r}; it is always feasible, so this is a bug.")
     x = out.values[lp.x]

@@ -188,26 +188,34 @@ def descend(
 
     Returns the device per node position, its max-load (the evaluator's, checked against the
     incremental loads), the moves made, and ``Limit.TIME`` when ``problem.deadline`` stopped it
-    (``Limit.ITERATION`` after ``max_moves`` moves).
+    (``Limit.ITERATION`` after ``max_moves`` moves, ``Limit.INTERRUPT`` on Ctrl-C: the placement
+    reached so far).
     """
     graph, cluster = problem.graph, problem.cluster
     state.reset(start)
     moves, limit = 0, None
-    while True:
-        if max_moves is not None and moves >= max_moves:
-            limit = Limit.ITERATION
-            break
-        if problem.deadline is not None and time.monotonic() > problem.deadline:
-            limit = Limit.TIME
-            break
-        move = state.best_move()
-        if move is None:
-            break
-        state.apply(*move)
-        moves += 1
-    value = max(state.loads())
+    try:
+        while True:
+            if max_moves is not None and moves >= max_moves:
+                limit = Limit.ITERATION
+                break
+            if problem.deadline is not None and time.monotonic() > problem.deadline:
+                limit = Limit.TIME
+                break
+            move = state.best_move()
+            if move is None:
+                break
+            state.apply(*move)
+            moves += 1
+    except KeyboardInterrupt:
+        # Each move assigns one class's device in one step, so the devices are a placement at any
+        # moment (every move keeps memory); the incremental loads may be half updated: not compared.
+        limit = Limit.INTERRUPT
     device = np.array(state.device, dtype=np.int64)[graph.color]
     checked = max_load(graph, cluster, device, overlap=state.overlap)
+    if limit is Limit.INTERRUPT:
+        return device, checked, moves, limit
+    value = max(state.loads())
     if not math.isclose(value, checked, rel_tol=1e-9, abs_tol=1e-9):
         raise ExactplaceError(f"local-search's incremental load {value} differs from the evaluator's "
                               f"{checked}. This is a bug; please report it.")

@@ -10,6 +10,10 @@
    reservations are dropped for that step, so waiting never deadlocks. Choice Baechi leaves
    to its implementation: "urgent" is read per device, as above.
 
+On a graph whose LP does not solve in half the time limit (it has a variable per edge: on a
+100,000-node graph HiGHS needs minutes) the devices reserve nothing: the placement is m-ETF's,
+``limit=Limit.TIME`` and ``info["favorite_children"]`` say so, and there is no bound.
+
 The LP's makespan is the result's ``bound`` (and ``info["sct_bound"]``): a lower bound on
 the makespan of every placement, so ``Placement.gap`` says how far m-SCT can be from the
 optimum. It needs no small-communication assumption: ``formulations/sct.py`` caps each edge's
@@ -28,7 +32,9 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import time
 
+from exactplace.core.placement import Limit
 from exactplace.heuristics.m_etf import etf_schedule
 from exactplace.heuristics.scheduling import CO_PLACEMENT, FUSION, Memory, finish, schedule_order, task_graph
 from exactplace.methods.base import Method, MethodResult, Problem
@@ -49,16 +55,22 @@ class MSCT(Method):
         from exactplace.backends.sct import sct_relaxation
 
         graph, cluster = problem.graph, problem.cluster
-        relaxation = sct_relaxation(graph, cluster)
+        # Half the time for the LP: the schedule after it takes about as long on large graphs.
+        budget = None if problem.deadline is None else max(0.0, problem.deadline - time.monotonic()) / 2
+        relaxation = sct_relaxation(graph, cluster, time_limit=budget)
         tasks = task_graph(graph, self.setting(problem, "fusion"))
         task_of = {v: t for t, members in enumerate(tasks.members) for v in members}
         favorite = [-1] * tasks.size
-        for parent, child in relaxation.favorite_child.items():
+        for parent, child in ({} if relaxation is None else relaxation.favorite_child).items():
             t, c = task_of[graph.index_of(parent)], task_of[graph.index_of(child)]
             if t != c and tasks.members[t][-1] == graph.index_of(parent):
                 favorite[t] = c
         memory = Memory(cluster, tasks, self.setting(problem, "co_placement"))
         device, start = etf_schedule(cluster, tasks, memory, favorite)
+        if relaxation is None:
+            info = {"tasks": tasks.size, "favorite_children": "none: the SCT LP did not solve in half the time limit"}
+            result = finish(problem, tasks, device, schedule_order(tasks, start), info)
+            return dataclasses.replace(result, limit=result.limit or Limit.TIME)
         info = {"tasks": tasks.size, "sct_bound": relaxation.bound, "favorite_children": len(relaxation.favorite_child)}
         result = finish(problem, tasks, device, schedule_order(tasks, start), info)
         return dataclasses.replace(result, bound=relaxation.bound)

@@ -24,7 +24,9 @@
    the time bounded on large graphs (one move scans the bottleneck's classes: about 0.07 s
    at 10,000 nodes); the shared workloads need at most a dozen.
 
-The placement is not contiguous in general. Deterministic for a given ``seed``.
+The placement is not contiguous in general. Deterministic for a given ``seed``. When
+``time_limit`` runs out (or on Ctrl-C) after the first partition, the best partition so far is
+kept, unrefined, with ``limit`` set.
 
 Examples
 --------
@@ -37,10 +39,14 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
+import time
+
 import numpy as np
 
 from exactplace.core.graph import Graph
 from exactplace.core.params import Integer, Option
+from exactplace.core.placement import Limit
 from exactplace.evaluators.feasibility import accelerator_memory
 from exactplace.evaluators.max_load import max_load
 from exactplace.heuristics.local_search import SEED, LoadState, descend
@@ -91,33 +97,45 @@ class Metis(Method):
         best = None
         partitioned = k > 1 and vertices.size
         runs = [(u, a) for u in self.ufactors for a in range(tries)] if partitioned else [(0, 0)]
+        limit = None
         for ufactor, attempt in runs:
-            part = np.full(classes, cpu, dtype=np.int64)
-            if k == 1:
-                part[vertices] = 0
-            elif partitioned:
-                xadj, adjncy, eweights = graph_csr
-                _, parts = pymetis.part_graph(k, pymetis.CSRAdjacency(xadj, adjncy),
-                                              vweights=_integers(compute[vertices], 0), eweights=eweights,
-                                              options=pymetis.Options(seed=seed + attempt, ufactor=ufactor))
-                part[vertices] = np.asarray(parts, dtype=np.int64)
-            device = part[graph.color]
-            moved = repair_memory(graph, cluster, device)
-            over = np.flatnonzero(accelerator_memory(graph, cluster, device) > cluster.memory_limit)
-            value = (over.size, max_load(graph, cluster, device, overlap=bool(problem.option("overlap"))))
+            if best is not None and problem.deadline is not None and time.monotonic() > problem.deadline:
+                limit = Limit.TIME
+                break
+            try:
+                part = np.full(classes, cpu, dtype=np.int64)
+                if k == 1:
+                    part[vertices] = 0
+                elif partitioned:
+                    xadj, adjncy, eweights = graph_csr
+                    _, parts = pymetis.part_graph(k, pymetis.CSRAdjacency(xadj, adjncy),
+                                                  vweights=_integers(compute[vertices], 0), eweights=eweights,
+                                                  options=pymetis.Options(seed=seed + attempt, ufactor=ufactor))
+                    part[vertices] = np.asarray(parts, dtype=np.int64)
+                device = part[graph.color]
+                moved = repair_memory(graph, cluster, device)
+                over = np.flatnonzero(accelerator_memory(graph, cluster, device) > cluster.memory_limit)
+                value = (over.size, max_load(graph, cluster, device, overlap=bool(problem.option("overlap"))))
+            except KeyboardInterrupt:
+                if best is None:
+                    raise
+                limit = Limit.INTERRUPT  # Ctrl-C: the best partition so far, unrefined
+                break
             if best is None or value < best[0]:
                 best = (value, device, over, moved, attempt, ufactor)
         (_, metis_value), device, over, moved, attempt, ufactor = best
         info = {"moved": moved, "seed": seed + attempt, "ufactor": ufactor, "metis_max_load": metis_value}
         budget = int(self.setting(problem, "refine_moves"))
-        if budget and not over.size and not problem.option("gpipe"):
+        if budget and limit is None and not over.size and not problem.option("gpipe"):
             class_device = np.zeros(classes, dtype=np.int64)
             class_device[graph.color] = device
             device, _, info["refine_moves"], limit = descend(problem, LoadState(problem), class_device.tolist(),
                                                             max_moves=budget)
             if limit is not None:
                 info["refine_stopped"] = limit.value
-        return settle_memory(graph, cluster, device, info, solver="pymetis", deadline=problem.deadline)
+                limit = None if limit is Limit.ITERATION else limit  # the move budget is the method's own rule
+        result = settle_memory(graph, cluster, device, info, solver="pymetis", deadline=problem.deadline)
+        return dataclasses.replace(result, limit=result.limit or limit) if limit else result
 
     @staticmethod
     def _metis_graph(graph: Graph, vertices: np.ndarray) -> tuple[list[int], list[int], list[int] | None]:

@@ -44,13 +44,14 @@ Examples
 from __future__ import annotations
 
 import math
+import time
 
-import networkx as nx
 import numpy as np
 
 from exactplace.core.contraction import Contraction
+from exactplace.core.dag import topological_order
 from exactplace.core.errors import ExactplaceError, check_param
-from exactplace.core.placement import Status
+from exactplace.core.placement import Limit, Status
 from exactplace.evaluators.feasibility import Guarantees
 from exactplace.evaluators.max_load import max_load
 from exactplace.heuristics.memory import settle_memory
@@ -71,16 +72,14 @@ def path_contraction(contraction: Contraction, branches: bool = True) -> np.ndar
     [0, 0, 0, 0, 1]
     """
     m = contraction.num_units
-    digraph = nx.DiGraph()
-    digraph.add_nodes_from(range(m))
-    digraph.add_edges_from(zip(contraction.src.tolist(), contraction.dst.tolist()))
-    topo = list(nx.lexicographical_topological_sort(digraph))
+    src, dst = np.asarray(contraction.src), np.asarray(contraction.dst)
+    topo = topological_order(m, src, dst).tolist()
     acc = np.where(contraction.supported, contraction.acc_time, 0.0)
     free = ((acc == 0) & (np.asarray(contraction.cpu_time) == 0)).tolist()
     position = {u: p for p, u in enumerate(topo)}
     # Each edge that jumps over positions spans a branch, fork and join included; overlapping spans merge.
     reach = [-1] * m
-    for a, b in digraph.edges:
+    for a, b in zip(src.tolist(), dst.tolist()):
         if branches and not free[a] and position[b] > position[a] + 1:
             reach[position[a]] = max(reach[position[a]], position[b])
     path = np.empty(m, dtype=np.int64)
@@ -112,7 +111,8 @@ class PipeDream(Method):
 
     def run(self, problem: Problem) -> MethodResult:
         result = self._split(problem, path_contraction(problem.contraction))
-        if result.device is None:  # no split of the branch path fits: single units, same order (docstring)
+        if result.device is None and result.limit is None:
+            # No split of the branch path fits: single units, in the same order (module docstring).
             result = self._split(problem, path_contraction(problem.contraction, branches=False))
             result.info["fallback"] = "single units"
         return result
@@ -160,6 +160,11 @@ class PipeDream(Method):
         choice = np.zeros((k + 1, cpus + 1, m + 1), dtype=np.int64)
         cap = cluster.memory_cap
         for j in range(1, m + 1):
+            if problem.deadline is not None and time.monotonic() > problem.deadline:
+                # The DP is quadratic in the path's length; nothing to return before it ends.
+                return MethodResult(None, Status.NO_SOLUTION, limit=Limit.TIME,
+                                    info={"path": m, "reached": j - 1,
+                                          "reason": f"the stage DP covered {j - 1:,} of {m:,} path nodes in time"})
             for g in touching[j - 1]:  # stages ending at j: update the groups that node j - 1 takes part in
                 comm[:j] += charge(g, j)
                 comm[:j - 1] -= charge(g, j - 1)
