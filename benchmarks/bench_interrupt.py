@@ -35,7 +35,7 @@ def main() -> None:
     print("| case | signal after | stop (s), worst | exit | plan written |")
     print("|---|---|---|---|---|")
     for case in LONG_SOLVES:
-        method, objective, options, workload, ready = case.values
+        method, objective, options, workload, ready, _ = case.values
         worst, codes, written = 0.0, set(), set()
         for _ in range(args.repeats):
             plan = folder / "plan.json"

@@ -52,12 +52,11 @@ def build(kind: str, n: int, seed: int = 0):
     return graph, cluster
 
 
-def one(method: str, kind: str, n: int, limit: float) -> dict:
+def one(method: str, objective: str, kind: str, n: int, limit: float) -> dict:
     """Run one case in this process; what the table shows of it."""
     import exactplace as ep
 
     graph, cluster = build(kind, n)
-    objective = ep.methods.registry.registered_methods()[method].objectives[0]
     start = time.monotonic()
     try:
         p = ep.solve(graph, cluster, objective=objective, method=method, time_limit=limit)
@@ -76,33 +75,35 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=10.0)
     parser.add_argument("--methods", default="")
     parser.add_argument("--graphs", default=",".join(GRAPHS))
-    parser.add_argument("--one", nargs=2, metavar=("METHOD", "GRAPH"), help=argparse.SUPPRESS)
+    parser.add_argument("--one", nargs=3, metavar=("METHOD", "OBJECTIVE", "GRAPH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one[0], args.one[1], args.nodes, args.limit)))
+        print(json.dumps(one(*args.one, args.nodes, args.limit)))
         return
     from exactplace import available_methods
+    from exactplace.methods.registry import registered_methods
 
     methods = args.methods.split(",") if args.methods else available_methods()
     print(f"{args.nodes} nodes, time limit {args.limit:g} s, load {os.getloadavg()[0]:.1f}")
-    print("| method | graph | wall (s) | wall / limit | peak MiB | status | limit | note |")
-    print("|---|---|---|---|---|---|---|---|")
-    for method in methods:
-        for kind in args.graphs.split(","):
-            command = [sys.executable, __file__, "--nodes", str(args.nodes), "--limit", str(args.limit),
-                       "--one", method, kind]
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, timeout=args.limit * 20 + 120)
-                row = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else {
-                    "status": f"crashed ({done.returncode})", "note": done.stderr.strip().splitlines()[-1:]}
-            except subprocess.TimeoutExpired:
-                row = {"status": "killed", "note": f"still running at {args.limit * 20 + 120:g} s"}
-            wall = row.get("wall")
-            shown = "-" if wall is None else f"{wall:.1f}"
-            ratio = "-" if wall is None else f"{wall / args.limit:.2f}"
-            peak = "-" if row.get("peak_mib") is None else f"{row['peak_mib']:.0f}"
-            print(f"| {method} | {kind} | {shown} | {ratio} | {peak} | {row.get('status')} | "
-                  f"{row.get('limit') or ''} | {row.get('note', '')} |", flush=True)
+    print("| method | objective | graph | wall (s) | wall / limit | peak MiB | status | limit | note |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    cases = [(method, objective, kind) for method in methods for objective in registered_methods()[method].objectives
+             for kind in args.graphs.split(",")]
+    for method, objective, kind in cases:
+        command = [sys.executable, __file__, "--nodes", str(args.nodes), "--limit", str(args.limit),
+                   "--one", method, objective, kind]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=args.limit * 20 + 120)
+            row = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else {
+                "status": f"crashed ({done.returncode})", "note": done.stderr.strip().splitlines()[-1:]}
+        except subprocess.TimeoutExpired:
+            row = {"status": "killed", "note": f"still running at {args.limit * 20 + 120:g} s"}
+        wall = row.get("wall")
+        shown = "-" if wall is None else f"{wall:.1f}"
+        ratio = "-" if wall is None else f"{wall / args.limit:.2f}"
+        peak = "-" if row.get("peak_mib") is None else f"{row['peak_mib']:.0f}"
+        print(f"| {method} | {objective} | {kind} | {shown} | {ratio} | {peak} | {row.get('status')} | "
+              f"{row.get('limit') or ''} | {row.get('note', '')} |", flush=True)
 
 
 if __name__ == "__main__":
