@@ -27,6 +27,7 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import InputFormatError, ParameterError, PlacementError
 from exactplace.core.graph import Graph, Node
+from exactplace.core.pipedream import looks_like_pipedream, pipedream_to_dict, read_pipedream_text
 from exactplace.core.placement import Space
 
 __all__ = [
@@ -291,8 +292,12 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     return Workload(graph=graph, cluster=cluster, name=name, extra=extra, stated=stated)
 
 
-def read_workload(path: PathLike) -> Workload:
-    """Read a workload file in the dnn-partitioning JSON format.
+def read_workload(path: PathLike, format: str | None = None, **options: Any) -> Workload:
+    """Read a workload file: dnn-partitioning JSON, or a PipeDream ``graph.txt`` profile.
+
+    The format is detected from the content; ``format="json"`` or ``format="pipedream"`` forces it.
+    ``options`` go to :func:`exactplace.core.pipedream.pipedream_to_dict` (``training``, ``bandwidth``,
+    ``accelerators``, ``memory``, ``cpus``).
 
     Examples
     --------
@@ -302,6 +307,15 @@ def read_workload(path: PathLike) -> Workload:
     (32, 6)
     """
     _check_path(path, "read_workload")
+    if format not in (None, "json", "pipedream"):
+        raise ParameterError(f"read_workload: format must be 'json' or 'pipedream', got {format!r}")
+    if format == "pipedream" or (format is None and Path(path).suffix != ".json"):
+        text = read_pipedream_text(path)
+        if format == "pipedream" or looks_like_pipedream(text):
+            name = Path(path).name.removesuffix(".txt").removesuffix(".graph").removesuffix("graph") or "pipedream"
+            return workload_from_dict(pipedream_to_dict(text, **options), name=name.rstrip("._") or "pipedream")
+    if options:
+        raise ParameterError(f"read_workload: options {sorted(options)} apply only to PipeDream profiles")
     return workload_from_dict(load_json(path, "Workload"), name=Path(path).stem)
 
 
