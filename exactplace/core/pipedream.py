@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 from .errors import InputFormatError
@@ -142,10 +141,3 @@ def pipedream_to_dict(
     return {"maxSizePerFPGA": memory if math.isfinite(memory) else 1e300, "maxFPGAs": accelerators,
             "maxCPUs": cpus, "nodes": out_nodes, "edges": out_edges}
 
-
-def read_pipedream_text(path: str | Path) -> str:
-    """Read the file's text, refusing undecodable bytes with one line."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise InputFormatError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
