@@ -9,10 +9,14 @@ from typing import Any
 
 from exactplace.cli.files import STDIO
 from exactplace.core.errors import ParameterError
-from exactplace.core.io import Workload, parse_json, read_workload, workload_from_dict
+from exactplace.core.io import Workload, parse_json, read_text, read_workload, workload_from_dict, workload_to_dict
+from exactplace.core.pipedream import looks_like_pipedream
 from exactplace.data import shipped_workloads, workload_path
 
-__all__ = ["input_path", "load_workload", "read_stdin"]
+__all__ = ["CLUSTER_FIELDS", "input_path", "load_workload", "read_stdin"]
+
+# command-line option -> the workload field it overrides
+CLUSTER_FIELDS = {"accelerators": "maxFPGAs", "memory": "maxSizePerFPGA", "cpus": "maxCPUs"}
 
 
 def input_path(argument: str) -> str:
@@ -31,9 +35,28 @@ def read_stdin(what: str) -> Any:
     return parse_json(text, what, "on standard input")
 
 
-def load_workload(argument: str) -> Workload:
-    """The workload an argument names (see :func:`input_path`), read and checked."""
+def load_workload(argument: str, cluster: dict[str, Any] | None = None) -> Workload:
+    """The workload an argument names (see :func:`input_path`), read and checked.
+
+    ``cluster`` overrides the workload's cluster: keys ``accelerators``, ``memory``, ``cpus`` (counts
+    and bytes) and ``bandwidth`` (bytes per second; only PipeDream profiles state edges in bytes).
+    """
+    given = {k: v for k, v in (cluster or {}).items() if v is not None}
     path = input_path(argument)
-    if path == STDIO:
-        return workload_from_dict(read_stdin("Workload"), name="stdin")
-    return read_workload(path)
+    bandwidth = given.pop("bandwidth", None)
+    pipedream = path != STDIO and looks_like_pipedream(read_text(path, "Workload"))
+    if bandwidth is not None and not pipedream:
+        raise ParameterError("--bandwidth applies to PipeDream profiles only: a JSON workload states its edge "
+                             "costs as times, not bytes.")
+    if pipedream:
+        options = {"bandwidth": bandwidth} if bandwidth is not None else {}
+        workload = read_workload(path, format="pipedream", **options)
+    elif path == STDIO:
+        workload = workload_from_dict(read_stdin("Workload"), name="stdin")
+    else:
+        workload = read_workload(path)
+    if not given:
+        return workload
+    data = workload_to_dict(workload)
+    data.update({CLUSTER_FIELDS[key]: value for key, value in given.items()})
+    return workload_from_dict(data, name=workload.name)

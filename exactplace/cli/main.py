@@ -95,7 +95,7 @@ def _command_solve(args: argparse.Namespace) -> int:
 
     source = input_path(args.workload)
     check_output(args.out, [source])  # before any work: a bad --out costs nothing
-    workload = load_workload(source)
+    workload = load_workload(source, _cluster(args))
     options, warm_start = _solve_options(args)
     with elapsed(f"solving {workload.name} ({args.objective}, method {args.method})"):
         placement = solve(
@@ -140,7 +140,7 @@ def _command_evaluate(args: argparse.Namespace) -> int:
     source, split = input_path(args.workload), args.split
     if source == STDIO and split == STDIO:
         raise ParameterError("the workload and the split cannot both be read from standard input (-).")
-    workload = load_workload(source)
+    workload = load_workload(source, _cluster(args))
     graph, cluster = workload.graph, workload.cluster
     if split == STDIO:
         data, where = read_stdin("Split"), "The split on standard input"
@@ -277,7 +277,7 @@ def _command_methods(args: argparse.Namespace) -> int:
 def _command_compare(args: argparse.Namespace) -> int:
     from exactplace.methods.compare import COLUMNS, compare
 
-    workload = load_workload(args.workload)
+    workload = load_workload(args.workload, _cluster(args))
     splits = {}
     for spec in args.split:
         name, sep, path = spec.partition("=")
@@ -307,6 +307,7 @@ def _add_compare(commands: argparse._SubParsersAction, workload_help: str) -> No
     compare.add_argument("--split", action="append", default=[], metavar="NAME=FILE",
                          help="also score this split (reference split format or exactplace plan) as row NAME")
     compare.add_argument("--json", action="store_true", help="end with one JSON line: a list of row objects")
+    _add_cluster_options(compare)
     compare.set_defaults(run=_command_compare)
 
 
@@ -329,6 +330,21 @@ _positive = _argument(float, Real(low=0, low_closed=False, finite=False), "a pos
 _gap = _argument(float, Real(low=0, high=1, high_closed=False), "a number in [0, 1)")
 _count = _argument(int, Integer(low=0), "a non-negative integer")
 _count_positive = _argument(int, Integer(low=1), "a positive integer")
+_bytes = _argument(float, Real(low=0, finite=False), "a non-negative number of bytes, or inf")
+
+
+def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    """The cluster options: override the workload's cluster, or state it for formats without one."""
+    parser.add_argument("--accelerators", type=_count, default=None, metavar="K", help="number of accelerators")
+    parser.add_argument("--memory", type=_bytes, default=None, metavar="BYTES", help="memory per accelerator")
+    parser.add_argument("--cpus", type=_count, default=None, metavar="L", help="number of CPUs")
+    parser.add_argument("--bandwidth", type=_positive, default=None, metavar="BYTES_PER_S",
+                        help="link bandwidth for PipeDream profiles (inf: free transfers, the default)")
+
+
+def _cluster(args: argparse.Namespace) -> dict[str, Any]:
+    """The cluster options given on the command line (None where not given)."""
+    return {key: getattr(args, key) for key in ("accelerators", "memory", "cpus", "bandwidth")}
 
 
 def _out(text: str) -> str:
@@ -369,6 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--log", action="store_true", help="stream the solver's log to stderr")
     solve.add_argument("--out", type=_out, metavar="PLAN.json",
                        help="write the plan JSON here (- for standard output); never over an input")
+    _add_cluster_options(solve)
     solve.set_defaults(run=_command_solve)
 
     evaluate = commands.add_parser("evaluate", help="score a split (reference split format or exactplace plan) "
@@ -384,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--overlap", action="store_true", help="communication overlaps compute (throughput)")
     evaluate.add_argument("--verbose", action="store_true", help="list every violation, not a summary")
     evaluate.add_argument("--json", action="store_true", help="end with one JSON line holding `objective`")
+    _add_cluster_options(evaluate)
     evaluate.set_defaults(run=_command_evaluate)
 
     info = commands.add_parser("info", help="describe a workload")

@@ -27,6 +27,7 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import InputFormatError, ParameterError, PlacementError
 from exactplace.core.graph import Graph, Node
+from exactplace.core.pipedream import looks_like_pipedream, pipedream_to_dict
 from exactplace.core.placement import Space
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "read_placement",
     "read_split",
     "read_split_file",
+    "read_text",
     "read_workload",
     "split_file_from_dict",
     "split_from_dict",
@@ -127,8 +129,12 @@ def parse_json(text: str, what: str, source: str) -> Any:
 
 def load_json(path: PathLike, what: str) -> Any:
     """Parse a JSON file, turning OS and syntax errors into InputFormatError."""
+    return parse_json(read_text(path, what), what, f"file {os.fspath(path)!r}")
+
+
+def read_text(path: PathLike, what: str) -> str:
+    """A UTF-8 text file's content, turning OS and decoding errors into InputFormatError naming ``what``."""
     _check_path(path, f"read_{what.lower()}")
-    source = f"file {os.fspath(path)!r}"
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
@@ -142,7 +148,7 @@ def load_json(path: PathLike, what: str) -> Any:
         raise InputFormatError(f"{what} file {os.fspath(path)!r} is not UTF-8 text.") from None
     except OSError as error:
         raise InputFormatError(f"{what} file {os.fspath(path)!r} cannot be read: {error.strerror or error}.") from None
-    return parse_json(text, what, source)
+    return text
 
 
 class _Fields:
@@ -291,8 +297,12 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     return Workload(graph=graph, cluster=cluster, name=name, extra=extra, stated=stated)
 
 
-def read_workload(path: PathLike) -> Workload:
-    """Read a workload file in the dnn-partitioning JSON format.
+def read_workload(path: PathLike, format: str | None = None, **options: Any) -> Workload:
+    """Read a workload file: dnn-partitioning JSON, or a PipeDream ``graph.txt`` profile.
+
+    The format is detected from the content; ``format="json"`` or ``format="pipedream"`` forces it.
+    ``options`` go to :func:`exactplace.core.pipedream.pipedream_to_dict` (``training``, ``bandwidth``,
+    ``accelerators``, ``memory``, ``cpus``).
 
     Examples
     --------
@@ -302,7 +312,16 @@ def read_workload(path: PathLike) -> Workload:
     (32, 6)
     """
     _check_path(path, "read_workload")
-    return workload_from_dict(load_json(path, "Workload"), name=Path(path).stem)
+    if format not in (None, "json", "pipedream"):
+        raise ParameterError(f"read_workload: format must be 'json' or 'pipedream', got {format!r}")
+    text = read_text(path, "Workload")
+    if format == "pipedream" or (format is None and looks_like_pipedream(text)):
+        # vgg16.graph.txt -> vgg16; PipeDream's own profiles are all named graph.txt
+        name = Path(path).name.removesuffix(".txt").removesuffix("graph").rstrip("._") or "pipedream"
+        return workload_from_dict(pipedream_to_dict(text, **options), name=name)
+    if options:
+        raise ParameterError(f"read_workload: options {sorted(options)} apply only to PipeDream profiles")
+    return workload_from_dict(parse_json(text, "Workload", f"file {os.fspath(path)!r}"), name=Path(path).stem)
 
 
 def workload_to_dict(workload: Workload) -> dict[str, Any]:

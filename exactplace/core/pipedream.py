@@ -1,0 +1,143 @@
+"""Read PipeDream profiles (``graph.txt``) as exactplace workloads.
+
+PipeDream (msr-fiddle/pipedream, MIT license) profiles a model into a text graph::
+
+    node4 -- Conv2d(...) -- forward_compute_time=F, backward_compute_time=B, activation_size=A, parameter_size=P
+    \tnode4 -- node5
+
+Mapping choices (each one deliberate):
+
+* Times stay in the profile's unit (milliseconds); CPU and accelerator time are both the profiled time.
+* ``training=True`` (default): every profiled node ``v`` becomes a forward node (time F) and a
+  backward node (time B) sharing one colour class, so both halves land on the same device, as PipeDream's
+  stages do. Forward edges ``u -> v`` are mirrored as backward edges ``bw(v) -> bw(u)`` and each
+  forward node feeds its own backward node. ``training=False`` keeps the forward pass only.
+* Edge cost = bytes / ``bandwidth`` (activation bytes of the source forward, the same bytes of
+  gradient backward); the default ``bandwidth=inf`` makes transfers free, PipeDream's optimizer default.
+* Memory as PipeDream counts a stage: parameters ``P`` plus the stashed activation ``A``; when
+  training the backward node adds gradients and optimizer state (``2 P``).
+* Input sources (``Input*`` modules) are free (zero time, zero memory): the data is already there.
+* ``__getitem__`` nodes without successors are dropped, as PipeDream's optimizer drops them.
+* A list activation ``[a; b]`` is summed.
+* ``stage_id=K`` fields are accepted and ignored (not yet read as a split).
+
+Malformed files raise :class:`InputFormatError` naming the line number and field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from .errors import InputFormatError
+
+_NODE = re.compile(r"^(node\w+) -- (.*) -- (.*)$")
+_EDGE = re.compile(r"^\t(node\w+) -- (node\w+)\s*$")
+_FIELDS = ("forward_compute_time", "backward_compute_time", "activation_size", "parameter_size")
+
+
+def looks_like_pipedream(text: str) -> bool:
+    """True when the first non-blank line of ``text`` is a PipeDream node line."""
+    for line in text.splitlines():
+        if line.strip():
+            return bool(_NODE.match(line))
+    return False
+
+
+def _number(value: str, lineno: int, field: str) -> float:
+    value = value.strip()
+    parts = value[1:-1].split(";") if value.startswith("[") and value.endswith("]") else [value]
+    try:
+        numbers = [float(p) for p in parts]
+    except ValueError:
+        raise InputFormatError(f"Line {lineno}: field {field} is not a number: {value!r}") from None
+    total = sum(numbers)
+    if not math.isfinite(total) or any(x < 0 for x in numbers):
+        raise InputFormatError(f"Line {lineno}: field {field} must be finite and >= 0, got {value!r}")
+    return total
+
+
+def parse_pipedream(text: str) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str]]]:
+    """Parse the profile text into ``{node: fields}`` and edge list, checking every line."""
+    nodes: dict[str, dict[str, Any]] = {}
+    edges: list[tuple[str, str, int]] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if line.startswith("\t"):
+            m = _EDGE.match(line)
+            if not m:
+                raise InputFormatError(f"Line {lineno}: edge line must read '\\tnodeU -- nodeV', got {line.strip()!r}")
+            edges.append((m.group(1), m.group(2), lineno))
+            continue
+        m = _NODE.match(line)
+        if not m:
+            raise InputFormatError(f"Line {lineno}: node line must read 'nodeN -- module -- fields', got {line!r}")
+        name, module, rest = m.groups()
+        if name in nodes:
+            raise InputFormatError(f"Line {lineno}: node {name} is defined twice")
+        fields: dict[str, Any] = {"module": module, "line": lineno}
+        for item in rest.split(", "):
+            key, eq, value = item.partition("=")
+            key = key.strip()
+            if not eq:
+                raise InputFormatError(f"Line {lineno}: field {item!r} has no '='")
+            if key in fields:
+                raise InputFormatError(f"Line {lineno}: field {key} given twice")
+            if key == "stage_id":
+                try:
+                    fields[key] = int(value)
+                except ValueError:
+                    raise InputFormatError(f"Line {lineno}: field stage_id is not an integer: {value!r}") from None
+            elif key in _FIELDS:
+                fields[key] = _number(value, lineno, key)
+            else:
+                raise InputFormatError(f"Line {lineno}: unknown field {key!r}")
+        for key in _FIELDS:
+            if key not in fields:
+                raise InputFormatError(f"Line {lineno}: field {key} is missing")
+        nodes[name] = fields
+    for u, v, lineno in edges:
+        for end in (u, v):
+            if end not in nodes:
+                raise InputFormatError(f"Line {lineno}: edge names unknown node {end}")
+    return nodes, [(u, v) for u, v, _ in edges]
+
+
+def pipedream_to_dict(
+    text: str, *, training: bool = True, bandwidth: float = math.inf, accelerators: int = 4,
+    memory: float = math.inf, cpus: int = 0,
+) -> dict[str, Any]:
+    """Convert a PipeDream profile to the dnn-partitioning dictionary (see the module docstring)."""
+    nodes, edges = parse_pipedream(text)
+    has_out = {u for u, _ in edges}
+    kept = [n for n in nodes if not (nodes[n]["module"].startswith("__getitem__") and n not in has_out)]
+    kept_set = set(kept)
+    edges = [(u, v) for u, v in edges if u in kept_set and v in kept_set]
+    ids = {n: i for i, n in enumerate(kept)}
+    offset = len(kept)
+    out_nodes: list[dict[str, Any]] = []
+    for n in kept:
+        f = nodes[n]
+        source = f["module"].startswith("Input")
+        fw = 0.0 if source else f["forward_compute_time"]
+        bw = 0.0 if source else f["backward_compute_time"]
+        mem = 0.0 if source else f["parameter_size"] + f["activation_size"]
+        out_nodes.append({"id": ids[n], "name": n, "supportedOnFpga": True, "cpuLatency": fw, "fpgaLatency": fw,
+                          "isBackwardNode": False, "size": mem, "colorClass": ids[n]})
+        if training:
+            out_nodes.append({"id": offset + ids[n], "name": f"{n}.backward", "supportedOnFpga": True,
+                              "cpuLatency": bw, "fpgaLatency": bw, "isBackwardNode": True,
+                              "size": 0.0 if source else 2 * f["parameter_size"], "colorClass": ids[n]})
+    out_edges = []
+    for u, v in edges:
+        cost = nodes[u]["activation_size"] / bandwidth if math.isfinite(bandwidth) else 0.0
+        out_edges.append({"sourceId": ids[u], "destId": ids[v], "cost": cost})
+        if training:
+            out_edges.append({"sourceId": offset + ids[v], "destId": offset + ids[u], "cost": cost})
+    if training:
+        out_edges += [{"sourceId": ids[n], "destId": offset + ids[n], "cost": 0.0} for n in kept]
+    return {"maxSizePerFPGA": memory if math.isfinite(memory) else 1e300, "maxFPGAs": accelerators,
+            "maxCPUs": cpus, "nodes": out_nodes, "edges": out_edges}
+
