@@ -14,8 +14,11 @@ Mapping choices (each one deliberate):
   forward node feeds its own backward node. ``training=False`` keeps the forward pass only.
 * Edge cost = bytes / ``bandwidth`` (activation bytes of the source forward, the same bytes of
   gradient backward); the default ``bandwidth=inf`` makes transfers free, PipeDream's optimizer default.
-* Memory as PipeDream counts a stage: parameters ``P`` plus the stashed activation ``A``; when
-  training the backward node adds gradients and optimizer state (``2 P``).
+* Memory: parameters ``P`` plus the activation ``A`` on the forward node; when training the
+  backward node adds gradients and optimizer state (``2 P``). One version of each: PipeDream's
+  hierarchical optimizer multiplies a stage's activations and parameters by the number of
+  versions in flight (``ceil((K - (m + 1)) / (m + 1))``), which depends on the stage's position and
+  so is no per-node weight; stated budgets must leave room for it.
 * Input sources (``Input*`` modules) are free (zero time, zero memory): the data is already there.
 * ``__getitem__`` nodes without successors are dropped, as PipeDream's optimizer drops them.
 * A list activation ``[a; b]`` is summed.
@@ -30,7 +33,7 @@ import math
 import re
 from typing import Any
 
-from .errors import InputFormatError
+from exactplace.core.errors import InputFormatError
 
 _NODE = re.compile(r"^(node\w+) -- (.*) -- (.*)$")
 _EDGE = re.compile(r"^\t(node\w+) -- (node\w+)\s*$")
