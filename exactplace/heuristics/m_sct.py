@@ -67,10 +67,12 @@ class MSCT(Method):
                 favorite[t] = c
         memory = Memory(cluster, tasks, self.setting(problem, "co_placement"))
         device, start = etf_schedule(cluster, tasks, memory, favorite)
+        info: dict = {"tasks": tasks.size}
         if relaxation is None:
-            info = {"tasks": tasks.size, "favorite_children": "none: the SCT LP did not solve in half the time limit"}
-            result = finish(problem, tasks, device, schedule_order(tasks, start), info)
-            return dataclasses.replace(result, limit=result.limit or Limit.TIME)
-        info = {"tasks": tasks.size, "sct_bound": relaxation.bound, "favorite_children": len(relaxation.favorite_child)}
+            info["favorite_children"] = "none: the SCT LP did not solve in half the time limit"
+        else:
+            info.update(sct_bound=relaxation.bound, favorite_children=len(relaxation.favorite_child))
         result = finish(problem, tasks, device, schedule_order(tasks, start), info)
+        if relaxation is None:
+            return dataclasses.replace(result, limit=result.limit or Limit.TIME)
         return dataclasses.replace(result, bound=relaxation.bound)
