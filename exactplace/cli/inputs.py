@@ -9,7 +9,14 @@ from typing import Any
 
 from exactplace.cli.files import STDIO
 from exactplace.core.errors import ParameterError
-from exactplace.core.io import Workload, parse_json, read_text, read_workload, workload_from_dict, workload_to_dict
+from exactplace.core.io import (
+    Workload,
+    parse_json,
+    read_text,
+    workload_from_dict,
+    workload_from_text,
+    workload_to_dict,
+)
 from exactplace.core.pipedream import looks_like_pipedream
 from exactplace.data import shipped_workloads, workload_path
 
@@ -44,17 +51,14 @@ def load_workload(argument: str, cluster: dict[str, Any] | None = None) -> Workl
     given = {k: v for k, v in (cluster or {}).items() if v is not None}
     path = input_path(argument)
     bandwidth = given.pop("bandwidth", None)
-    pipedream = path != STDIO and looks_like_pipedream(read_text(path, "Workload"))
-    if bandwidth is not None and not pipedream:
+    text = None if path == STDIO else read_text(path, "Workload")  # read once: detection and parsing
+    if bandwidth is not None and (text is None or not looks_like_pipedream(text)):
         raise ParameterError("--bandwidth applies to PipeDream profiles only: a JSON workload states its edge "
                              "costs as times, not bytes.")
-    if pipedream:
-        options = {"bandwidth": bandwidth} if bandwidth is not None else {}
-        workload = read_workload(path, format="pipedream", **options)
-    elif path == STDIO:
+    if text is None:
         workload = workload_from_dict(read_stdin("Workload"), name="stdin")
     else:
-        workload = read_workload(path)
+        workload = workload_from_text(text, path, **({} if bandwidth is None else {"bandwidth": bandwidth}))
     if not given:
         return workload
     data = workload_to_dict(workload)

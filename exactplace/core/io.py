@@ -46,6 +46,7 @@ __all__ = [
     "split_from_dict",
     "split_to_dict",
     "workload_from_dict",
+    "workload_from_text",
     "workload_to_dict",
     "write_workload",
 ]
@@ -314,7 +315,12 @@ def read_workload(path: PathLike, format: str | None = None, **options: Any) -> 
     _check_path(path, "read_workload")
     if format not in (None, "json", "pipedream"):
         raise ParameterError(f"read_workload: format must be 'json' or 'pipedream', got {format!r}")
-    text = read_text(path, "Workload")
+    return workload_from_text(read_text(path, "Workload"), path, format, **options)
+
+
+def workload_from_text(text: str, path: PathLike, format: str | None = None, **options: Any) -> Workload:
+    """The workload in ``text``, read from ``path`` (its name comes from the file name): see
+    :func:`read_workload`, which reads the file and calls this."""
     if format == "pipedream" or (format is None and looks_like_pipedream(text)):
         # vgg16.graph.txt -> vgg16; PipeDream's own profiles are all named graph.txt
         name = Path(path).name.removesuffix(".txt").removesuffix("graph").rstrip("._") or "pipedream"
