@@ -91,20 +91,22 @@ def check_output(path: str | None, inputs: Iterable[str | os.PathLike], flag: st
         raise ParameterError(f"{flag} {path!r}: the directory {folder!r} is not writable.")
 
 
-def write_output(path: str, text: str, *, replace: bool = True) -> bool:
-    """Write ``text`` to ``path`` atomically (``-``: standard output); returns whether it was written.
+def write_output(path: str, text: str | bytes, *, replace: bool = True) -> bool:
+    """Write ``text`` (or bytes: a picture) to ``path`` atomically (``-``: standard output); returns whether it was
+    written.
 
     ``replace=False`` only creates a new file: when ``path`` exists it is left as it is and
     False is returned. Raises OSError (disk full, permissions) with the target untouched.
     """
+    data = text.encode("utf-8") if isinstance(text, str) else text
     if path == STDIO:
-        _write_stdout(text)
+        _write_stdout(data)
         return True
     mode = _mode(path)
     if mode is not None and _written_directly(mode):  # /dev/null, a FIFO: never renamed over
         try:
-            with open(path, "w", encoding="utf-8") as stream:
-                stream.write(text)
+            with open(path, "wb") as stream:
+                stream.write(data)
         except OSError as error:  # name the file: a write error alone does not (/dev/full: "No space left")
             raise OSError(error.errno, error.strerror, path) from None
         return True
@@ -113,8 +115,8 @@ def write_output(path: str, text: str, *, replace: bool = True) -> bool:
     folder = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; give it a new file's usual mode
@@ -148,8 +150,8 @@ def _is_stdin(path: str) -> bool:
     return stat.S_ISREG(given.st_mode) and (given.st_dev, given.st_ino) == (existing.st_dev, existing.st_ino)
 
 
-def _write_stdout(text: str) -> None:
-    """All of ``text`` to standard output, raising BrokenPipeError when the reader is gone.
+def _write_stdout(data: bytes) -> None:
+    """All of ``data`` to standard output, raising BrokenPipeError when the reader is gone.
 
     Written with ``os.write`` until every byte is out: through ``sys.stdout`` a large write to a
     pipe whose reader closed (``| head -1``) can end in a short write that nothing reports,
@@ -159,12 +161,12 @@ def _write_stdout(text: str) -> None:
     try:
         descriptor = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # not a file (redirected to a buffer): it takes it whole
-        sys.stdout.write(text)
+        sys.stdout.write(data.decode("utf-8"))
         sys.stdout.flush()
         return
-    data = memoryview(text.encode("utf-8"))
-    while data:
-        data = data[os.write(descriptor, data):]
+    rest = memoryview(data)
+    while rest:
+        rest = rest[os.write(descriptor, rest):]
 
 
 def _umask() -> int:

@@ -28,6 +28,7 @@ import numpy as np
 
 from exactplace.cli.files import STDIO, check_output, write_output
 from exactplace.cli.inputs import input_path, load_workload, read_stdin
+from exactplace.cli.pictures import check_plot, save_figure
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, ParameterError
 from exactplace.core.graph import Graph
@@ -94,7 +95,8 @@ def _command_solve(args: argparse.Namespace) -> int:
     from exactplace.methods import solve
 
     source = input_path(args.workload)
-    check_output(args.out, [source])  # before any work: a bad --out costs nothing
+    check_output(args.out, [source])  # before any work: a bad --out or --plot costs nothing
+    check_plot(args.plot, [source], args.out)
     workload = load_workload(source, _cluster(args))
     options, warm_start = _solve_options(args)
     with elapsed(f"solving {workload.name} ({args.objective}, method {args.method})"):
@@ -105,6 +107,11 @@ def _command_solve(args: argparse.Namespace) -> int:
     interrupted = placement.limit is Limit.INTERRUPT
     # The plan is saved before anything is printed, so a closed standard output cannot lose it.
     note = _save_plan(args.out, placement, interrupted)
+    if args.plot is not None and placement.has_solution:
+        from exactplace.plot import overview
+
+        save_figure(overview(workload, placement), args.plot)
+        note = "\n".join(filter(None, [note, f"picture written to {args.plot}"]))
     report = sys.stderr if args.out == STDIO else sys.stdout
     print(f"workload {workload.name}: {_plural(workload.graph.n, 'node')}, {_plural(workload.graph.m, 'edge')}, "
           f"{_plural(workload.accelerators, 'accelerator')}, {_plural(workload.cpus, 'CPU')}", file=report)
@@ -277,6 +284,7 @@ def _command_methods(args: argparse.Namespace) -> int:
 def _command_compare(args: argparse.Namespace) -> int:
     from exactplace.methods.compare import COLUMNS, compare
 
+    check_plot(args.plot, [input_path(args.workload)])
     workload = load_workload(args.workload, _cluster(args))
     splits = {}
     for spec in args.split:
@@ -291,6 +299,11 @@ def _command_compare(args: argparse.Namespace) -> int:
     for method, note in zip(table["method"], table["note"]):
         if note:
             print(f"  {method}: {note}")
+    if args.plot is not None:
+        from exactplace.plot import gap_bars
+
+        save_figure(gap_bars(table, title=f"{workload.name}: value over the best proven bound"), args.plot)
+        print(f"picture written to {args.plot}")
     if args.json:
         rows = table[list(COLUMNS[:7])].astype(object).where(table[list(COLUMNS[:7])].notna(), None)
         print(json.dumps(rows.to_dict(orient="records")))
@@ -307,6 +320,8 @@ def _add_compare(commands: argparse._SubParsersAction, workload_help: str) -> No
     compare.add_argument("--split", action="append", default=[], metavar="NAME=FILE",
                          help="also score this split (reference split format or exactplace plan) as row NAME")
     compare.add_argument("--json", action="store_true", help="end with one JSON line: a list of row objects")
+    compare.add_argument("--plot", type=_out, metavar="FILE.png", help="draw each method's value over the best "
+                         "bound (.png, .svg or .pdf; needs matplotlib)")
     _add_cluster_options(compare)
     compare.set_defaults(run=_command_compare)
 
@@ -383,6 +398,8 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--option", action="append", metavar="KEY=VALUE",
                        help="a method option, repeatable (contiguous=false, threads=2, warm_start=none)")
     solve.add_argument("--log", action="store_true", help="stream the solver's log to stderr")
+    solve.add_argument("--plot", type=_out, metavar="FILE.png", help="draw the placement graph and the device "
+                       "loads (.png, .svg or .pdf; needs matplotlib)")
     solve.add_argument("--out", type=_out, metavar="PLAN.json",
                        help="write the plan JSON here (- for standard output); never over an input")
     _add_cluster_options(solve)

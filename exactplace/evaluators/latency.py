@@ -43,6 +43,9 @@ class LatencySchedule:
     finish: np.ndarray
     subgraphs: list[tuple[int, np.ndarray, float, float]]
     """(device, node positions, start, end) of every accelerator subgraph, by start time."""
+    copies: list[tuple[float, float]]
+    """(copy-in, copy-out) seconds of each subgraph in ``subgraphs``: it computes from start + copy-in
+    to end - copy-out."""
 
     @property
     def latency(self) -> float:
@@ -186,13 +189,13 @@ def latency_schedule(graph: Graph, cluster: Cluster, device: Sequence[int] | np.
         if d < k:
             compute = float(graph.acc_time[members].sum()) / float(cluster.speed[d])
             end = ready + incoming[b] + compute + outgoing[b]
-            subgraphs.append((d, np.array(members), ready, end))
+            subgraphs.append((d, np.array(members), ready, end, float(incoming[b]), float(outgoing[b])))
         else:
             end = ready + float(graph.cpu_time[members[0]])
         block_end[b] = end
         finish[members] = end
     subgraphs.sort(key=lambda s: s[2])
-    return LatencySchedule(finish=finish, subgraphs=subgraphs)
+    return LatencySchedule(finish=finish, subgraphs=[s[:4] for s in subgraphs], copies=[s[4:] for s in subgraphs])
 
 
 def latency(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray,

@@ -73,6 +73,7 @@ class Schedule:
     channel : per-device transfer time (0 on CPUs)
     memory : per-device static memory (the peak, see the module docstring)
     order : node positions by start time (ties by topological position): a valid ``order``
+    transfers : array of shape (t, 3), one row per copy: channel (the accelerator copying), start, finish
     """
 
     graph: Graph
@@ -84,6 +85,7 @@ class Schedule:
     channel: np.ndarray
     memory: np.ndarray
     order: np.ndarray
+    transfers: np.ndarray
 
     @property
     def makespan(self) -> float:
@@ -181,7 +183,7 @@ def simulate(
     if not np.all(np.isfinite(duration)):
         inf = np.full(n, math.inf)
         return Schedule(graph, cluster, dev, inf, inf, np.full(num_devices, math.inf), np.zeros(num_devices),
-                        memory, graph.topological_order.copy())
+                        memory, graph.topological_order.copy(), np.zeros((0, 3)))
 
     topo_pos = np.empty(n, dtype=np.int64)
     topo_pos[graph.topological_order] = np.arange(n)
@@ -201,6 +203,7 @@ def simulate(
     free = [True] * num_devices
     channel_free = [0.0] * num_devices
     channel_busy = [0.0] * num_devices
+    copies: list[tuple[int, float, float]] = []
     if rank is not None:
         queues: list[deque[int]] = [deque() for _ in range(num_devices)]
         for v in rank.tolist():
@@ -231,6 +234,7 @@ def simulate(
             push(now, _REQUEST, channel, g, target)
         else:
             channel_busy[channel] += cost[g]
+            copies.append((channel, now, now + cost[g]))
             push(now + cost[g], _DONE, channel, g, target)
 
     def in_ram(now: float, g: int, source_device: int) -> None:
@@ -289,6 +293,7 @@ def simulate(
                 begin = max(now, channel_free[a])
                 channel_free[a] = begin + cost[b]
                 channel_busy[a] += cost[b]
+                copies.append((a, begin, begin + cost[b]))
                 push(begin + cost[b], _DONE, a, b, c)
             else:  # a transfer finished
                 if c < 0:
@@ -301,7 +306,8 @@ def simulate(
     start_a, finish_a = np.array(start), np.array(finish)
     busy = np.bincount(dev, weights=duration, minlength=num_devices)
     executed = np.lexsort((topo_pos, start_a))
-    return Schedule(graph, cluster, dev, start_a, finish_a, busy, np.array(channel_busy), memory, executed)
+    transfers = np.array(copies, dtype=float).reshape(-1, 3)
+    return Schedule(graph, cluster, dev, start_a, finish_a, busy, np.array(channel_busy), memory, executed, transfers)
 
 
 def makespan(

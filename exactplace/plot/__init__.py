@@ -1,0 +1,25 @@
+"""Pictures of placements, schedules and optimality gaps (matplotlib; ``pip install exactplace[plot]``).
+
+Every function returns a matplotlib :class:`~matplotlib.figure.Figure` and never calls ``show()``:
+a notebook displays the figure it gets, a script saves it (``fig.savefig("split.png")``). They are
+drawn with the Agg backend's defaults, sized for the page (about 10 inches wide at 100 dpi), and
+read the same at 1,000 nodes as at 30.
+
+- :func:`placement_graph`: the graph coloured by device, in layers from left to right (also
+  ``Placement.plot()``);
+- :func:`load_bars`: each device's load split into compute and communication (forward and
+  backward for training), memory against capacity, the bottleneck marked;
+- :func:`gantt`: one sample's schedule under the latency evaluator or the step simulator;
+- :func:`gap_curve`: incumbent and bound against time, and the gap on a log scale;
+- :func:`gap_bars`: each method's value over the best proven bound, per workload (the paper's Fig. 8);
+- :func:`overview`: the placement graph above its load bars (``exactplace solve --plot``).
+
+``import exactplace`` does not import matplotlib; ``import exactplace.plot`` does.
+"""
+
+from exactplace.plot.gaps import gap_bars, gap_curve
+from exactplace.plot.graph import layered_layout, placement_graph
+from exactplace.plot.loads import load_bars, overview
+from exactplace.plot.schedule import gantt
+
+__all__ = ["gantt", "gap_bars", "gap_curve", "layered_layout", "load_bars", "overview", "placement_graph"]
