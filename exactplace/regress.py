@@ -283,7 +283,8 @@ def compare(records: Sequence[dict[str, Any]], baseline: dict[str, Any], toleran
 
 def write_reports(suite: Suite, records: Sequence[dict[str, Any]], findings: Sequence[Finding],
                   directory: Path) -> tuple[Path, Path]:
-    """Write ``<suite>.report.json`` and ``<suite>.report.md`` into ``directory``; returns their paths."""
+    """Write ``<suite>.report.json`` and ``<suite>.report.md`` (with ``<suite>.report.png`` when matplotlib is
+    installed) into ``directory``; returns the paths of the first two."""
     directory.mkdir(parents=True, exist_ok=True)
     regressions = [f for f in findings if f.kind == "regression"]
     report = {
@@ -306,9 +307,35 @@ def write_reports(suite: Suite, records: Sequence[dict[str, Any]], findings: Seq
         lines.append(f"| {f.key} | {show(f.current.get('status'))} | {show(f.current.get('value'))} | "
                      f"{show(f.baseline.get('value'))} | {show(f.current.get('measured'))} | "
                      f"{show(f.baseline.get('measured'))} | {f.kind}: {f.message} |")
+    picture = _draw_against_baseline(suite, findings, directory)
+    if picture is not None:
+        lines += ["", f"![values against the baseline]({picture.name})"]
     md_path = directory / f"{suite.name}.report.md"
     md_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return json_path, md_path
+
+
+def _draw_against_baseline(suite: Suite, findings: Sequence[Finding], directory: Path) -> Path | None:
+    """``<suite>.report.png``: each case's value (and replayed time) over the baseline's; None without matplotlib."""
+    try:
+        from exactplace.plot import against_baseline
+        from exactplace.plot.style import pyplot
+
+        pyplot()
+    except SolverUnavailableError:
+        return None
+
+    def ratio(f: Finding, key: str) -> float | None:
+        now, base = f.current.get(key), f.baseline.get(key)
+        return None if now is None or not base else now / base
+
+    shown = [f for f in findings if f.kind != "missing"] or list(findings)
+    figure = against_baseline([f.key for f in shown],
+                              [{"value": ratio(f, "value"), "measured": ratio(f, "measured")} for f in shown],
+                              [f.kind for f in shown], title=f"{suite.name}: this run against the baseline")
+    path = directory / f"{suite.name}.report.png"
+    figure.savefig(path, dpi=100)
+    return path
 
 
 def regress(suite_path: str | Path, *, baseline: str | Path | None = None, report_dir: str | Path | None = None,

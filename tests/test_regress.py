@@ -52,7 +52,13 @@ def test_suite_passes_its_own_baseline_and_fails_when_a_value_gets_worse(suite, 
     report = json.loads((suite.parent / "out" / "small.report.json").read_text())
     kinds = {f["key"]: f["kind"] for f in report["findings"]}
     assert kinds["model/dp/throughput"] == "regression" and not report["passed"]
-    assert "FAILED" in (suite.parent / "out" / "small.report.md").read_text()
+    markdown = (suite.parent / "out" / "small.report.md").read_text()
+    assert "FAILED" in markdown
+    # The report embeds its picture: each case's value over the baseline's, the regressions in red.
+    pytest.importorskip("matplotlib")
+    assert "![values against the baseline](small.report.png)" in markdown
+    picture = suite.parent / "out" / "small.report.png"
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and picture.stat().st_size > 5_000
 
 
 def test_bad_suites_are_input_errors(tmp_path, capsys) -> None:
