@@ -183,16 +183,16 @@ def draw_placement_graph(ax: Axes, d: Drawn, layout: Layout, *, legend: bool = T
     crowded = len(cut) > 400  # many edges: thinner and lighter, so that the marks and cut edges stand out
     ax.add_collection(LineCollection(segments[~cut], colors="0.82" if crowded else "0.72",
                                      linewidths=0.3 if crowded else 0.6, zorder=1))
-    ax.add_collection(LineCollection(segments[cut], colors="black", linewidths=1.6, zorder=2))
+    ax.add_collection(LineCollection(segments[cut], colors="black", linewidths=1.3, alpha=0.7, zorder=2))
     backward = np.array([d.graph.backward[m[0]] for m in layout.members], dtype=bool)
     for shape, which in (("o", ~backward), ("s", backward)):  # backward nodes (training) are squares
         ax.scatter(layout.x[which], layout.y[which], s=area[which], marker=shape, edgecolors="white",
                    c=[colors[x] for x in mark_device[which].tolist()], linewidths=0.4, zorder=3)
     if marks <= 120:  # a chain's length, where it stays legible
         for x, y, size in zip(layout.x.tolist(), layout.y.tolist(), sizes.tolist()):
-            if size > 1:
-                ax.annotate(str(size), (x, y), textcoords="offset points", xytext=(0, 7), ha="center",
-                            fontsize=7, color="0.25", zorder=4)
+            if size > 1:  # inside the mark, which grows with its chain
+                ax.annotate(str(size), (x, y), ha="center", va="center", fontsize=6, color="white",
+                            fontweight="bold", zorder=4)
     ax.set_xlim(-1, layers)
     ax.set_ylim(float(layout.y.min()) - 0.8, float(layout.y.min()) + height + 0.8)
     ax.axis("off")
