@@ -19,7 +19,7 @@ def main() -> None:
     FIGURES.mkdir(exist_ok=True)
     w = ep.read_workload(ep.workload_path("op_bert3_inference"))
     figure = plot.overview(w, ep.solve(w))
-    width, height = figure.get_size_inches()
+    height = figure.get_size_inches()[1]
     figure.set_size_inches(SHOWN_WIDTH, height * 1.1)
     path = FIGURES / "op_bert3_inference_overview.png"
     figure.savefig(path, dpi=100)
