@@ -12,7 +12,7 @@ from exactplace.core.io import Workload
 from exactplace.core.placement import Placement
 from exactplace.evaluators import device_loads
 from exactplace.plot.graph import draw_placement_graph, graph_height, layered_layout
-from exactplace.plot.style import WIDTH, Drawn, device_colors, drawn, human_bytes, new_figure
+from exactplace.plot.style import WIDTH, Drawn, drawn, human_bytes, label_devices, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -39,7 +39,6 @@ def draw_load_bars(load_ax: Axes, memory_ax: Axes, d: Drawn) -> None:
     """Draw the load bars into ``load_ax`` and the memory bars into ``memory_ax``."""
     loads = device_loads(d.graph, d.cluster, d.device, overlap=d.overlap)
     shown = _shown_devices(d)
-    names = [d.cluster.device_name(x) for x in shown.tolist()]
     rows = np.arange(len(shown))[::-1]  # the first device on top
     parts = [(0, "forward"), (1, "backward")] if d.graph.is_training else [(None, "")]
     total = loads.load()
@@ -63,10 +62,7 @@ def draw_load_bars(load_ax: Axes, memory_ax: Axes, d: Drawn) -> None:
     load_ax.annotate(f"bottleneck {top:.4g}", (top, rows[bottleneck]), textcoords="offset points", xytext=(4, 0),
                      va="center", fontsize=8, color="#C0392B")
     load_ax.set_xlim(0, top * 1.25 if top > 0 else 1)
-    load_ax.set_yticks(rows, names, fontsize=8)
-    for tick, x in zip(load_ax.get_yticklabels(), shown.tolist()):
-        tick.set_color(device_colors(d.cluster)[x])
-        tick.set_fontweight("bold")
+    label_devices(load_ax, rows.tolist(), shown.tolist(), d.cluster)
     load_ax.set_xlabel("load (time per sample)" if not d.graph.is_training else "load: forward + backward")
     load_ax.legend(fontsize=7, loc="lower right", frameon=False)
     load_ax.grid(axis="x", color="0.9")

@@ -12,7 +12,7 @@ from exactplace.core.io import Workload
 from exactplace.core.placement import Placement
 from exactplace.evaluators.latency import latency_schedule
 from exactplace.evaluators.makespan import simulate
-from exactplace.plot.style import WIDTH, Drawn, device_colors, drawn, new_figure
+from exactplace.plot.style import WIDTH, Drawn, device_colors, drawn, label_devices, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -121,10 +121,7 @@ def gantt(workload: Workload | Graph | None, placement: Placement | np.ndarray, 
     ax.axvline(end, color="#C0392B", linestyle="--", linewidth=1)
     ax.annotate(f"{objective} {end:.4g}", (end, len(shown) - 0.5), textcoords="offset points", xytext=(-4, 0),
                 ha="right", va="bottom", fontsize=8, color="#C0392B")
-    ax.set_yticks(list(rows.values()), [d.cluster.device_name(x) for x in rows], fontsize=8)
-    for tick, device in zip(ax.get_yticklabels(), rows):
-        tick.set_color(colors[device])
-        tick.set_fontweight("bold")
+    label_devices(ax, list(rows.values()), list(rows), d.cluster)
     from matplotlib.patches import Patch
 
     ax.legend(handles=[Patch(color="0.55", label="compute (device colour)"), Patch(**COPY_STYLE, label="transfer")],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +66,15 @@ def device_colors(cluster: Cluster) -> list[tuple[float, float, float, float]]:
         hues = [colormaps["hsv"](i / k) for i in range(k)]
     greys = [(g, g, g, 1.0) for g in np.linspace(0.45, 0.75, max(cpus, 1))[:cpus]]
     return hues + greys
+
+
+def label_devices(ax: Any, rows: Sequence[float], devices: Sequence[int], cluster: Cluster) -> None:
+    """Name each device on ``ax``'s rows, in its colour (the link between a bar and the graph's marks)."""
+    colors = device_colors(cluster)
+    ax.set_yticks(list(rows), [cluster.device_name(d) for d in devices], fontsize=8)
+    for tick, device in zip(ax.get_yticklabels(), devices):
+        tick.set_color(colors[device])
+        tick.set_fontweight("bold")
 
 
 def human_bytes(value: float) -> str:
