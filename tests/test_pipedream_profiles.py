@@ -70,3 +70,51 @@ def test_empty_profile_refused_in_one_line(tmp_path: Path, text: str) -> None:
         with pytest.raises(ExactplaceError) as info:
             read_workload(path, format=fmt)
         assert "\n" not in str(info.value)
+
+
+def _partitioned(text: str, stage_of: dict[str, int]) -> str:
+    """The profile with ``, stage_id=K`` on every node line, as PipeDream's optimizer writes it
+    (nodes absent from ``stage_of``, dropped by the importer, get stage 0)."""
+    lines = [f"{line}, stage_id={stage_of.get(m.group(1), 0)}" if (m := _NODE.match(line)) else line
+             for line in text.splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_stage_ids_read_as_the_split(shared_workloads: Path, tmp_path: Path, model: str) -> None:
+    """A DP split written as PipeDream stage_ids reads back as the same devices, on the library and the CLI."""
+    from exactplace.core.io import read_split_file
+
+    profile = shared_workloads / "pipedream" / f"{model}.graph.txt"
+    w = read_workload(profile, accelerators=4)
+    p = solve(w, method="dp")
+    stage_of = {w.graph.names[i]: int(p.device[i]) for i in range(w.graph.n) if not w.graph.backward[i]}
+    partitioned = tmp_path / "graph.txt"
+    partitioned.write_text(_partitioned(profile.read_text(), stage_of))
+    assert read_workload(partitioned, accelerators=4).graph.n == w.graph.n  # stage_ids do not change the workload
+    split = read_split_file(partitioned, w.graph, w.cluster)
+    assert split.device.tolist() == p.device.tolist()
+    assert evaluate(w.graph, w.cluster, split.device, "throughput") == pytest.approx(p.objective)
+    from exactplace.cli.main import main
+
+    assert main(["evaluate", str(profile), str(partitioned), "--accelerators", "4"]) == 0
+
+
+def test_stage_ids_misuse_named(shared_workloads: Path, tmp_path: Path) -> None:
+    """A node without a stage names its line; a stage past the accelerators names the node."""
+    from exactplace.core.errors import InputFormatError, PlacementError
+    from exactplace.core.io import read_split_file
+
+    profile = shared_workloads / "pipedream" / "vgg16.graph.txt"
+    w = read_workload(profile, accelerators=2)
+    names = [n for n in w.graph.names if not n.endswith(".backward")]
+    text = _partitioned(profile.read_text(), {n: 0 for n in names})
+    unstaged = tmp_path / "unstaged.txt"
+    first = text.index(", stage_id=0")
+    unstaged.write_text(text[:first] + text[first + len(", stage_id=0"):])
+    with pytest.raises(InputFormatError, match=r"Line 1: field stage_id is missing"):
+        read_split_file(unstaged, w.graph, w.cluster)
+    beyond = tmp_path / "beyond.txt"
+    beyond.write_text(_partitioned(profile.read_text(), {n: 5 for n in names}))
+    with pytest.raises(PlacementError, match="stage 5, but the cluster has 2 accelerators"):
+        read_split_file(beyond, w.graph, w.cluster)

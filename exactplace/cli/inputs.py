@@ -33,13 +33,17 @@ def input_path(argument: str) -> str:
     return argument
 
 
-def read_stdin(what: str) -> Any:
-    """Parsed JSON from standard input; ``what`` names it in errors ("Workload", "Split")."""
+def read_stdin_text(what: str) -> str:
+    """Standard input as text; ``what`` names it in errors ("Workload", "Split")."""
     try:
-        text = sys.stdin.read()
+        return sys.stdin.read()
     except UnicodeDecodeError:
         raise ParameterError(f"{what} on standard input is not UTF-8 text.") from None
-    return parse_json(text, what, "on standard input")
+
+
+def read_stdin(what: str) -> Any:
+    """Parsed JSON from standard input; ``what`` names it in errors ("Workload", "Split")."""
+    return parse_json(read_stdin_text(what), what, "on standard input")
 
 
 def load_workload(argument: str, cluster: dict[str, Any] | None = None) -> Workload:

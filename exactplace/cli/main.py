@@ -21,13 +21,12 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 import numpy as np
 
 from exactplace.cli.files import STDIO, check_output, write_output
-from exactplace.cli.inputs import input_path, load_workload, read_stdin
+from exactplace.cli.inputs import input_path, load_workload, read_stdin_text
 from exactplace.cli.pictures import check_plot, save_figure
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, ParameterError
@@ -140,7 +139,7 @@ def _save_plan(out: str | None, placement: Any, interrupted: bool) -> str:
 
 def _command_evaluate(args: argparse.Namespace) -> int:
     """Score a split and judge it by the rules of the objective it is scored under (see ``check_feasibility``)."""
-    from exactplace.core.io import load_json, split_file_from_dict
+    from exactplace.core.io import read_split_file, split_file_from_text
     from exactplace.core.objectives import SCORING_OPTIONS
     from exactplace.evaluators import check_feasibility, summarize_violations
 
@@ -150,10 +149,9 @@ def _command_evaluate(args: argparse.Namespace) -> int:
     workload = load_workload(source, _cluster(args))
     graph, cluster = workload.graph, workload.cluster
     if split == STDIO:
-        data, where = read_stdin("Split"), "The split on standard input"
+        plan = split_file_from_text(read_stdin_text("Split"), graph, cluster, where="The split on standard input")
     else:
-        data, where = load_json(split, "Split"), f"Split {Path(split).name!r}"
-    plan = split_file_from_dict(data, graph, cluster, where=where)
+        plan = read_split_file(split, graph, cluster)
     objective = args.objective or plan.objective or "throughput"
     if args.overlap and objective != "throughput":
         raise ParameterError(f"--overlap applies to the throughput objective only, not to {objective!r}.")

@@ -27,7 +27,7 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import InputFormatError, ParameterError, PlacementError
 from exactplace.core.graph import Graph, Node
-from exactplace.core.pipedream import looks_like_pipedream, pipedream_to_dict
+from exactplace.core.pipedream import looks_like_pipedream, pipedream_stages, pipedream_to_dict
 from exactplace.core.placement import Space
 
 __all__ = [
@@ -43,7 +43,9 @@ __all__ = [
     "read_text",
     "read_workload",
     "split_file_from_dict",
+    "split_file_from_text",
     "split_from_dict",
+    "split_from_stages",
     "split_to_dict",
     "workload_from_dict",
     "workload_from_text",
@@ -534,9 +536,41 @@ def split_file_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: st
     return SplitFile(split_from_dict(data, graph, cluster, where=where))
 
 
+def split_from_stages(stages: Mapping[str, int], graph: Graph, cluster: Cluster, *, where: str) -> np.ndarray:
+    """The device array of a PipeDream partition: stage ``K`` on accelerator ``K``, matched by node name
+    (a backward node ``nodeN.backward`` follows its forward node ``nodeN``)."""
+    device = np.empty(graph.n, dtype=np.int64)
+    for i, name in enumerate(graph.names):
+        stage = stages.get(name.removesuffix(".backward"))
+        if stage is None:
+            raise PlacementError(f"{where} does not place {graph.describe(i)}: it names no such PipeDream node.")
+        if stage >= cluster.accelerators:
+            raise PlacementError(f"{where} puts {graph.describe(i)} in stage {stage}, but the cluster has "
+                                 f"{cluster.accelerators} accelerators (stage K runs on accelerator K).")
+        device[i] = stage
+    return device
+
+
+def split_file_from_text(text: str, graph: Graph, cluster: Cluster, *, where: str = "The split",
+                         source: str = "on standard input") -> SplitFile:
+    """A split in any format: JSON (see :func:`split_file_from_dict`) or a PipeDream profile partitioned
+    by its optimizer (``stage_id=K`` on every node, see :func:`exactplace.core.pipedream.pipedream_stages`).
+
+    ``where`` names the split in errors about its content, ``source`` where its text came from.
+    """
+    if looks_like_pipedream(text):
+        try:
+            stages = pipedream_stages(text)
+        except InputFormatError as error:
+            raise InputFormatError(f"{where}: {error}") from None
+        return SplitFile(split_from_stages(stages, graph, cluster, where=where))
+    return split_file_from_dict(parse_json(text, "Split", source), graph, cluster, where=where)
+
+
 def read_split_file(path: PathLike, graph: Graph, cluster: Cluster) -> SplitFile:
-    """Read a split in either format (see :func:`split_file_from_dict`)."""
-    return split_file_from_dict(load_json(path, "Split"), graph, cluster, where=f"Split {Path(path).name!r}")
+    """Read a split in any format (see :func:`split_file_from_text`)."""
+    return split_file_from_text(read_text(path, "Split"), graph, cluster, where=f"Split {Path(path).name!r}",
+                                source=f"file {os.fspath(path)!r}")
 
 
 def read_placement(path: PathLike, graph: Graph, cluster: Cluster) -> np.ndarray:

@@ -22,7 +22,9 @@ Mapping choices (each one deliberate):
 * Input sources (``Input*`` modules) are free (zero time, zero memory): the data is already there.
 * ``__getitem__`` nodes without successors are dropped, as PipeDream's optimizer drops them.
 * A list activation ``[a; b]`` is summed.
-* ``stage_id=K`` fields are accepted and ignored (not yet read as a split).
+* ``stage_id=K`` fields (a profile PipeDream's optimizer partitioned) are ignored by the workload and
+  read as a split by :func:`pipedream_stages`: stage ``K`` runs on accelerator ``K``, a node's backward
+  half with its forward half. A replicated stage is read as one device (replication is not modelled).
 
 Malformed files raise :class:`InputFormatError` naming the line number and field.
 """
@@ -93,6 +95,8 @@ def parse_pipedream(text: str) -> tuple[dict[str, dict[str, Any]], list[tuple[st
                     fields[key] = int(value)
                 except ValueError:
                     raise InputFormatError(f"Line {lineno}: field stage_id is not an integer: {value!r}") from None
+                if fields[key] < 0:
+                    raise InputFormatError(f"Line {lineno}: field stage_id must be >= 0, got {value!r}")
             elif key in _FIELDS:
                 fields[key] = _number(value, lineno, key)
             else:
@@ -108,14 +112,35 @@ def parse_pipedream(text: str) -> tuple[dict[str, dict[str, Any]], list[tuple[st
     return nodes, [(u, v) for u, v, _ in edges]
 
 
+def pipedream_stages(text: str) -> dict[str, int]:
+    """The stage of every node of a partitioned profile, by node name (``stage_id=K`` lines).
+
+    Nodes the workload drops (unused ``__getitem__`` sinks) need none; every other node must state
+    one, else :class:`InputFormatError` names its line.
+    """
+    nodes, edges = parse_pipedream(text)
+    stages = {}
+    for name in _kept(nodes, edges):
+        if "stage_id" not in nodes[name]:
+            raise InputFormatError(f"Line {nodes[name]['line']}: field stage_id is missing (node {name}): "
+                                   "a split read from a PipeDream profile needs a stage for every node")
+        stages[name] = nodes[name]["stage_id"]
+    return stages
+
+
+def _kept(nodes: dict[str, dict[str, Any]], edges: list[tuple[str, str]]) -> list[str]:
+    """The nodes a workload keeps: all but ``__getitem__`` nodes without successors (PipeDream drops them)."""
+    has_out = {u for u, _ in edges}
+    return [n for n in nodes if not (nodes[n]["module"].startswith("__getitem__") and n not in has_out)]
+
+
 def pipedream_to_dict(
     text: str, *, training: bool = True, bandwidth: float = math.inf, accelerators: int = 4,
     memory: float = math.inf, cpus: int = 0,
 ) -> dict[str, Any]:
     """Convert a PipeDream profile to the dnn-partitioning dictionary (see the module docstring)."""
     nodes, edges = parse_pipedream(text)
-    has_out = {u for u, _ in edges}
-    kept = [n for n in nodes if not (nodes[n]["module"].startswith("__getitem__") and n not in has_out)]
+    kept = _kept(nodes, edges)
     kept_set = set(kept)
     edges = [(u, v) for u, v in edges if u in kept_set and v in kept_set]
     ids = {n: i for i, n in enumerate(kept)}
