@@ -58,8 +58,8 @@ def main() -> None:
             profiles[f"pd/{p.parent.name}"] = p
     if args.only:
         profiles = {k: v for k, v in profiles.items() if k in args.only or k.removeprefix("pd/") in args.only}
-    print(f"{'profile':<18} {'K':>2} {'nodes':>5} {'exactplace ms':>14} {'status':>8} {'s':>7} "
-          f"{'PipeDream ms':>13} {'s':>7} {'ratio':>7}")
+    print(f"{'profile':<18} {'K':>2} {'nodes':>5} {'exactplace ms':>14} {'method':>6} {'status':>8} {'gap':>8} "
+          f"{'s':>7} {'PipeDream ms':>13} {'s':>7} {'ratio':>7}")
     for name, path in profiles.items():
         for k in args.accelerators:
             w = read_workload(path, accelerators=k)
@@ -72,8 +72,9 @@ def main() -> None:
             ratio = f"{ours / theirs:.4f}" if ours is not None and theirs else "-"
             ours_text = f"{ours:.3f}" if ours is not None else "-"
             theirs_text = f"{theirs:.3f}" if theirs is not None else status
-            print(f"{name:<18} {k:>2} {w.graph.n:>5} {ours_text:>14} {plan.status:>8} {ours_s:>7.2f} "
-                  f"{theirs_text:>13} {theirs_s:>7.2f} {ratio:>7}", flush=True)
+            gap = f"{plan.gap:.1e}" if plan.gap is not None else "-"
+            print(f"{name:<18} {k:>2} {w.graph.n:>5} {ours_text:>14} {plan.method:>6} {plan.status:>8} {gap:>8} "
+                  f"{ours_s:>7.2f} {theirs_text:>13} {theirs_s:>7.2f} {ratio:>7}", flush=True)
 
 
 if __name__ == "__main__":

@@ -242,10 +242,17 @@ def test_bad_options_raise_parameter_errors(method: str, options: dict, cluster:
         solve(graph, cluster, method=method, **options)
 
 
-def test_auto_prefers_dp_then_dpl_then_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_prefers_dp_then_mip_then_dpl_then_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
+    from exactplace.backends import mip as mip_module
+
     graph = parallel_chains(branches=2, length=3)
     assert solve(graph, HARD).method == "dp"
     monkeypatch.setattr(dp_module, "AUTO_MAX_IDEALS", 5)
+    certified = solve(graph, HARD)  # too many ideals for the DP: the contiguous IP proves the same optimum
+    assert certified.method == "mip" and certified.status is Status.OPTIMAL
+    assert certified.objective == pytest.approx(solve(graph, HARD, method="dp").objective)
+    assert "more than 5 ideals" in certified.info["passed_over"]["dp"]
+    monkeypatch.setattr(mip_module, "MAX_NONZEROS", 10)
     assert solve(graph, HARD).method == "dpl"
     assert solve(graph, Cluster(2, memory=[1e9, 2e9], cpus=1)).method == "greedy"
     gpipe = solve(graph, HARD, gpipe=True)

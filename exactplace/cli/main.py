@@ -261,7 +261,9 @@ def _ideals_text(graph: Graph, cluster: Cluster, limit: int) -> str:
     except ImportError:  # the native extension is not built
         return "unknown (native extension not available)"
     count = count_ideals(graph, limit, cluster=cluster)  # the limit was checked by the parser
-    return f"more than {limit} (the exact DP is out of reach; use --method dpl)" if count is None else str(count)
+    if count is None:
+        return f"more than {limit} (the exact DP is out of reach: --method mip certifies chain splits, dpl is fast)"
+    return str(count)
 
 
 def _command_methods(args: argparse.Namespace) -> int:

@@ -27,7 +27,10 @@ BUILTIN_METHODS: dict[str, str] = {
 }
 
 AUTO_ORDER: dict[str, tuple[str, ...]] = {
-    "throughput": ("dp", "dpl", "greedy"),
+    # Past the DP's ideals, the contiguous IP (warm-started by DPL) certifies branchy graphs the DP
+    # cannot enumerate (PipeDream's InceptionV3 and NASNet profiles in seconds, RESULTS.md); past its
+    # size limit DPL answers alone, with no bound.
+    "throughput": ("dp", "mip", "dpl", "greedy"),
     "latency": ("mip", "greedy"),
     "makespan": ("m-etf",),
 }
