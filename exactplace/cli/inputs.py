@@ -12,12 +12,12 @@ from exactplace.core.errors import ParameterError
 from exactplace.core.io import (
     Workload,
     parse_json,
-    read_text,
+    read_bytes,
+    workload_format,
     workload_from_dict,
     workload_from_text,
     workload_to_dict,
 )
-from exactplace.core.pipedream import looks_like_pipedream
 from exactplace.data import shipped_workloads, workload_path
 
 __all__ = ["CLUSTER_FIELDS", "input_path", "load_workload", "read_stdin"]
@@ -50,15 +50,16 @@ def load_workload(argument: str, cluster: dict[str, Any] | None = None) -> Workl
     """The workload an argument names (see :func:`input_path`), read and checked.
 
     ``cluster`` overrides the workload's cluster: keys ``accelerators``, ``memory``, ``cpus`` (counts
-    and bytes) and ``bandwidth`` (bytes per second; only PipeDream profiles state edges in bytes).
+    and bytes) and ``bandwidth`` (bytes per second; only PipeDream profiles and ONNX models state edges in
+    bytes).
     """
     given = {k: v for k, v in (cluster or {}).items() if v is not None}
     path = input_path(argument)
     bandwidth = given.pop("bandwidth", None)
-    text = None if path == STDIO else read_text(path, "Workload")  # read once: detection and parsing
-    if bandwidth is not None and (text is None or not looks_like_pipedream(text)):
-        raise ParameterError("--bandwidth applies to PipeDream profiles only: a JSON workload states its edge "
-                             "costs as times, not bytes.")
+    text = None if path == STDIO else read_bytes(path, "Workload")  # read once: detection and parsing
+    if bandwidth is not None and (text is None or workload_format(text, path) == "json"):
+        raise ParameterError("--bandwidth applies to PipeDream profiles and ONNX models only: a JSON workload "
+                             "states its edge costs as times, not bytes.")
     if text is None:
         workload = workload_from_dict(read_stdin("Workload"), name="stdin")
     else:

@@ -354,7 +354,7 @@ def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory", type=_bytes, default=None, metavar="BYTES", help="memory per accelerator")
     parser.add_argument("--cpus", type=_count, default=None, metavar="L", help="number of CPUs")
     parser.add_argument("--bandwidth", type=_positive, default=None, metavar="BYTES_PER_S",
-                        help="link bandwidth for PipeDream profiles (inf: free transfers, the default)")
+                        help="link bandwidth for PipeDream profiles and ONNX models (inf: free transfers, the default)")
 
 
 def _cluster(args: argparse.Namespace) -> dict[str, Any]:

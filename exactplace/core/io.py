@@ -14,10 +14,14 @@ Booleans may be JSON booleans or 0/1. Split format::
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import inspect
 import json
 import math
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,7 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import InputFormatError, ParameterError, PlacementError
 from exactplace.core.graph import Graph, Node
+from exactplace.core.onnx_import import onnx_to_dict, parse_model
 from exactplace.core.pipedream import looks_like_pipedream, pipedream_stages, pipedream_to_dict
 from exactplace.core.placement import Space
 
@@ -37,6 +42,7 @@ __all__ = [
     "load_json",
     "parse_json",
     "placement_from_dict",
+    "read_bytes",
     "read_placement",
     "read_split",
     "read_split_file",
@@ -47,6 +53,7 @@ __all__ = [
     "split_from_dict",
     "split_from_stages",
     "split_to_dict",
+    "workload_format",
     "workload_from_dict",
     "workload_from_text",
     "workload_to_dict",
@@ -138,9 +145,24 @@ def load_json(path: PathLike, what: str) -> Any:
 def read_text(path: PathLike, what: str) -> str:
     """A UTF-8 text file's content, turning OS and decoding errors into InputFormatError naming ``what``."""
     _check_path(path, f"read_{what.lower()}")
-    try:
+    with _reading(path, what):
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            return handle.read()
+
+
+def read_bytes(path: PathLike, what: str) -> bytes:
+    """A file's content as bytes (a binary format such as ONNX), turning OS errors into InputFormatError."""
+    _check_path(path, f"read_{what.lower()}")
+    with _reading(path, what):
+        with open(path, "rb") as handle:
+            return handle.read()
+
+
+@contextlib.contextmanager
+def _reading(path: PathLike, what: str) -> Iterator[None]:
+    """Turn the errors of reading ``path`` into InputFormatError naming ``what``."""
+    try:
+        yield
     except FileNotFoundError:
         raise InputFormatError(f"{what} file {os.fspath(path)!r} does not exist.") from None
     except IsADirectoryError:
@@ -151,7 +173,6 @@ def read_text(path: PathLike, what: str) -> str:
         raise InputFormatError(f"{what} file {os.fspath(path)!r} is not UTF-8 text.") from None
     except OSError as error:
         raise InputFormatError(f"{what} file {os.fspath(path)!r} cannot be read: {error.strerror or error}.") from None
-    return text
 
 
 class _Fields:
@@ -300,12 +321,25 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     return Workload(graph=graph, cluster=cluster, name=name, extra=extra, stated=stated)
 
 
-def read_workload(path: PathLike, format: str | None = None, **options: Any) -> Workload:
-    """Read a workload file: dnn-partitioning JSON, or a PipeDream ``graph.txt`` profile.
+#: The workload formats :func:`read_workload` reads (``format=``), and the function that converts each.
+FORMATS = ("json", "pipedream", "onnx")
+_IMPORTERS = {"pipedream": pipedream_to_dict, "onnx": onnx_to_dict}
+_KINDS = {"json": "JSON workloads", "pipedream": "PipeDream profiles", "onnx": "ONNX models"}
 
-    The format is detected from the content; ``format="json"`` or ``format="pipedream"`` forces it.
-    ``options`` go to :func:`exactplace.core.pipedream.pipedream_to_dict` (``training``, ``bandwidth``,
-    ``accelerators``, ``memory``, ``cpus``).
+# Bytes no text format holds (C0 controls but tab, newline, form feed, carriage return): an ONNX protobuf
+# starts with one (0x08, the tag of ir_version), so a small model that happens to be valid UTF-8 is binary too.
+_BINARY = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f]")
+
+
+def read_workload(path: PathLike, format: str | None = None, **options: Any) -> Workload:
+    """Read a workload file: dnn-partitioning JSON, a PipeDream ``graph.txt`` profile or an ONNX model.
+
+    The format is detected from the file (see :func:`workload_format`); ``format="json"``,
+    ``format="pipedream"`` or ``format="onnx"`` forces it. ``options`` go to
+    :func:`exactplace.core.pipedream.pipedream_to_dict` (``training``, ``bandwidth``, ``accelerators``,
+    ``memory``, ``cpus``) or :func:`exactplace.core.onnx_import.onnx_to_dict` (``bandwidth``,
+    ``accelerators``, ``memory``, ``cpus``, ``accelerator_rate``, ``cpu_rate``, ``dims``, ``profile``,
+    ``runs``).
 
     Examples
     --------
@@ -315,20 +349,61 @@ def read_workload(path: PathLike, format: str | None = None, **options: Any) -> 
     (32, 6)
     """
     _check_path(path, "read_workload")
-    if format not in (None, "json", "pipedream"):
-        raise ParameterError(f"read_workload: format must be 'json' or 'pipedream', got {format!r}")
-    return workload_from_text(read_text(path, "Workload"), path, format, **options)
+    if format is not None and format not in FORMATS:
+        raise ParameterError(f"read_workload: format must be one of {', '.join(map(repr, FORMATS))}, got {format!r}")
+    return workload_from_text(read_bytes(path, "Workload"), path, format, **options)
 
 
-def workload_from_text(text: str, path: PathLike, format: str | None = None, **options: Any) -> Workload:
-    """The workload in ``text``, read from ``path`` (its name comes from the file name): see
-    :func:`read_workload`, which reads the file and calls this."""
-    if format == "pipedream" or (format is None and looks_like_pipedream(text)):
+def workload_format(content: bytes | str, path: PathLike) -> str:
+    """The format of a workload file, from its name and content: ``"onnx"``, ``"pipedream"`` or ``"json"``.
+
+    A ``.onnx`` file is ONNX, and so is binary content (not UTF-8, or holding control characters no text
+    format has); text whose first line is a PipeDream node line is a PipeDream profile; the rest is JSON.
+
+    >>> workload_format(b'{"nodes": []}', "w.json"), workload_format(b"\\x08\\x07\\x12\\x05torch", "model")
+    ('json', 'onnx')
+    """
+    if Path(path).suffix.lower() == ".onnx":
+        return "onnx"
+    if isinstance(content, bytes):
+        if _BINARY.search(content):
+            return "onnx"
+        try:
+            content = content.decode("utf-8")
+        except UnicodeDecodeError:
+            return "onnx"
+    return "pipedream" if looks_like_pipedream(content) else "json"
+
+
+def workload_from_text(text: str | bytes, path: PathLike, format: str | None = None, **options: Any) -> Workload:
+    """The workload in ``text`` (the file's content, as text or bytes), read from ``path`` (its name
+    comes from the file name): see :func:`read_workload`, which reads the file and calls this."""
+    chosen = format or workload_format(text, path)
+    source = f"Workload file {os.fspath(path)!r}"
+    importer = _IMPORTERS.get(chosen)
+    known = set(inspect.signature(importer).parameters) - {"data", "text", "source", "path"} if importer else set()
+    if set(options) - known:
+        applies = "apply only to PipeDream profiles and ONNX models" if importer is None else (
+            f"do not apply to {_KINDS[chosen]} (they take {', '.join(sorted(known))})")
+        raise ParameterError(f"read_workload: options {sorted(set(options) - known)} {applies}")
+    if chosen == "onnx":
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        guessed = format is None and Path(path).suffix.lower() != ".onnx"
+        if guessed and importlib.util.find_spec("onnx") is None:
+            raise InputFormatError(f"{source} is not UTF-8 text (to read it as an ONNX model, install onnx: "
+                                   "pip install 'exactplace[onnx]').")
+        model = parse_model(data, source, also="binary, not UTF-8 text (JSON or a PipeDream profile), and "
+                            if guessed else "")
+        return workload_from_dict(onnx_to_dict(model, source=source, path=path, **options), name=Path(path).stem)
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as open() in text mode
+        except UnicodeDecodeError:
+            raise InputFormatError(f"{source} is not UTF-8 text.") from None
+    if chosen == "pipedream":
         # vgg16.graph.txt -> vgg16; PipeDream's own profiles are all named graph.txt
         name = Path(path).name.removesuffix(".txt").removesuffix("graph").rstrip("._") or "pipedream"
         return workload_from_dict(pipedream_to_dict(text, **options), name=name)
-    if options:
-        raise ParameterError(f"read_workload: options {sorted(options)} apply only to PipeDream profiles")
     return workload_from_dict(parse_json(text, "Workload", f"file {os.fspath(path)!r}"), name=Path(path).stem)
 
 
