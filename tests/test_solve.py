@@ -520,7 +520,8 @@ def test_cyclic_quotient_is_not_a_chain() -> None:
 def test_import_loads_no_solver() -> None:
     """``import exactplace`` and listing methods import no solver module (availability uses find_spec);
     the import itself enters neither the backends nor pandas."""
-    heavy = ("highspy", "ortools", "pulp", "exactplace._native", "torch", "pandas", "exactplace.backends")
+    heavy = ("highspy", "ortools", "pulp", "exactplace._native", "torch", "pandas", "exactplace.backends", "onnx",
+             "onnxruntime")
     code = (
         "import sys, exactplace; before = sorted(m for m in HEAVY if m in sys.modules); "
         "exactplace.available_methods(); after = sorted(m for m in HEAVY[:5] if m in sys.modules); "

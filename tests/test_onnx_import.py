@@ -1,0 +1,309 @@
+"""ONNX importer: PyTorch models exported in the test, mapped by the documented rules, solved, and malformed
+models refused in one line naming the node and the tensor."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+onnx = pytest.importorskip("onnx")
+torch = pytest.importorskip("torch")
+
+import exactplace as ep  # noqa: E402
+from exactplace.cli.main import main  # noqa: E402
+from exactplace.core.errors import InputFormatError, ParameterError  # noqa: E402
+from exactplace.core.io import workload_format  # noqa: E402
+from exactplace.core.onnx_import import node_flops  # noqa: E402
+
+helper, T = onnx.helper, onnx.TensorProto
+FLOAT = 4  # bytes per float32 element
+N, H = 2, 8  # batch and image side of the conv net
+
+
+class Branchy(torch.nn.Module):
+    """stem conv -> relu -> (grouped 3x3 conv | 1x1 conv) -> add -> max pool -> flatten -> linear -> softmax."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.left = torch.nn.Conv2d(8, 8, 3, padding=1, groups=2)
+        self.right = torch.nn.Conv2d(8, 8, 1, bias=False)
+        self.pool = torch.nn.MaxPool2d(2)
+        self.fc = torch.nn.Linear(8 * (H // 2) ** 2, 10)
+
+    def forward(self, x: Any) -> Any:
+        x = torch.relu(self.stem(x))
+        y = self.pool(self.left(x) + self.right(x))
+        return torch.softmax(self.fc(y.flatten(1)), dim=1)
+
+
+def _export(module: Any, example: Any, path: Path, **options: Any) -> Path:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy exporter's deprecation notice
+        torch.onnx.export(module.eval(), (example,), str(path), dynamo=False, **options)
+    return path
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("onnx")
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Dropout(0.1), torch.nn.Linear(32, 4))
+    return {
+        "branchy": _export(Branchy(), torch.randn(N, 3, H, H), folder / "branchy.onnx"),
+        "mlp": _export(mlp, torch.randn(5, 16), folder / "mlp.onnx", input_names=["x"],
+                       dynamic_axes={"x": {0: "batch"}}),
+    }
+
+
+def _by_name(w: ep.Workload) -> dict[str, ep.Node]:
+    return {v.name: v for v in w.graph.nodes()}
+
+
+def _named_edges(w: ep.Workload) -> dict[tuple[str, str], float]:
+    names = {v.id: v.name for v in w.graph.nodes()}
+    return {(names[u], names[v]): c for u, v, c in w.graph.edges()}
+
+
+def test_structure_follows_the_onnx_graph(models: dict[str, Path]) -> None:
+    for path in models.values():
+        model = onnx.load(str(path))
+        w = ep.read_workload(path)
+        kept = [n for n in model.graph.node if n.op_type != "Constant"]
+        assert w.graph.n == len(kept) and [v.name for v in w.graph.nodes()] == [n.name for n in kept]
+        assert w.name == path.stem and w.accelerators == 4 and w.cpus == 0
+        writer = {t: n.name for n in kept for t in n.output}
+        tensors = {(writer[t], n.name) for n in kept for t in n.input if t in writer}
+        assert set(_named_edges(w)) == tensors
+        assert all(c == 0 for *_, c in w.graph.edges())  # bandwidth=inf: free transfers
+        assert not any(v.backward for v in w.graph.nodes()) and all(v.acc_time is not None for v in w.graph.nodes())
+    branches = {v for u, v in _named_edges(ep.read_workload(models["branchy"])) if u == "/Relu"}
+    assert branches == {"/left/Conv", "/right/Conv"}
+
+
+def test_flops_memory_and_edge_costs_follow_the_formulas(models: dict[str, Path]) -> None:
+    # cpu_rate=1e3 FLOP/s makes a node's CPU time in milliseconds equal its FLOPs
+    w = ep.read_workload(models["branchy"], cpu_rate=1e3, accelerator_rate=1e6, bandwidth=1e6)
+    nodes = _by_name(w)
+    out = N * 8 * H * H  # elements of every conv output
+    assert nodes["/stem/Conv"].cpu_time == pytest.approx(2 * out * 3 * 3 * 3 + out)
+    assert nodes["/stem/Conv"].acc_time == pytest.approx(nodes["/stem/Conv"].cpu_time / 1e3)
+    assert nodes["/left/Conv"].cpu_time == pytest.approx(2 * out * (8 // 2) * 3 * 3 + out)  # groups=2
+    assert nodes["/right/Conv"].cpu_time == pytest.approx(2 * out * 8)  # no bias
+    features = 8 * (H // 2) ** 2
+    assert nodes["/fc/Gemm"].cpu_time == pytest.approx(2 * N * 10 * features + N * 10)
+    assert nodes["/Relu"].cpu_time == pytest.approx(out) and nodes["/Flatten"].cpu_time == 0
+    assert nodes["/pool/MaxPool"].cpu_time == pytest.approx(N * 8 * (H // 2) ** 2 * 2 * 2)
+    assert nodes["/Softmax"].cpu_time == pytest.approx(5 * N * 10)
+    # memory = initializer bytes the node reads + its output bytes
+    assert nodes["/stem/Conv"].memory == (8 * 3 * 3 * 3 + 8) * FLOAT + out * FLOAT
+    assert nodes["/fc/Gemm"].memory == (10 * features + 10) * FLOAT + N * 10 * FLOAT
+    assert nodes["/Relu"].memory == out * FLOAT
+    # edge cost = tensor bytes / bandwidth, in milliseconds
+    edges = _named_edges(w)
+    assert edges[("/Relu", "/left/Conv")] == pytest.approx(out * FLOAT / 1e6 * 1e3)
+    assert edges[("/fc/Gemm", "/Softmax")] == pytest.approx(N * 10 * FLOAT / 1e6 * 1e3)
+
+
+def test_default_rates_and_symbolic_dimensions(models: dict[str, Path]) -> None:
+    gemm = 2 * 16 * 32 + 32  # per sample: the first Linear layer
+    nodes = _by_name(ep.read_workload(models["mlp"]))  # the dynamic batch dimension is 1 by default
+    assert nodes["/0/Gemm"].cpu_time == pytest.approx(gemm / 1e11 * 1e3)
+    assert nodes["/0/Gemm"].acc_time == pytest.approx(gemm / 1e13 * 1e3)
+    nodes = _by_name(ep.read_workload(models["mlp"], dims={"batch": 7}, cpu_rate=1e3))
+    assert nodes["/0/Gemm"].cpu_time == pytest.approx(7 * gemm)
+    assert nodes["/0/Gemm"].memory == (16 * 32 + 32 + 7 * 32) * FLOAT
+
+
+@pytest.mark.parametrize("name", ["branchy", "mlp"])
+def test_dp_solves_it_and_the_evaluator_agrees(models: dict[str, Path], name: str) -> None:
+    w = ep.read_workload(models[name], accelerators=2, bandwidth=1e9, cpus=1)
+    plan = ep.solve(w, method="dp")
+    assert plan.status.value == "optimal"
+    assert ep.evaluate(w.graph, w.cluster, plan.device) == pytest.approx(plan.objective, rel=1e-9)
+    assert not ep.check_feasibility(w.graph, w.cluster, plan.device)
+
+
+def test_memory_cap_is_respected(models: dict[str, Path]) -> None:
+    total = float(ep.read_workload(models["branchy"]).graph.memory.sum())
+    capped = ep.read_workload(models["branchy"], accelerators=3, memory=0.6 * total)  # the net fits on no one device
+    plan = ep.solve(capped, method="dp")
+    assert plan.device is not None and not ep.check_feasibility(capped.graph, capped.cluster, plan.device)
+    assert len(set(plan.device.tolist())) >= 2
+
+
+def test_write_workload_keeps_names(models: dict[str, Path], tmp_path: Path) -> None:
+    w = ep.read_workload(models["branchy"], bandwidth=1e9)
+    ep.write_workload(w, tmp_path / "branchy.json")
+    again = ep.read_workload(tmp_path / "branchy.json")
+    assert [v.name for v in again.graph.nodes()] == [v.name for v in w.graph.nodes()]
+    assert list(again.graph.edges()) == list(w.graph.edges()) and again.graph.memory.tolist() == w.graph.memory.tolist()
+
+
+def test_profile_times_every_node(models: dict[str, Path]) -> None:
+    pytest.importorskip("onnxruntime")
+    w = ep.read_workload(models["branchy"], profile=True, runs=2)
+    assert all(v.cpu_time > 0 and v.acc_time == v.cpu_time for v in w.graph.nodes())
+    assert [v.memory for v in w.graph.nodes()] == [v.memory for v in ep.read_workload(models["branchy"]).graph.nodes()]
+
+
+def test_format_detected_from_content_and_forced(models: dict[str, Path], tmp_path: Path) -> None:
+    data = models["mlp"].read_bytes()
+    unnamed = tmp_path / "model.bin"
+    unnamed.write_bytes(data)
+    assert workload_format(data, unnamed) == "onnx" and ep.read_workload(unnamed).graph.n == 3
+    assert ep.read_workload(unnamed, format="onnx").graph.n == 3
+    with pytest.raises(InputFormatError, match="not UTF-8 text"):
+        ep.read_workload(unnamed, format="json")
+    with pytest.raises(ParameterError, match=r"\['training'\] do not apply to ONNX models"):
+        ep.read_workload(unnamed, training=False)
+    with pytest.raises(ParameterError, match="apply only to PipeDream profiles and ONNX models"):
+        ep.read_workload(ep.workload_path("layer_bert24_inference"), bandwidth=1.0)
+
+
+def test_constant_nodes_are_weights_and_bodies_read_outer_tensors(tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", T.FLOAT, [2, 3])
+    shape = helper.make_tensor("shape", T.INT64, [2], [3, 2])
+    branch = [helper.make_tensor_value_info("b", T.FLOAT, [3, 2])]
+    then = helper.make_graph([helper.make_node("Identity", ["r"], ["b"])], "then", [], branch)
+    orelse = helper.make_graph([helper.make_node("Neg", ["r"], ["b"])], "else", [], branch)
+    nodes = [
+        helper.make_node("Constant", [], ["s"], name="const", value=shape),
+        helper.make_node("Reshape", ["x", "s"], ["r"], name="reshape"),
+        helper.make_node("ReduceSum", ["x"], ["c"], name="sum", keepdims=0),
+        helper.make_node("Cast", ["c"], ["flag"], name="cast", to=T.BOOL),
+        helper.make_node("If", ["flag"], ["y"], name="if", then_branch=then, else_branch=orelse),
+    ]
+    graph = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("y", T.FLOAT, [3, 2])])
+    path = tmp_path / "control.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    w = ep.read_workload(path, bandwidth=1e3)
+    nodes_ = _by_name(w)
+    assert set(nodes_) == {"reshape", "sum", "cast", "if"}  # the Constant is no node
+    assert nodes_["reshape"].memory == 2 * 8 + 6 * FLOAT and nodes_["reshape"].cpu_time == 0
+    edges = _named_edges(w)
+    assert edges[("reshape", "if")] == pytest.approx(6 * FLOAT)  # read inside the branches
+    assert edges[("cast", "if")] == pytest.approx(1) and ("sum", "cast") in edges
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs", "outputs", "attributes", "flops"),
+    [
+        ("ConvTranspose", [[1, 4, 5, 5], [4, 2, 3, 3], [2]], [[1, 2, 7, 7]], {}, 2 * 100 * 18 + 98),
+        ("MatMul", [[3, 4, 5], [5, 6]], [[3, 4, 6]], {}, 2 * 72 * 5),
+        ("Gemm", [[5, 2], [5, 3]], [[2, 3]], {"transA": 1}, 2 * 6 * 5),
+        ("LSTM", [[7, 2, 5], [1, 12, 5], [1, 12, 3]], [[7, 1, 2, 3]], {}, 2 * 14 * (60 + 36)),
+        ("AveragePool", [[1, 2, 6, 6]], [[1, 2, 3, 3]], {"kernel_shape": [2, 2]}, 18 * 4),
+        ("GlobalAveragePool", [[1, 2, 6, 6]], [[1, 2, 1, 1]], {}, 72),
+        ("BatchNormalization", [[2, 3, 4], [3], [3], [3], [3]], [[2, 3, 4]], {}, 48),
+        ("LayerNormalization", [[2, 3, 4], [4], [4]], [[2, 3, 4]], {}, 120),
+        ("ReduceMean", [[2, 3, 4]], [[2, 1, 4]], {}, 24),
+        ("Squeeze", [[1, 4]], [[4]], {}, 0),
+        ("Concat", [[2, 3], [2, 5]], [[2, 8]], {}, 16),
+        ("SomeCustomOp", [[2, 3]], [[2, 3], [4]], {}, 10),
+    ],
+)
+def test_flop_model_per_op_class(op: str, inputs: list, outputs: list, attributes: dict, flops: int) -> None:
+    assert node_flops(op, inputs, outputs, attributes) == flops
+
+
+def _model(tmp_path: Path, nodes: list, inputs: list, outputs: list | None = None, name: str = "bad.onnx",
+           initializers: tuple = ()) -> Path:
+    outputs = outputs if outputs is not None else [helper.make_tensor_value_info("y", T.FLOAT, None)]
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    path = tmp_path / name
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+X = helper.make_tensor_value_info("x", T.FLOAT, [2, 3])
+MALFORMED = {
+    "unknown dtype": ([helper.make_node("Relu", ["x"], ["y"], name="r")],
+                      [helper.make_tensor_value_info("x", 99, [2, 3])], ["graph input 'x'", "element type 99"]),
+    "string": ([helper.make_node("Identity", ["x"], ["y"], name="id")],
+               [helper.make_tensor_value_info("x", T.STRING, [2])], ["graph input 'x'", "STRING"]),
+    "input without shape": ([helper.make_node("Relu", ["x"], ["y"], name="r")],
+                            [helper.make_tensor_value_info("x", T.FLOAT, None)], ["graph input 'x'", "no shape"]),
+    "shape lost in inference": ([helper.make_node("Add", ["x", "z"], ["y"], name="add")],
+                                [X, helper.make_tensor_value_info("z", T.FLOAT, [4, 5])],
+                                ["node 'add' (Add)", "output 'y'", "no shape", "Incompatible dimensions"]),
+    "data-dependent shape": ([helper.make_node("NonZero", ["x"], ["y"], name="nz")], [X],
+                             ["node 'nz' (NonZero)", "output 'y'", "no static shape", "dimension 1"],
+                             [helper.make_tensor_value_info("y", T.INT64, None)]),
+    "cycle": ([helper.make_node("Add", ["x", "b"], ["a"], name="A"), helper.make_node("Relu", ["a"], ["b"], name="B"),
+               helper.make_node("Neg", ["b"], ["y"], name="C")], [X], ["cycle", "'A'", "'B'"]),
+    "unknown tensor": ([helper.make_node("Add", ["x", "ghost"], ["y"], name="A")], [X],
+                       ["node 'A' (Add)", "input 'ghost'", "written by no node"]),
+    "written twice": ([helper.make_node("Relu", ["x"], ["y"], name="r1"),
+                       helper.make_node("Neg", ["x"], ["y"], name="r2")], [X],
+                      ["node 'r2' (Neg)", "output 'y'", "also written by node 'r1'"]),
+    "no nodes": ([], [X], ["bad.onnx", "no nodes"]),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_models_rejected_in_one_line(tmp_path: Path, case: str) -> None:
+    nodes, inputs, expected, *outputs = MALFORMED[case]
+    with pytest.raises(InputFormatError) as info:
+        ep.read_workload(_model(tmp_path, nodes, inputs, *outputs))
+    message = str(info.value)
+    assert "\n" not in message and all(part in message for part in expected), message
+
+
+def test_not_a_protobuf(tmp_path: Path) -> None:
+    cases = {"garbage.onnx": b"\xff\xfe\x00garbage", "garbage.bin": b"\xff\xfe\x00garbage", "text.onnx": b"{}\n",
+             "unparsed.onnx": b"\x08\x07\x12\x05torch"}
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(InputFormatError) as info:
+            ep.read_workload(tmp_path / name)
+        message = str(info.value)
+        assert "\n" not in message and name in message and "not a valid ONNX protobuf" in message, message
+        assert ("not UTF-8 text" in message) == (name == "garbage.bin")
+
+
+def test_bad_options(models: dict[str, Path]) -> None:
+    for options, name in [({"dims": [1]}, "dims"), ({"dims": {"batch": 0}}, "dims"), ({"runs": 0}, "runs"),
+                          ({"cpu_rate": 0}, "cpu_rate"), ({"accelerator_rate": math.inf}, "accelerator_rate"),
+                          ({"bandwidth": -1.0}, "bandwidth"), ({"profile": "yes"}, "profile")]:
+        with pytest.raises(ParameterError, match=f"'{name}' parameter"):
+            ep.read_workload(models["mlp"], **options)
+
+
+def test_cli_solves_and_evaluates(models: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, plan = str(models["branchy"]), tmp_path / "plan.json"
+    cluster = ["--accelerators", "2", "--memory", "1e6", "--bandwidth", "1e9"]
+    assert main(["solve", path, *cluster, "--out", str(plan)]) == 0
+    out = capsys.readouterr().out
+    assert "workload branchy: 9 nodes" in out and "2 accelerators" in out
+    objective = json.loads(plan.read_text())["objective"]
+    assert main(["evaluate", path, str(plan), *cluster, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["objective"] == pytest.approx(objective)
+
+
+def test_cli_malformed_model_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nodes, inputs, _ = MALFORMED["cycle"]
+    path = _model(tmp_path, nodes, inputs)
+    assert main(["solve", str(path), "--accelerators", "2"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("exactplace solve: error:") and "cycle" in err
+    (tmp_path / "junk.bin").write_bytes(b"\x00\x01\x02\xff")
+    assert main(["info", str(tmp_path / "junk.bin")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not a valid ONNX protobuf" in err
+
+
+def test_reading_json_and_importing_exactplace_load_no_onnx() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, exactplace; exactplace.read_workload(exactplace.workload_path('op_bert3_inference')); "
+            "print(sorted(m for m in ('onnx', 'onnxruntime') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
