@@ -7,7 +7,8 @@ Workload format (the paper's published instances)::
                 "size"?, "colorClass"?, "name"?, "layerId"?}],
      "edges": [{"sourceId", "destId", "cost", "size"?}]}
 
-Booleans may be JSON booleans or 0/1. Split format::
+Booleans may be JSON booleans or 0/1. :func:`read_workload` also reads PipeDream profiles
+(:mod:`exactplace.core.pipedream`) and ONNX models (:mod:`exactplace.core.onnx_import`). Split format::
 
     {"maxLoad": float, "cpus": [{"nodes": [ids], "load": float}], "fpgas": [...]}
 """
