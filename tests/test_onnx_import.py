@@ -191,6 +191,21 @@ def test_constant_nodes_are_weights_and_bodies_read_outer_tensors(tmp_path: Path
     assert edges[("cast", "if")] == pytest.approx(1) and ("sum", "cast") in edges
 
 
+def test_shape_arithmetic_on_constants_is_computed_for_inference(tmp_path: Path) -> None:
+    # Reshape's target shape is Mod([7, 3], [5, 4]) = [2, 3]: shape inference alone does not propagate Mod
+    def constant(name: str, values: list[int]) -> Any:
+        return helper.make_node("Constant", [], [name], name=name, value=helper.make_tensor(name, T.INT64, [2], values))
+
+    nodes = [constant("a", [7, 3]), constant("b", [5, 4]), helper.make_node("Mod", ["a", "b"], ["s"], name="mod"),
+             helper.make_node("Reshape", ["x", "s"], ["r"], name="reshape"),
+             helper.make_node("Relu", ["r"], ["y"], name="relu")]
+    path = _model(tmp_path, nodes, [helper.make_tensor_value_info("x", T.FLOAT, [3, 2])], name="mod.onnx")
+    w = ep.read_workload(path, bandwidth=1e3)
+    assert [v.name for v in w.graph.nodes()] == ["mod", "reshape", "relu"]  # computed ahead, still a node
+    assert _by_name(w)["relu"].memory == 6 * FLOAT
+    assert _named_edges(w)[("mod", "reshape")] == pytest.approx(2 * 8)
+
+
 @pytest.mark.parametrize(
     ("op", "inputs", "outputs", "attributes", "flops"),
     [

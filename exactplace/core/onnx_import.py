@@ -12,10 +12,14 @@ deliberate):
 * Shapes: ``onnx.shape_inference.infer_shapes`` (with data propagation, so shapes computed by
   ``Shape``/``Reshape`` chains become static) after fixing the graph inputs' symbolic or unknown
   dimensions: ``dims={"batch": 8}`` gives a dimension named ``batch`` the value 8, every other one is 1
-  (batch size 1, the inference default). Every tensor a node reads or writes must then have a static
-  shape and an element type of fixed size: a missing or symbolic shape, an unknown element type,
-  ``STRING``, or a sequence or map is refused naming the node and the tensor (custom-domain operators
-  need their output shapes in the model's ``value_info``: shape inference does not know them).
+  (batch size 1, the inference default). Before inference, nodes that compute small tensors (at most
+  1024 elements) from constants alone, the shape arithmetic exporters emit (``Mod``, ``Div``, ``Cast``
+  of a few integers), are evaluated with ``onnx.reference`` so that the shapes they feed become static;
+  they stay nodes of the workload, and weights are never computed. Every tensor a node reads or writes
+  must then have a static shape and an element type of fixed size: a missing or symbolic shape, an
+  unknown element type, ``STRING``, or a sequence or map is refused naming the node and the tensor
+  (custom-domain operators need their output shapes in the model's ``value_info``: shape inference
+  does not know them).
 * Edges: an edge ``u -> v`` for every tensor ``u`` writes and ``v`` reads (also inside the bodies of
   ``If``/``Loop``/``Scan``: a body reading an outer tensor reads it from the node that holds the body);
   tensors from one node to another add up to one edge. Edge cost = tensor bytes / ``bandwidth`` (bytes
@@ -103,6 +107,10 @@ _NORM = frozenset({"LayerNormalization", "InstanceNormalization", "GroupNormaliz
 _SOFTMAX = frozenset({"Softmax", "LogSoftmax", "Hardmax"})
 _RECURRENT = frozenset({"RNN", "GRU", "LSTM"})
 
+#: Largest tensor (elements) computed ahead of shape inference: shape arithmetic is a few integers.
+_FOLD_LIMIT = 1024
+_RANDOM = ("Random", "Bernoulli", "Multinomial")  # never computed ahead: each run draws anew
+
 _GRAPH, _GRAPHS = 5, 10  # AttributeProto.GRAPH, AttributeProto.GRAPHS
 _EXTERNAL = 1  # TensorProto.EXTERNAL
 
@@ -183,6 +191,20 @@ def parse_model(data: bytes, source: str = "The ONNX model", *, also: str = "") 
     if not model.graph.node:
         raise InputFormatError(f"{source}: the ONNX graph has no nodes.")
     return model
+
+
+def _check_strings(graph: Any) -> None:
+    """Refuse names that are not UTF-8 (protobuf hands them over as bytes), naming the node and field."""
+    for position, node in enumerate(graph.node):
+        for field in ("name", "op_type", "domain", "input", "output"):
+            value = getattr(node, field)
+            if any(isinstance(v, bytes) for v in (value if field in ("input", "output") else [value])):
+                shown = repr(node.name) if isinstance(node.name, str) and node.name else f"at position {position}"
+                raise InputFormatError(f"ONNX node {shown}: field {field} is not UTF-8 text.")
+    for field in ("input", "output", "value_info", "initializer"):
+        for value in getattr(graph, field):
+            if isinstance(value.name, bytes):
+                raise InputFormatError(f"ONNX graph {field} {value.name!r}: its name is not UTF-8 text.")
 
 
 def _subgraphs(node: Any) -> list[Any]:
@@ -284,6 +306,60 @@ def _fix_input_dims(model: Any, dims: Mapping[str, int]) -> None:
                 dim.dim_value = size
 
 
+def _fold_small_constants(onnx: Any, model: Any) -> Any:
+    """A copy of ``model`` for shape inference only, where every node that computes small tensors (at most
+    :data:`_FOLD_LIMIT` elements each) from small constants alone is evaluated (``onnx.reference``) and
+    replaced by initializers holding its outputs: shape arithmetic on constants (``Mod``, ``Div``, ``Cast``
+    of a few integers) that shape inference does not propagate then yields static shapes downstream.
+    Weights are never computed; a node that cannot be evaluated is left as it is."""
+    import numpy as np
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    values: dict[str, Any] = {}
+    for tensor in model.graph.initializer:
+        if _prod(list(tensor.dims)) <= _FOLD_LIMIT and tensor.data_location != _EXTERNAL:
+            try:
+                values[tensor.name] = numpy_helper.to_array(tensor)
+            except Exception:
+                continue
+    folded: list[int] = []
+    tried: set[int] = set()
+    progress = True
+    while progress:
+        progress = False
+        for i, node in enumerate(model.graph.node):
+            read = [t for t in node.input if t]
+            if i in tried or _subgraphs(node) or node.op_type.startswith(_RANDOM) or not all(t in values for t in read):
+                continue
+            tried.add(i)
+            outputs = [t for t in node.output if t]
+            graph = onnx.helper.make_graph([node], "fold", [], [onnx.ValueInfoProto(name=t) for t in outputs],
+                                           [numpy_helper.from_array(np.asarray(values[t]), t) for t in read])
+            tiny = onnx.helper.make_model(graph, opset_imports=model.opset_import, ir_version=model.ir_version)
+            try:
+                results = ReferenceEvaluator(tiny).run(None, {})
+            except Exception:
+                continue
+            if not all(isinstance(r, np.ndarray) and r.size <= _FOLD_LIMIT for r in results):
+                continue
+            values.update(zip(outputs, results))
+            folded.append(i)
+            progress = True
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    if folded:
+        gone = set(folded)
+        kept = [n for i, n in enumerate(model.graph.node) if i not in gone]
+        del copy.graph.node[:]
+        copy.graph.node.extend(kept)
+        for i in folded:
+            for tensor in model.graph.node[i].output:
+                if tensor:
+                    copy.graph.initializer.append(numpy_helper.from_array(np.asarray(values[tensor]), tensor))
+    return copy
+
+
 def _attributes(onnx: Any, node: Any) -> dict[str, Any]:
     wanted = {"transA", "kernel_shape"}
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute if a.name in wanted}
@@ -319,21 +395,23 @@ def onnx_to_dict(
     model = data if isinstance(data, onnx.ModelProto) else parse_model(data, source)
     fixed = onnx.ModelProto()
     fixed.CopyFrom(model)
+    _check_strings(fixed.graph)
     _fix_input_dims(fixed, dims)
+    folded = _fold_small_constants(onnx, fixed)
     try:
-        inferred = onnx.shape_inference.infer_shapes(fixed, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(folded, data_prop=True)
     except Exception as error:
         raise InputFormatError(f"{source} fails ONNX shape inference: {_first_line(error)}") from None
 
     def why() -> str:  # strict inference says why a shape is missing (a second run, only on that error)
         try:
-            onnx.shape_inference.infer_shapes(fixed, strict_mode=True, data_prop=True)
+            onnx.shape_inference.infer_shapes(folded, strict_mode=True, data_prop=True)
         except Exception as error:
             return _first_line(error)
         return ""
 
-    graph = inferred.graph
-    types = _Types(graph, why)
+    types = _Types(inferred.graph, why)
+    graph = fixed.graph  # the model's own nodes and weights (shape inference saw some computed ahead)
     onnx_nodes = list(graph.node)
     names = [n.name or f"{n.op_type}_{i}" for i, n in enumerate(onnx_nodes)]
     weights = {t.name for t in graph.initializer}
@@ -473,7 +551,7 @@ def _profile(onnx: Any, model: Any, types: _Types, path: str | os.PathLike | Non
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        options.log_severity_level = 3
+        options.log_severity_level = 4  # fatal only: a failed load is reported in one line below
         try:
             session = ort.InferenceSession(copy.SerializeToString(), options, providers=["CPUExecutionProvider"])
             for _ in range(runs + 1):
