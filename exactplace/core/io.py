@@ -350,8 +350,7 @@ def read_workload(path: PathLike, format: str | None = None, **options: Any) -> 
     (32, 6)
     """
     _check_path(path, "read_workload")
-    if format is not None and format not in FORMATS:
-        raise ParameterError(f"read_workload: format must be one of {', '.join(map(repr, FORMATS))}, got {format!r}")
+    _check_format(format)
     return workload_from_text(read_bytes(path, "Workload"), path, format, **options)
 
 
@@ -376,9 +375,23 @@ def workload_format(content: bytes | str, path: PathLike) -> str:
     return "pipedream" if looks_like_pipedream(content) else "json"
 
 
+def _check_format(format: str | None) -> None:
+    if format is not None and format not in FORMATS:
+        raise ParameterError(f"read_workload: format must be one of {', '.join(map(repr, FORMATS))}, got {format!r}")
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent that fails, or sys.modules[module] set to None
+        return False
+
+
 def workload_from_text(text: str | bytes, path: PathLike, format: str | None = None, **options: Any) -> Workload:
     """The workload in ``text`` (the file's content, as text or bytes), read from ``path`` (its name
     comes from the file name): see :func:`read_workload`, which reads the file and calls this."""
+    _check_format(format)
     chosen = format or workload_format(text, path)
     source = f"Workload file {os.fspath(path)!r}"
     importer = _IMPORTERS.get(chosen)
@@ -390,7 +403,7 @@ def workload_from_text(text: str | bytes, path: PathLike, format: str | None = N
     if chosen == "onnx":
         data = text.encode("utf-8") if isinstance(text, str) else text
         guessed = format is None and Path(path).suffix.lower() != ".onnx"
-        if guessed and importlib.util.find_spec("onnx") is None:
+        if guessed and not _installed("onnx"):
             raise InputFormatError(f"{source} is not UTF-8 text (to read it as an ONNX model, install onnx: "
                                    "pip install 'exactplace[onnx]').")
         model = parse_model(data, source, also="binary, not UTF-8 text (JSON or a PipeDream profile), and "
