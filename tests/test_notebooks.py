@@ -88,6 +88,10 @@ def test_notebook_runs_and_draws_its_figures(name: str, tmp_path: Path, monkeypa
                             resources={"metadata": {"path": str(tmp_path)}})
     client.execute()  # raises CellExecutionError, naming the cell, when one fails
 
+    # A cell ending in a figure shows it (no %matplotlib inline needed): some output is a PNG.
+    shown = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
+             if "image/png" in output.get("data", {})]
+    assert shown, f"{name}: no cell displayed a figure"
     written = sorted(p.name for p in figures.iterdir()) if figures.is_dir() else []
     assert written == sorted(FIGURES[name])
     for picture in FIGURES[name]:

@@ -114,6 +114,12 @@ def test_load_bars_add_up_to_each_devices_load_and_mark_the_bottleneck(solved, t
     assert len(outline) == 1 and outline[0].get_width() == pytest.approx(ep.max_load(w.graph, w.cluster, p.device))
     assert memory_ax.get_xlabel().startswith("memory")
     _saved(fig, tmp_path, "loads")
+    # The legends stand beside the bars, never over them (a bottom bottleneck's label stays visible).
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    for ax in (load_ax, memory_ax):
+        assert ax.get_legend().get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1 - 1
 
 
 @pytest.mark.parametrize("objective", ["latency", "makespan"])
@@ -173,6 +179,23 @@ def test_gap_curve_draws_incumbent_bound_and_gap_of_each_solve(tmp_path) -> None
     _saved(fig, tmp_path, "gap_curve")
     with pytest.raises(ep.ParameterError, match="position 1"):
         plot.gap_curve([mip, "dp"])
+    named = plot.gap_curve([mip, dp], labels=["cold start", "exact DP"])
+    labels = [t.get_text() for t in named.axes[0].get_legend().get_texts()]
+    assert labels[0].startswith("cold start") and any(x.startswith("exact DP, optimal") for x in labels)
+    with pytest.raises(ep.ParameterError, match=r"'labels'.*one string per placement"):
+        plot.gap_curve([mip, dp], labels=["only one"])
+
+
+def test_gap_bars_give_every_method_its_own_colour() -> None:
+    """Past ten methods (a full compare lists 13) no two methods share a colour."""
+    import pandas as pd
+
+    methods = [f"method{i}" for i in range(13)]
+    frame = pd.DataFrame({"method": methods, "throughput": np.linspace(1.0, 2.0, 13),
+                          "gap": np.linspace(0.0, 0.5, 13)})
+    ax = plot.gap_bars(frame).axes[0]
+    colours = {tuple(bar.get_facecolor()) for bar in ax.patches}
+    assert len(colours) == len(methods)
 
 
 def test_gap_bars_stand_at_value_over_the_best_bound(tmp_path) -> None:
@@ -247,3 +270,21 @@ def test_import_exactplace_does_not_load_matplotlib() -> None:
     code = "import sys, exactplace; print('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
+
+
+def test_a_returned_figure_displays_in_ipython() -> None:
+    """In IPython a cell ending in a figure shows a PNG without ``%matplotlib inline`` (our figures bypass pyplot)."""
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    from matplotlib.figure import Figure
+
+    shell = InteractiveShell.instance()
+    try:
+        png = shell.display_formatter.formatters["image/png"]
+        png.type_printers.pop(Figure, None)
+        w = ep.read_workload(ep.workload_path("layer_bert24_inference"))
+        fig = plot.load_bars(w, ep.solve(w))
+        data, _ = shell.display_formatter.format(fig)
+        assert "image/png" in data and len(data["image/png"]) > 1000
+    finally:
+        InteractiveShell.clear_instance()

@@ -9,7 +9,7 @@ import numpy as np
 
 from exactplace.core.errors import ParameterError
 from exactplace.core.placement import Placement
-from exactplace.plot.style import WIDTH, new_figure
+from exactplace.plot.style import WIDTH, distinct_colors, new_figure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,13 +34,16 @@ def _series(p: Placement) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return seconds, incumbent, bound
 
 
-def _label(p: Placement) -> str:
-    solver = f" ({p.solver})" if p.solver and p.solver != p.method else ""
+def _label(p: Placement, name: str | None = None) -> str:
+    """The legend entry of a solve: its name (default: method and solver) and its final gap."""
+    if name is None:
+        name = p.method + (f" ({p.solver})" if p.solver and p.solver != p.method else "")
     gap = "" if p.gap is None else f", gap {p.gap:.2%}" if p.gap >= 1e-4 else ", optimal"
-    return f"{p.method}{solver}{gap}"
+    return f"{name}{gap}"
 
 
-def gap_curve(placements: Placement | Sequence[Placement], *, title: str | None = None) -> Figure:
+def gap_curve(placements: Placement | Sequence[Placement], *, labels: Sequence[str] | None = None,
+              title: str | None = None) -> Figure:
     """Incumbent and bound against time (above), and the relative gap on a log scale (below).
 
     Parameters
@@ -49,6 +52,9 @@ def gap_curve(placements: Placement | Sequence[Placement], *, title: str | None 
         Solves to draw, each in its own colour: its incumbent as a solid step line, its dual
         bound dashed, from ``Placement.trace`` and ended at its wall time with its final values.
         A solve without a trace is one point at its wall time.
+    labels : sequence of str, optional
+        One name per solve for the legend (e.g. ``["q=1", "q=2"]``); default: its method and
+        solver. The final gap ("optimal" or "gap x%") is appended either way.
     title : str, optional
 
     Returns
@@ -72,16 +78,21 @@ def gap_curve(placements: Placement | Sequence[Placement], *, title: str | None 
                                  f"Got {type(p).__name__} at position {i} instead.")
     if not runs:
         raise ParameterError("The 'placements' parameter of gap_curve must hold at least one Placement.")
-    pyplot_colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+    if labels is not None and (isinstance(labels, str) or len(labels) != len(runs)
+                               or not all(isinstance(x, str) for x in labels)):
+        raise ParameterError(f"The 'labels' parameter of gap_curve must be one string per placement "
+                             f"({len(runs)}). Got {labels!r} instead.")
+    names = [_label(p, None if labels is None else labels[i]) for i, p in enumerate(runs)]
+    colors = distinct_colors(len(runs))
     fig = new_figure(WIDTH, 5.5)
     value_ax, gap_ax = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
     for i, p in enumerate(runs):
-        color = pyplot_colors[i % len(pyplot_colors)]
+        color = colors[i]
         seconds, incumbent, bound = _series(p)
-        value_ax.step(seconds, incumbent, where="post", color=color, linewidth=1.8, label=f"{_label(p)}: incumbent")
+        value_ax.step(seconds, incumbent, where="post", color=color, linewidth=1.8, label=f"{names[i]}: incumbent")
         if not np.all(np.isnan(bound)):
             value_ax.step(seconds, bound, where="post", color=color, linewidth=1.4, linestyle="--",
-                          label=f"{_label(p)}: bound")
+                          label=f"{names[i]}: bound")
         with np.errstate(invalid="ignore", divide="ignore"):
             gap = np.where(incumbent > 0, (incumbent - bound) / incumbent, np.where(incumbent == 0, 0.0, np.nan))
         known = np.isfinite(gap)
@@ -158,8 +169,7 @@ def gap_bars(frame: pd.DataFrame, *, objective: str | None = None, title: str | 
     methods = list(dict.fromkeys(table["method"].tolist()))
     single = len(workloads) == 1  # one workload: the methods along the axis, named there
     width = 0.8 if single else 0.8 / len(methods)
-    colors = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
-              "#CCB974", "#64B5CD"]
+    colors = distinct_colors(len(methods))
     fig = new_figure(max(WIDTH * 0.6, 1.5 + (0.6 if single else 0.25) * len(methods) * len(workloads)), 4.2)
     ax = fig.add_subplot()
     for j, method in enumerate(methods):
@@ -168,7 +178,7 @@ def gap_bars(frame: pd.DataFrame, *, objective: str | None = None, title: str | 
         x = np.full(len(where), float(j)) if single else where + (j - (len(methods) - 1) / 2) * width
         r = ratio[rows]
         known = np.isfinite(r)
-        color = colors[j % len(colors)]
+        color = colors[j]
         ax.bar(x[known], r[known] - 1.0, bottom=1.0, width=width * 0.9, color=color, label=method)
         ax.scatter(x[known], r[known], marker="_", s=200, color=color)  # a ratio of exactly 1 is still seen
         ax.scatter(x[~known], np.ones((~known).sum()), marker="x", color=color)
@@ -186,9 +196,10 @@ def gap_bars(frame: pd.DataFrame, *, objective: str | None = None, title: str | 
         ax.legend(fontsize=7, frameon=False, ncols=min(len(methods), 6), loc="upper center",
                   bbox_to_anchor=(0.5, -0.18 if len(workloads) > 3 else -0.08))
     finite = ratio[np.isfinite(ratio)]
-    low = min(0.98, float(finite.min()) - 0.03) if len(finite) else 0.98
+    lowest = min(1.0, float(finite.min())) if len(finite) else 1.0
     high = float(finite.max()) if len(finite) else 1.0
-    ax.set_ylim(low, high + 0.08 * max(high - low, 0.1))
+    pad = 0.08 * max(high - lowest, 0.1)  # room for the value labels, above a bar's top or below its bottom
+    ax.set_ylim(min(0.98, lowest - (pad if lowest < 1.0 else 0.02)), high + pad)
     bound = frame.attrs.get("bound")
     where_bound = f" ({bound['method']}, {bound['space']} splits)" if single and bound and bound.get("space") else ""
     every_proven = bool(proven[value.notna()].all()) and bool(proven.any())

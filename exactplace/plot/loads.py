@@ -64,7 +64,8 @@ def draw_load_bars(load_ax: Axes, memory_ax: Axes, d: Drawn) -> None:
     load_ax.set_xlim(0, top * 1.25 if top > 0 else 1)
     label_devices(load_ax, rows.tolist(), shown.tolist(), d.cluster)
     load_ax.set_xlabel("load (time per sample)" if not d.graph.is_training else "load: forward + backward")
-    load_ax.legend(fontsize=7, loc="lower right", frameon=False)
+    # Beside the bars, never over them: inside, it would hide whichever bar reaches that corner.
+    load_ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     load_ax.grid(axis="x", color="0.9")
     load_ax.set_axisbelow(True)
 
@@ -80,7 +81,7 @@ def draw_load_bars(load_ax: Axes, memory_ax: Axes, d: Drawn) -> None:
         memory_ax.barh(acc_rows[finite], capacity[finite] / scale, height=0.7, color="#EAEAEA", edgecolor="0.7",
                        linewidth=0.5, label="capacity")
     memory_ax.barh(acc_rows, used / scale, height=0.7, color=np.where(over, "#C0392B", "#7F8C8D"), label="used")
-    memory_ax.legend(fontsize=7, loc="lower right", frameon=False)
+    memory_ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     memory_ax.set_yticks(rows, [""] * len(rows))
     memory_ax.set_ylim(load_ax.get_ylim())
     memory_ax.set_xlabel(f"memory ({unit})" + ("" if finite.any() else f", capacity {human_bytes(math.inf)}"))

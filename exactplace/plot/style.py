@@ -49,21 +49,50 @@ def new_figure(width: float, height: float, **options: Any) -> Figure:
     pyplot()
     from matplotlib.figure import Figure
 
+    _display_in_ipython(Figure)
     return Figure(figsize=(width, height), layout="constrained", **options)
+
+
+def _display_in_ipython(figure_class: type) -> None:
+    """In Jupyter or IPython, show a returned figure as PNG, as a pyplot figure is shown.
+
+    IPython registers its figure formatter only when pyplot's inline backend is activated
+    (``%matplotlib inline``); our figures bypass pyplot, so without this a notebook cell
+    ending in ``load_bars(...)`` would print ``<Figure size ...>``. A formatter the user set
+    (``%config InlineBackend.figure_formats``) is kept.
+    """
+    import sys
+
+    if "IPython" not in sys.modules:  # never import IPython outside a session that has it
+        return
+    shell = sys.modules["IPython"].get_ipython()
+    if shell is None:
+        return
+    png = shell.display_formatter.formatters["image/png"]
+    try:
+        png.lookup_by_type(figure_class)
+    except KeyError:
+        from IPython.core.pylabtools import select_figure_formats
+
+        select_figure_formats(shell, {"png"})
+
+
+def distinct_colors(count: int) -> list[tuple[float, float, float, float]]:
+    """``count`` distinct colours (devices, methods, runs): tab10, then tab20 (up to 20), then evenly spaced hues."""
+    pyplot()
+    from matplotlib import colormaps
+
+    if count <= 10:
+        return [colormaps["tab10"](i) for i in range(count)]
+    if count <= 20:
+        return [colormaps["tab20"](i) for i in range(count)]
+    return [colormaps["hsv"](i / count) for i in range(count)]
 
 
 def device_colors(cluster: Cluster) -> list[tuple[float, float, float, float]]:
     """One colour per device: distinct hues for accelerators, greys for CPUs."""
-    pyplot()
-    from matplotlib import colormaps
-
     k, cpus = cluster.accelerators, cluster.num_devices - cluster.accelerators
-    if k <= 10:
-        hues = [colormaps["tab10"](i) for i in range(k)]
-    elif k <= 20:
-        hues = [colormaps["tab20"](i) for i in range(k)]
-    else:
-        hues = [colormaps["hsv"](i / k) for i in range(k)]
+    hues = distinct_colors(k)
     greys = [(g, g, g, 1.0) for g in np.linspace(0.45, 0.75, max(cpus, 1))[:cpus]]
     return hues + greys
 
