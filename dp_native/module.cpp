@@ -1,5 +1,5 @@
 // pybind11 entry point of exactplace._native: thin bindings over the pure C++ core
-// (ideals.hpp, dp.hpp). Arrays are copied in, the GIL is released around the C++ work, and
+// (ideals.hpp, dp.hpp, path.hpp). Arrays are copied in, the GIL is released around the C++ work, and
 // Ctrl-C is noticed by polling PyErr_CheckSignals from the calling thread.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -13,6 +13,7 @@
 
 #include "dp.hpp"
 #include "ideals.hpp"
+#include "path.hpp"
 #include "stop.hpp"
 
 namespace py = pybind11;
@@ -61,6 +62,67 @@ py::object count_ideals(int units, const IntArray& src, const IntArray& dst, std
     return py::make_tuple(count.ideals, count.covers);
 }
 
+// The latency path bound (path.hpp) on the reduced graph; a dict, the chains as numpy arrays.
+py::dict latency_path_bound(int units, const IntArray& edge_src, const IntArray& edge_dst, const FloatArray& cpu_time,
+                            const FloatArray& acc_time, const FloatArray& memory, double memory_cap, int accelerators,
+                            bool cpus, const FloatArray& group_cost, const IntArray& group_source,
+                            const IntArray& group_ptr, const IntArray& group_target, const ByteArray& group_stuck,
+                            const FloatArray& group_sink_memory, const IntArray& path_ptr, const IntArray& path_node,
+                            std::int64_t max_ideals, std::int64_t memory_budget, double time_limit) {
+    exactplace::PathInstance in;
+    in.units = units;
+    in.edge_src = to_vector(edge_src, "edge_src");
+    in.edge_dst = to_vector(edge_dst, "edge_dst");
+    in.cpu_time = to_vector(cpu_time, "cpu_time");
+    in.acc_time = to_vector(acc_time, "acc_time");
+    in.memory = to_vector(memory, "memory");
+    in.memory_cap = memory_cap;
+    in.accelerators = accelerators;
+    in.cpus = cpus;
+    in.group_cost = to_vector(group_cost, "group_cost");
+    in.group_source = to_vector(group_source, "group_source");
+    in.group_ptr = to_vector(group_ptr, "group_ptr");
+    in.group_target = to_vector(group_target, "group_target");
+    in.group_stuck = to_vector(group_stuck, "group_stuck");
+    in.group_sink_memory = to_vector(group_sink_memory, "group_sink_memory");
+    in.path_ptr = to_vector(path_ptr, "path_ptr");
+    in.path_node = to_vector(path_node, "path_node");
+    exactplace::PathOptions options;
+    options.max_ideals = max_ideals;
+    options.memory_budget = memory_budget;
+    SignalPoll poll;
+    exactplace::PathResult r;
+    {
+        py::gil_scoped_release release;
+        exactplace::Stopper stop(time_limit, [&poll] { return poll(); });
+        r = exactplace::path_bound(in, options, stop);
+    }
+    if (poll.pending) throw *poll.pending;
+    static const char* const names[] = {"done", "too_many_ideals", "over_budget", "time", "interrupt"};
+    py::list chains;
+    for (std::size_t p = 0; p < r.step_of_unit.size(); ++p) {
+        if (!(r.values[p] < std::numeric_limits<double>::infinity())) {  // no chain
+            chains.append(py::none());
+            continue;
+        }
+        const auto& step = r.step_of_unit[p];
+        const auto& kind = r.step_on_accelerator[p];
+        chains.append(py::make_tuple(py::array_t<std::int32_t>(static_cast<py::ssize_t>(step.size()), step.data()),
+                                     py::array_t<std::uint8_t>(static_cast<py::ssize_t>(kind.size()), kind.data())));
+    }
+    py::dict out;
+    out["status"] = names[static_cast<int>(r.status)];
+    out["values"] = py::array_t<double>(static_cast<py::ssize_t>(r.values.size()), r.values.data());
+    out["chains"] = chains;
+    out["ideals"] = r.ideals;
+    out["covers"] = r.covers;
+    out["pairs"] = r.pairs;
+    out["bytes"] = r.bytes;
+    out["seconds_ideals"] = r.seconds_ideals;
+    out["seconds_dp"] = r.seconds_dp;
+    return out;
+}
+
 // Everything one solve() needs, as one object (instead of a long list of positional arguments).
 struct Request {
     exactplace::Instance instance;
@@ -98,7 +160,7 @@ void array_field(py::class_<Request>& cls, const char* name, Field field) {
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "exactplace native core: ideals of a DAG and the max-load DP (C++17)";
-    m.attr("abi_version") = 2;  // bump on any change of this module's interface
+    m.attr("abi_version") = 3;  // bump on any change of this module's interface
 
     // TooManyIdeals(message, count, limit): the lattice is larger than max_ideals.
     PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> too_many;
@@ -184,4 +246,14 @@ PYBIND11_MODULE(_native, m) {
           "Bytes solve() allocates for a lattice of the given size.");
     m.def("chain_memory_estimate", &exactplace::chain_memory_estimate, py::arg("units"), py::arg("cpus"),
           py::arg("group_members"), "Bytes solve() allocates for a request with an `order` (the chain DP).");
+    m.def("latency_path_bound", &latency_path_bound, py::kw_only(), py::arg("units"), py::arg("edge_src"),
+          py::arg("edge_dst"), py::arg("cpu_time"), py::arg("acc_time"), py::arg("memory"), py::arg("memory_cap"),
+          py::arg("accelerators"), py::arg("cpus"), py::arg("group_cost"), py::arg("group_source"),
+          py::arg("group_ptr"), py::arg("group_target"), py::arg("group_stuck"), py::arg("group_sink_memory"),
+          py::arg("path_ptr"), py::arg("path_node"), py::arg("max_ideals"), py::arg("memory_budget"),
+          py::arg("time_limit"),
+          "The latency path bound's DP over the ideals of the reduced graph (see path.hpp); a dict.");
+    m.def("path_memory_estimate", &exactplace::path_memory_estimate, py::arg("units"), py::arg("accelerators"),
+          py::arg("paths"), py::arg("ideals"), py::arg("covers"),
+          "Bytes latency_path_bound() allocates for a lattice of the given size.");
 }

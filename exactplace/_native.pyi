@@ -72,3 +72,37 @@ def memory_estimate(units: int, accelerators: int, cpus: int, ideals: int, cover
 
 def chain_memory_estimate(units: int, cpus: int, group_members: int) -> int:
     """Bytes ``solve`` allocates for a request with an ``order`` (the chain DP)."""
+
+def latency_path_bound(
+    *,
+    units: int,
+    edge_src: npt.ArrayLike,
+    edge_dst: npt.ArrayLike,
+    cpu_time: npt.ArrayLike,
+    acc_time: npt.ArrayLike,
+    memory: npt.ArrayLike,
+    memory_cap: float,
+    accelerators: int,
+    cpus: bool,
+    group_cost: npt.ArrayLike,
+    group_source: npt.ArrayLike,
+    group_ptr: npt.ArrayLike,
+    group_target: npt.ArrayLike,
+    group_stuck: npt.ArrayLike,
+    group_sink_memory: npt.ArrayLike,
+    path_ptr: npt.ArrayLike,
+    path_node: npt.ArrayLike,
+    max_ideals: int,
+    memory_budget: int,
+    time_limit: float,
+) -> dict:
+    """The latency path bound's DP (``dp_native/path.hpp``) over the ideals of the reduced graph.
+
+    Returns a dict: ``status`` (``"done"``, ``"too_many_ideals"``, ``"over_budget"``, ``"time"``),
+    ``values`` (per path), ``chains`` (per path: ``(step of each unit, whether each step is an
+    accelerator subgraph)``, or None without a chain), ``ideals``, ``covers``, ``pairs``, ``bytes``,
+    ``seconds_ideals``, ``seconds_dp``.
+    """
+
+def path_memory_estimate(units: int, accelerators: int, paths: int, ideals: int, covers: int) -> int:
+    """Bytes ``latency_path_bound`` allocates for a lattice of ``ideals`` ideals and ``covers`` cover pairs."""

@@ -1,0 +1,508 @@
+#include "path.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "ideals.hpp"
+
+namespace exactplace {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kMaxPaths = 32;  // paths are a bitmask per unit
+
+double seconds_since(Stopper::Clock::time_point start) {
+    return std::chrono::duration<double>(Stopper::Clock::now() - start).count();
+}
+
+void check_instance(const PathInstance& in) {
+    const auto n = static_cast<std::size_t>(in.units);
+    if (in.units < 0) throw std::invalid_argument("the number of units must be non-negative");
+    if (in.cpu_time.size() != n || in.acc_time.size() != n || in.memory.size() != n) {
+        throw std::invalid_argument("cpu_time, acc_time and memory need one value per unit");
+    }
+    for (std::size_t u = 0; u < n; ++u) {
+        const bool bad = !(std::isfinite(in.cpu_time[u]) && in.cpu_time[u] >= 0) ||
+                         !(std::isfinite(in.memory[u]) && in.memory[u] >= 0) ||
+                         std::isnan(in.acc_time[u]) || in.acc_time[u] < 0;
+        if (bad) throw std::invalid_argument("unit " + std::to_string(u) + " has a negative, NaN or infinite value");
+    }
+    if (std::isnan(in.memory_cap) || in.memory_cap < 0) throw std::invalid_argument("the memory cap must be non-negative");
+    if (in.accelerators < 0) throw std::invalid_argument("the number of accelerators must be non-negative");
+    const std::size_t groups = in.group_cost.size();
+    if (in.group_source.size() != groups || in.group_ptr.size() != groups + 1 || in.group_ptr[0] != 0 ||
+        in.group_ptr[groups] != static_cast<std::int64_t>(in.group_target.size()) || in.group_stuck.size() != groups ||
+        in.group_sink_memory.size() != groups) {
+        throw std::invalid_argument("the group arrays do not describe the groups");
+    }
+    for (std::size_t g = 0; g < groups; ++g) {
+        if (!(std::isfinite(in.group_cost[g]) && in.group_cost[g] >= 0) || std::isnan(in.group_sink_memory[g])) {
+            throw std::invalid_argument("group " + std::to_string(g) + " has a negative, NaN or infinite cost");
+        }
+        if (in.group_source[g] < 0 || in.group_source[g] >= in.units || in.group_ptr[g + 1] < in.group_ptr[g]) {
+            throw std::invalid_argument("group " + std::to_string(g) + " is malformed");
+        }
+        for (std::int64_t t = in.group_ptr[g]; t < in.group_ptr[g + 1]; ++t) {
+            if (in.group_target[t] < 0 || in.group_target[t] >= in.units || in.group_target[t] == in.group_source[g]) {
+                throw std::invalid_argument("group " + std::to_string(g) + " has an invalid target");
+            }
+        }
+    }
+    if (in.path_ptr.empty() || in.path_ptr[0] != 0 ||
+        in.path_ptr.back() != static_cast<std::int64_t>(in.path_node.size())) {
+        throw std::invalid_argument("path_ptr does not describe the paths");
+    }
+    const std::size_t paths = in.path_ptr.size() - 1;
+    if (paths == 0 || paths > kMaxPaths) throw std::invalid_argument("between 1 and 32 paths are needed");
+    for (std::size_t p = 0; p < paths; ++p) {
+        if (in.path_ptr[p + 1] < in.path_ptr[p]) throw std::invalid_argument("path_ptr must be non-decreasing");
+    }
+    for (const auto v : in.path_node) {
+        if (v < 0 || v >= in.units) throw std::invalid_argument("a path names a unit outside 0..units-1");
+    }
+}
+
+// The instance by the poset's topological labels.
+struct PathModel {
+    int n = 0, paths = 0;
+    double cap = 0.0;
+    std::vector<double> cpu, acc, mem;
+    std::vector<std::uint32_t> on_path;  // bit p: the unit lies on path p
+    std::vector<double> cost, sink_memory;
+    std::vector<int> source, degree;     // source label, number of distinct targets
+    std::vector<std::uint8_t> stuck;
+    std::vector<int> out_ptr, out_group;  // groups whose source is the unit
+    std::vector<int> in_ptr, in_group;    // groups that have the unit as a target (each once)
+
+    PathModel(const PathInstance& in, const Poset& poset)
+        : n(in.units), paths(static_cast<int>(in.path_ptr.size()) - 1), cap(in.memory_cap) {
+        cpu.resize(n);
+        acc.resize(n);
+        mem.resize(n);
+        on_path.assign(n, 0);
+        for (int label = 0; label < n; ++label) {
+            const int u = poset.node_of(label);
+            cpu[label] = in.cpu_time[u];
+            acc[label] = in.acc_time[u];
+            mem[label] = in.memory[u];
+        }
+        for (int p = 0; p < paths; ++p) {
+            for (std::int64_t i = in.path_ptr[p]; i < in.path_ptr[p + 1]; ++i) {
+                on_path[poset.label_of(static_cast<int>(in.path_node[i]))] |= std::uint32_t{1} << p;
+            }
+        }
+        const std::size_t groups = in.group_cost.size();
+        cost = in.group_cost;
+        sink_memory = in.group_sink_memory;
+        stuck = in.group_stuck;
+        source.resize(groups);
+        degree.resize(groups);
+        std::vector<std::pair<int, int>> outs, ins;
+        std::vector<int> targets;
+        for (std::size_t g = 0; g < groups; ++g) {
+            source[g] = poset.label_of(static_cast<int>(in.group_source[g]));
+            outs.emplace_back(source[g], static_cast<int>(g));
+            targets.clear();
+            for (std::int64_t t = in.group_ptr[g]; t < in.group_ptr[g + 1]; ++t) {
+                targets.push_back(poset.label_of(static_cast<int>(in.group_target[t])));
+            }
+            std::sort(targets.begin(), targets.end());
+            targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+            degree[g] = static_cast<int>(targets.size());
+            for (const int t : targets) {
+                if (t <= source[g]) throw std::invalid_argument("a group's target does not follow its source");
+                ins.emplace_back(t, static_cast<int>(g));
+            }
+        }
+        to_csr(outs, out_ptr, out_group);
+        to_csr(ins, in_ptr, in_group);
+    }
+
+private:
+    void to_csr(std::vector<std::pair<int, int>>& pairs, std::vector<int>& ptr, std::vector<int>& out) const {
+        std::sort(pairs.begin(), pairs.end());
+        ptr.assign(n + 1, 0);
+        for (const auto& p : pairs) ++ptr[p.first + 1];
+        for (int i = 0; i < n; ++i) ptr[i + 1] += ptr[i];
+        out.resize(pairs.size());
+        for (std::size_t i = 0; i < pairs.size(); ++i) out[i] = pairs[i].second;
+    }
+};
+
+// The sums of a subgraph S = J \ I, grown by units in increasing label order and shrunk in
+// reverse. A group's source enters S before its targets, and a target outside S when the
+// source is outside stays outside, so each counter only moves one way along a branch.
+struct Sums {
+    double used = 0.0, compute = 0.0, copy_in = 0.0;
+    double out_all = 0.0;     // every group whose source is in S
+    double out_closed = 0.0;  // those of them not copied out: every target in S, no sink to absorb
+};
+
+class Subgraph {
+public:
+    explicit Subgraph(const PathModel& model)
+        : m_(model), inside_(model.n, 0), entering_(model.cost.size(), 0), targets_in_(model.cost.size(), 0),
+          on_path_(model.paths, 0) {}
+
+    void add(int v) {
+        inside_[v] = 1;
+        sums.used += m_.mem[v];
+        sums.compute += m_.acc[v];
+        for (std::uint32_t bits = m_.on_path[v]; bits != 0; bits &= bits - 1) ++on_path_[__builtin_ctz(bits)];
+        for (int i = m_.in_ptr[v]; i < m_.in_ptr[v + 1]; ++i) {
+            const int g = m_.in_group[i];
+            if (!inside_[m_.source[g]]) {
+                if (entering_[g]++ == 0) sums.copy_in += m_.cost[g];
+            } else if (++targets_in_[g] == m_.degree[g]) {
+                close(g);
+            }
+        }
+        for (int i = m_.out_ptr[v]; i < m_.out_ptr[v + 1]; ++i) {
+            const int g = m_.out_group[i];
+            sums.out_all += m_.cost[g];
+            if (m_.degree[g] == 0) close(g);
+        }
+    }
+
+    // Reverse add(v), v being the unit added last; `before` and `options` as they were before it.
+    void undo(int v, const Sums& before, std::size_t options) {
+        for (int i = m_.in_ptr[v]; i < m_.in_ptr[v + 1]; ++i) {
+            const int g = m_.in_group[i];
+            if (!inside_[m_.source[g]]) {
+                --entering_[g];
+            } else {
+                --targets_in_[g];
+            }
+        }
+        for (std::uint32_t bits = m_.on_path[v]; bits != 0; bits &= bits - 1) --on_path_[__builtin_ctz(bits)];
+        inside_[v] = 0;
+        sums = before;
+        options_.resize(options);
+    }
+
+    bool meets(int path) const { return on_path_[path] > 0; }
+    std::size_t options() const { return options_.size(); }
+
+    // Inputs copied in + compute + outputs copied out, less the best fractional absorption of
+    // trivial sinks in the memory left (the Python DP's rule, step by step).
+    double load() {
+        double out = sums.out_all - sums.out_closed;
+        if (!options_.empty()) {
+            double room = m_.cap - sums.used;
+            fitting_.clear();
+            for (const int g : options_) {
+                if (m_.sink_memory[g] <= room) fitting_.push_back(g);
+            }
+            const auto ratio = [this](int g) { return m_.sink_memory[g] > 0 ? m_.cost[g] / m_.sink_memory[g] : kInf; };
+            std::stable_sort(fitting_.begin(), fitting_.end(), [&ratio](int a, int b) { return ratio(a) > ratio(b); });
+            for (const int g : fitting_) {
+                const double size = m_.sink_memory[g];
+                const double take = size <= room ? 1.0 : room / size;
+                out -= m_.cost[g] * take;
+                room -= size * take;
+            }
+        }
+        return sums.copy_in + sums.compute + out;
+    }
+
+    Sums sums;
+
+private:
+    // Every target of g is in S: copied out only to reach its sinks on a CPU, if it has some.
+    void close(int g) {
+        if (m_.stuck[g]) return;
+        if (m_.sink_memory[g] >= 0) {
+            options_.push_back(g);
+        } else {
+            sums.out_closed += m_.cost[g];
+        }
+    }
+
+    const PathModel& m_;
+    std::vector<std::uint8_t> inside_;
+    std::vector<int> entering_, targets_in_;  // per group: targets in S with the source outside / inside
+    std::vector<int> on_path_;                // per path: units of S on it
+    std::vector<int> options_, fitting_;      // closed groups with absorbable sinks
+};
+
+// The DP tables and the walk that fills them. Each cell holds the least charge and, among
+// chains of that charge, the least work off the path (a CPU node's time, a subgraph's load):
+// the tie-break that makes the argmin chain a good placement, never changing the charge.
+class Walk {
+    const PathModel& m_;
+    const Lattice& lat_;
+    const int k_, k1_;
+    const bool cpus_;
+    Stopper& stop_;
+    const std::size_t row_size_;
+
+public:
+    Walk(const PathModel& model, const Lattice& lattice, int accelerators, bool cpus, Stopper& stop)
+        : m_(model), lat_(lattice), k_(accelerators), k1_(accelerators + 1), cpus_(cpus), stop_(stop),
+          row_size_(static_cast<std::size_t>(model.paths) * (accelerators + 1)),
+          value(static_cast<std::size_t>(lattice.count) * row_size_, kInf),
+          work(static_cast<std::size_t>(lattice.count) * row_size_, kInf),
+          parent(static_cast<std::size_t>(lattice.count) * row_size_, 0u),
+          set_(model), frames_(static_cast<std::size_t>(model.n) + 1), live_(model.paths) {
+        for (int p = 0; p < m_.paths; ++p) {
+            value[static_cast<std::size_t>(p) * k1_] = 0.0;
+            work[static_cast<std::size_t>(p) * k1_] = 0.0;
+        }
+    }
+
+    // Fills the tables, ideals in increasing id (every sub-ideal first); false if stopped.
+    bool run() {
+        for (std::int64_t id = 0; id < lat_.count; ++id) {
+            if (!process(id)) return false;
+        }
+        return true;
+    }
+
+    std::size_t row(std::int64_t id, int path) const {
+        return static_cast<std::size_t>(id) * row_size_ + static_cast<std::size_t>(path) * k1_;
+    }
+
+    std::int64_t pairs = 0;
+    std::vector<double> value;          // [id][path][subgraphs used]: the least charge
+    std::vector<double> work;           // the same cells: the least work off the path at that charge
+    std::vector<std::uint32_t> parent;  // sub-ideal id * 2 + (1: accelerator step, 0: CPU step)
+
+private:
+    struct Frame {
+        std::int64_t cursor, end;
+        int added;  // the unit added to get here; -1 at the root
+        std::size_t options;
+        Sums before;
+    };
+
+    // Candidate (charge, off) for a cell; true if it is better (lexicographically).
+    static bool better(double charge, double off, double current, double current_off) {
+        return charge < current || (charge == current && off < current_off);
+    }
+
+    bool process(std::int64_t id) {
+        const double* rows = value.data() + row(id, 0);
+        const double* rows_work = work.data() + row(id, 0);
+        // The cells worth extending: finite, and not dominated by a cell with fewer subgraphs
+        // (no larger charge and work: every chain from the dominated cell is matched from it).
+        bool any = false, any_free = false;  // such a cell; one with an accelerator left
+        for (int p = 0; p < m_.paths; ++p) {
+            auto& live = live_[p];
+            live.clear();
+            for (int j = 0; j <= k_; ++j) {
+                const double v = rows[p * k1_ + j], w = rows_work[p * k1_ + j];
+                if (!(v < kInf)) continue;
+                bool dominated = false;
+                for (const int i : live) dominated = dominated || (rows[p * k1_ + i] <= v && rows_work[p * k1_ + i] <= w);
+                if (!dominated) live.push_back(j);
+            }
+            any = any || !live.empty();
+            any_free = any_free || (!live.empty() && live.front() < k_);
+        }
+        if (!any) return true;
+        const std::uint32_t cpu_code = static_cast<std::uint32_t>(id) * 2u;
+        if (cpus_) {  // one CPU node
+            for (std::int64_t e = lat_.up_ptr[id]; e < lat_.up_ptr[id + 1]; ++e) {
+                const int v = lat_.up_node[e];
+                const std::int64_t bigger = lat_.up_parent[e];
+                for (int p = 0; p < m_.paths; ++p) {
+                    const bool on = (m_.on_path[v] >> p) & 1u;
+                    const double charge = on ? m_.cpu[v] : 0.0, off = on ? 0.0 : m_.cpu[v];
+                    const std::size_t at = row(bigger, p);
+                    for (const int j : live_[p]) {
+                        const double candidate = rows[p * k1_ + j] + charge;
+                        const double candidate_off = rows_work[p * k1_ + j] + off;
+                        if (better(candidate, candidate_off, value[at + j], work[at + j])) {
+                            value[at + j] = candidate;
+                            work[at + j] = candidate_off;
+                            parent[at + j] = cpu_code;
+                        }
+                    }
+                }
+            }
+            if (stop_.check_owner(ticks_)) return false;
+        }
+        if (!any_free) return true;
+        return walk(id);
+    }
+
+    // One accelerator subgraph: every bigger ideal whose difference fits the memory, each
+    // reached once by adding units in increasing label order.
+    bool walk(std::int64_t id) {
+        std::size_t depth = 0;
+        frames_[0] = {lat_.up_ptr[id], lat_.up_ptr[id + 1], -1, set_.options(), set_.sums};
+        while (true) {
+            Frame& f = frames_[depth];
+            if (f.cursor < f.end) {
+                const std::int64_t e = f.cursor++;
+                const int v = lat_.up_node[e];
+                if (set_.sums.used + m_.mem[v] > m_.cap) continue;
+                const std::int64_t bigger = lat_.up_parent[e];
+                Frame& next = frames_[depth + 1];
+                next.before = set_.sums;
+                next.options = set_.options();
+                next.added = v;
+                set_.add(v);
+                ++pairs;
+                if (stop_.check_owner(ticks_)) {
+                    for (std::size_t d = depth + 1; d > 0; --d) {
+                        set_.undo(frames_[d].added, frames_[d].before, frames_[d].options);
+                    }
+                    return false;
+                }
+                offer(id, bigger);
+                // Units of `bigger` that may follow: labels above v (the up-covers are sorted by unit).
+                std::int64_t cursor = lat_.up_ptr[bigger];
+                next.end = lat_.up_ptr[bigger + 1];
+                while (cursor < next.end && lat_.up_node[cursor] <= v) ++cursor;  // short lists: a scan
+                next.cursor = cursor;
+                ++depth;
+            } else {
+                if (depth == 0) break;
+                set_.undo(f.added, f.before, f.options);
+                --depth;
+            }
+        }
+        return true;
+    }
+
+    // The step from `id` to `bigger` on an accelerator, for every path.
+    void offer(std::int64_t id, std::int64_t bigger) {
+        const std::uint32_t code = static_cast<std::uint32_t>(id) * 2u + 1u;
+        const double load = set_.load();
+        for (int p = 0; p < m_.paths; ++p) {
+            const bool on = set_.meets(p);
+            if (on && std::isinf(load)) continue;  // a unit that cannot run on an accelerator
+            const double charge = on ? load : 0.0, off = on ? 0.0 : load;
+            const double* from = value.data() + row(id, p);
+            const double* from_work = work.data() + row(id, p);
+            const std::size_t at = row(bigger, p) + 1;  // one more subgraph
+            for (const int j : live_[p]) {
+                if (j == k_) break;
+                const double candidate = from[j] + charge;
+                const double candidate_off = from_work[j] + off;
+                if (better(candidate, candidate_off, value[at + j], work[at + j])) {
+                    value[at + j] = candidate;
+                    work[at + j] = candidate_off;
+                    parent[at + j] = code;
+                }
+            }
+        }
+    }
+
+    Subgraph set_;
+    std::vector<Frame> frames_;   // the walk's stack, by depth
+    std::vector<std::vector<int>> live_;  // per path: the cells of the ideal being processed worth extending
+    std::uint32_t ticks_ = 0;
+};
+
+}  // namespace
+
+std::int64_t path_memory_estimate(int units, int accelerators, int paths, std::int64_t ideals, std::int64_t covers) {
+    const std::int64_t words = (units + 63) / 64;
+    // Per ideal, the lattice: members bitset, hash, size (x2), visit/id maps, cover offsets
+    // (x3), hash table (at most 4 slots), fill offsets; the DP: a value and a parent per path
+    // and number of subgraphs (charge, work, parent). Per cover: maximal-node list, down-cover and up-cover pairs.
+    const std::int64_t per_ideal =
+        8 * words + 8 + 8 + 12 + 24 + 16 + 8 + 20 * static_cast<std::int64_t>(paths) * (accelerators + 1);
+    const std::int64_t per_cover = 20;
+    return ideals * per_ideal + covers * per_cover + 4096;
+}
+
+PathResult path_bound(const PathInstance& instance, const PathOptions& options, Stopper& stop) {
+    check_instance(instance);
+    if (options.max_ideals < 1 || options.max_ideals > std::numeric_limits<std::int32_t>::max() / 2) {
+        throw std::invalid_argument("max_ideals must be between 1 and 2**30");
+    }
+    PathResult out;
+    const int paths = static_cast<int>(instance.path_ptr.size()) - 1;
+    const auto t0 = Stopper::Clock::now();
+    const Poset poset(instance.units, instance.edge_src, instance.edge_dst);
+    const PathModel model(instance, poset);
+    const IdealCount counted = count_ideals(poset, options.max_ideals, stop);
+    out.ideals = counted.ideals;
+    out.covers = counted.covers;
+    const auto stopped = [&out, &stop] {
+        out.status = stop.reason() == StopReason::time ? PathStatus::time : PathStatus::interrupt;
+        return out;
+    };
+    if (counted.exceeded) {
+        out.status = PathStatus::too_many_ideals;
+        return out;
+    }
+    if (counted.stopped) return stopped();
+    out.bytes = path_memory_estimate(instance.units, instance.accelerators, paths, counted.ideals, counted.covers);
+    if (out.bytes > options.memory_budget) {
+        out.status = PathStatus::over_budget;
+        return out;
+    }
+    Lattice lattice;
+    if (!lattice.build(poset, counted, nullptr, stop)) return stopped();
+    // The walk only goes up: drop what it does not read before the tables are allocated.
+    std::vector<std::int64_t>().swap(lattice.down_ptr);
+    std::vector<std::int32_t>().swap(lattice.down_node);
+    std::vector<std::int32_t>().swap(lattice.down_child);
+    std::vector<std::int64_t>().swap(lattice.id_of_visit);
+    out.seconds_ideals = seconds_since(t0);
+
+    const auto t1 = Stopper::Clock::now();
+    Walk walk(model, lattice, instance.accelerators, instance.cpus, stop);
+    const bool finished = walk.run();
+    out.pairs = walk.pairs;
+    out.seconds_dp = seconds_since(t1);
+    if (!finished) return stopped();
+
+    // Each path's least charge, and a chain that reaches it (followed back from the full ideal).
+    const int k1 = instance.accelerators + 1;
+    const std::int64_t full = lattice.count - 1;
+    out.values.assign(paths, kInf);
+    out.step_of_unit.resize(paths);
+    out.step_on_accelerator.resize(paths);
+    for (int p = 0; p < paths; ++p) {
+        const double* last = walk.value.data() + walk.row(full, p);
+        const double* last_work = walk.work.data() + walk.row(full, p);
+        int used = 0;
+        for (int j = 1; j < k1; ++j) {
+            if (last[j] < last[used] || (last[j] == last[used] && last_work[j] < last_work[used])) used = j;
+        }
+        out.values[p] = last[used];
+        if (!(last[used] < kInf)) continue;
+        std::vector<std::int32_t> step_of_label(model.n, -1);
+        std::vector<std::uint8_t> kinds;
+        std::int64_t id = full;
+        int j = used;
+        while (id != 0) {
+            const std::uint32_t code = walk.parent[walk.row(id, p) + j];
+            const std::int64_t sub = code >> 1;
+            const bool on_acc = (code & 1u) != 0;
+            if (sub >= id || (on_acc && j == 0)) throw std::logic_error("the path DP's chain is broken");
+            const std::uint64_t* mine = lattice.members(id);
+            const std::uint64_t* theirs = lattice.members(sub);
+            for (int w = 0; w < lattice.words; ++w) {
+                for (std::uint64_t word = mine[w] & ~theirs[w]; word != 0; word &= word - 1) {
+                    step_of_label[(w << 6) + __builtin_ctzll(word)] = static_cast<std::int32_t>(kinds.size());
+                }
+            }
+            kinds.push_back(on_acc ? 1 : 0);
+            if (on_acc) --j;
+            id = sub;
+        }
+        // Steps were numbered from the last; number them from the first.
+        const auto steps = static_cast<std::int32_t>(kinds.size());
+        std::reverse(kinds.begin(), kinds.end());
+        out.step_of_unit[p].assign(model.n, -1);
+        for (int label = 0; label < model.n; ++label) {
+            out.step_of_unit[p][poset.node_of(label)] = steps - 1 - step_of_label[label];
+        }
+        out.step_on_accelerator[p] = std::move(kinds);
+    }
+    out.status = PathStatus::done;
+    return out;
+}
+
+}  // namespace exactplace
