@@ -3,23 +3,32 @@
 Against brute force on tiny random DAGs (valid for every placement, with the reductions' zero
 times made frequent and with unequal accelerators; exact on chains), on the shared layer
 graphs (equal to the optimum the latency program finds), and in ``solve`` (a start it
-certifies is returned at once, optimal).
+certifies is returned at once, optimal). The native DP against the pure-Python one it replaced
+(``latency_bound_oracle``): the same value on random graphs and on the shared workloads. The
+placements of its argmin chains: legal, never below the bound. Its limits: beyond the old
+20,000 ideals, a deadline, a memory budget, Ctrl-C.
 """
 
 from __future__ import annotations
 
+import _thread
 import math
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
+import latency_bound_oracle
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from oracle import latency_subgraph_optimum
 from strategies import clusters, dags
 
-from exactplace import Cluster, Graph, Node, Status, read_workload, solve
+from exactplace import Cluster, Graph, Node, Status, evaluate, read_workload, solve
 from exactplace.backends.latency_bound import path_bound
+from exactplace.evaluators import check_feasibility
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "workloads"
 
@@ -159,3 +168,125 @@ def test_ctrl_c_in_the_bound_returns_the_best_start(monkeypatch: pytest.MonkeyPa
     p = solve(graph, Cluster(2, memory=2.0, cpus=1), objective="latency", method="mip")
     assert p.status is Status.FEASIBLE and p.limit is Limit.INTERRUPT
     assert p.objective == pytest.approx(min(v for v in p.info["warm_start_candidates"].values() if v is not None))
+
+
+def _same_as_the_python_dp(graph: Graph, cluster: Cluster, max_ideals: int = 20_000, exact: bool = False) -> None:
+    new = path_bound(graph, cluster, max_ideals=max_ideals)
+    old = latency_bound_oracle.path_bound(graph, cluster, max_ideals=max_ideals)
+    assert (new is None) == (old is None)
+    if new is None:
+        return
+    assert new.ideals == old.ideals
+    # Both add the same charges along a chain; only a load's own terms are summed in another
+    # order (label vs position order), a last-bit difference at most.
+    assert new.value == (old.value if exact else pytest.approx(old.value, rel=1e-12, abs=1e-12))
+    if new.value == old.value:
+        assert new.path.tolist() == old.path.tolist()
+
+
+graphs = st.one_of(dags(max_nodes=6), zero_heavy_dags(max_nodes=6))
+any_clusters = st.one_of(clusters(max_accelerators=3, max_cpus=2),
+                         clusters(max_accelerators=3, max_cpus=1, heterogeneous=True))
+
+
+def _quarters(graph: Graph, cluster: Cluster) -> bool:
+    """Every time, size and cost a multiple of 1/4 at speed 1: sums exact in any order."""
+    values = np.concatenate([graph.cpu_time, graph.acc_time[graph.supported], graph.memory, graph.edge_cost])
+    return bool(np.all(values * 4 == np.round(values * 4))) and bool(np.all(cluster.speed == 1.0))
+
+
+@settings(**{**examples, "max_examples": 150})
+@given(graphs, any_clusters)
+def test_native_dp_equals_the_python_dp(graph: Graph, cluster: Cluster) -> None:
+    """Bit for bit where sums are exact; otherwise within the rounding of a sum's order."""
+    _same_as_the_python_dp(graph, cluster, exact=_quarters(graph, cluster))
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/workloads")
+@pytest.mark.parametrize("path", sorted((SHARED / "latency").glob("*.json")) if SHARED.exists() else [],
+                         ids=lambda p: p.stem)
+def test_native_dp_equals_the_python_dp_on_the_shared_workloads(path: Path) -> None:
+    """Bit for bit on the layer graphs; the operator graphs are beyond both (here: 2,000 ideals)."""
+    w = read_workload(path)
+    _same_as_the_python_dp(w.graph, w.cluster, max_ideals=20_000 if path.stem.startswith("layer") else 2_000,
+                           exact=True)
+
+
+def _check_placements(graph: Graph, cluster: Cluster) -> None:
+    found = path_bound(graph, cluster)
+    for device in found.placements:
+        assert check_feasibility(graph, cluster, device, objective="latency", q=1) == []
+        assert evaluate(graph, cluster, device, "latency") >= found.value * (1 - 1e-12) - 1e-12
+
+
+@settings(**{**examples, "max_examples": 150})
+@given(graphs, any_clusters)
+def test_chain_placements_are_legal_and_never_below_the_bound(graph: Graph, cluster: Cluster) -> None:
+    _check_placements(graph, cluster)
+
+
+def test_a_chain_placement_is_found_on_a_random_graph() -> None:
+    """Not vacuous: on most small instances the argmin chain is a legal placement."""
+    rng = np.random.default_rng(3)
+    found = 0
+    for _ in range(20):
+        n = 8
+        nodes = [Node(i, float(rng.integers(1, 20)), float(rng.integers(1, 5)), memory=float(rng.integers(1, 4)),
+                      comm=float(rng.integers(0, 3))) for i in range(n)]
+        edges = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.3]
+        graph, cluster = Graph(nodes, edges), Cluster(3, memory=6.0, cpus=2)
+        _check_placements(graph, cluster)
+        found += bool(path_bound(graph, cluster).placements)
+    assert found >= 15
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/workloads")
+@pytest.mark.parametrize("name", LAYER_GRAPHS)
+def test_the_chain_placement_reaches_the_bound_on_the_layer_graphs(name: str) -> None:
+    w = read_workload(SHARED / "latency" / f"{name}.json")
+    found = path_bound(w.graph, w.cluster)
+    device = found.placements[0]
+    assert check_feasibility(w.graph, w.cluster, device, objective="latency", q=1) == []
+    assert evaluate(w.graph, w.cluster, device, "latency") == pytest.approx(found.value, rel=1e-12)
+
+
+def _antichain(n: int) -> Graph:
+    """n unrelated layers: 2**n ideals."""
+    return Graph([Node(i, 2.0, 1.0, memory=1.0, comm=1.0) for i in range(n)], [])
+
+
+def test_beyond_the_python_dps_limit() -> None:
+    """2**15 = 32,768 ideals, past the old 20,000: a bound (each path is one layer: 1 on an accelerator)."""
+    graph, cluster = _antichain(15), Cluster(2, memory=2.0, cpus=1)
+    assert latency_bound_oracle.path_bound(graph, cluster) is None
+    found = path_bound(graph, cluster)
+    assert found is not None and found.ideals == 2**15 and found.value == 1.0
+
+
+def test_the_deadline_is_honoured() -> None:
+    """2**18 ideals, every subset fits: minutes of pairs; stopped at the deadline, no bound."""
+    info: dict = {}
+    start = time.monotonic()
+    assert path_bound(_antichain(18), Cluster(4, cpus=1), deadline=start + 0.3, info=info) is None
+    assert info["status"] == "time" and time.monotonic() - start < 2.0
+
+
+def test_the_memory_budget_is_refused_before_allocating() -> None:
+    info: dict = {}
+    assert path_bound(_antichain(12), Cluster(2, cpus=1), memory_budget=100_000, info=info) is None
+    assert info["status"] == "over_budget" and info["bytes"] > 100_000 and info["pairs"] == 0
+    assert path_bound(_antichain(12), Cluster(2, cpus=1), max_ideals=4095, info=info) is None
+    assert info["status"] == "too_many_ideals"
+
+
+def test_ctrl_c_stops_the_bound() -> None:
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            path_bound(_antichain(18), Cluster(4, cpus=1))
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < 2.0
+

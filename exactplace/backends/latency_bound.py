@@ -36,27 +36,46 @@ nodes so that no subgraph's load or start grows, hence no latency grows):
   memory, a knapsack relaxed to its fractional optimum over the sinks that fit at all (again
   only ever lower; exact when they all fit).
 
-Without them ``layer_gnmt_inference`` has 589,044 ideals; with them 100, and the DP takes
-well under a second in Python. Graphs whose reduced lattice is larger than ``max_ideals``,
-or that run out of time, get no bound (``None``), never a wrong one.
+Without them ``layer_gnmt_inference`` has 589,044 ideals; with them 100.
+
+The DP runs in C++ (``dp_native/path.cpp``) over the lattice of ``dp_native/ideals.hpp``: the
+candidate subgraphs of an ideal are its supersets within the memory, grown one node at a time
+in a fixed order so that each is reached once, with the load kept up to date in O(degree) per
+node. It charges the two paths it tries (a heaviest path by each node's cheapest time, a path
+through the most nodes) in the same walk and keeps the larger bound. It reaches
+``MAX_IDEALS`` = 10^6 reduced ideals where the tables fit ``memory_budget`` (2 GiB); the
+pure-Python DP it replaced (kept as the tests' oracle) stopped at 20,000. Graphs whose reduced
+lattice is larger, whose tables do not fit, or that run out of time get no bound (``None``),
+never a wrong one; Ctrl-C raises KeyboardInterrupt.
+
+A placement from the bound
+--------------------------
+The DP's argmin chain is almost a placement: its subgraph steps go to accelerators in chain
+order, its CPU steps and the nodes reduced onto CPUs to a CPU, and each trivial sink beside
+its predecessor's subgraph where that saves a copy and fits, else to a CPU. What the
+relaxation ignored may make it illegal: colour classes split across devices are moved whole
+to a CPU, subgraphs go to the accelerators by size (unequal memories); a chain that is still
+not a legal ``q = 1`` placement (``check_feasibility``) gives none. The latency program
+scores these placements and starts from the best start (``latency_mip``).
 
 Examples
 --------
 Three layers in a chain, two accelerators of memory 2 for three layers of memory 1: one
-subgraph boundary is unavoidable, so the bound is the compute plus one copy out and in.
+subgraph boundary is unavoidable, so the bound is the compute plus one copy out and in, and
+the chain's placement (one layer, then two on the other accelerator) reaches it.
 
 >>> from exactplace.core.cluster import Cluster
 >>> from exactplace.core.graph import Graph, Node
 >>> g = Graph([Node(i, 10.0, 1.0, memory=1.0, comm=0.5) for i in range(3)], [(0, 1), (1, 2)])
->>> path_bound(g, Cluster(2, memory=2.0, cpus=1)).value
-4.0
+>>> found = path_bound(g, Cluster(2, memory=2.0, cpus=1))
+>>> found.value, [p.tolist() for p in found.placements]
+(4.0, [[1, 0, 0]])
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,10 +83,13 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
 
-__all__ = ["MAX_IDEALS", "PathBound", "path_bound"]
+__all__ = ["DEFAULT_MEMORY_BUDGET", "MAX_IDEALS", "PathBound", "path_bound"]
 
-#: Ideals of the reduced graph beyond which no bound is computed (the DP is pure Python).
-MAX_IDEALS = 20_000
+#: Ideals of the reduced graph beyond which no bound is computed.
+MAX_IDEALS = 1_000_000
+
+#: Bytes the lattice and the DP's tables may take (``path_memory_estimate``); past it, no bound.
+DEFAULT_MEMORY_BUDGET = 2 * 2**30
 
 
 @dataclass(frozen=True)
@@ -84,28 +106,20 @@ class PathBound:
         Ideals of the reduced graph the DP ran over.
     subgraphs : int
         Candidate subgraphs (pairs of ideals within the memory) it examined.
+    placements : tuple of numpy arrays of int
+        Legal ``q = 1`` placements (device arrays) built from the DP's argmin chains, the
+        bound's path's first; empty when no chain gives one.
     """
 
     value: float
     path: np.ndarray
     ideals: int
     subgraphs: int
-
-
-class _OutOfBudget(Exception):
-    """The reduced lattice is too large, or the deadline passed."""
-
-
-def _bits(mask: int) -> Iterator[int]:
-    """The members of a bitmask, lowest first."""
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
+    placements: tuple[np.ndarray, ...] = ()
 
 
 class _Reduced:
-    """The graph after the reductions, as bitmasks over the kept nodes (position order)."""
+    """The graph after the reductions, as arrays over the kept nodes (numbered in position order)."""
 
     def __init__(self, graph: Graph, cluster: Cluster) -> None:
         n, k = graph.n, cluster.accelerators
@@ -123,75 +137,51 @@ class _Reduced:
             # A sink with accelerator time stays: putting it beside u costs time, so it is no free choice.
             sink = (~on_cpu & free_cpu & (~graph.supported | (graph.acc_time == 0))
                     & np.array([len(s) == 0 and len(p) == 1 for s, p in zip(succs, preds)]))
-        absorbable = sink & graph.supported
+        self.on_cpu, self.sink = on_cpu, sink
+        self.absorbable = sink & graph.supported
         kept = np.flatnonzero(~on_cpu & ~sink)
         index = np.full(n, -1, dtype=np.int64)
         index[kept] = np.arange(len(kept))
-        self.kept = kept
+        self.kept, self.index = kept, index
         self.cpus = bool(cluster.cpus)
-        self.pred_mask = [sum(1 << int(index[u]) for u in preds[v] if index[u] >= 0) for v in kept]
-        self.succ_mask = [sum(1 << int(index[w]) for w in succs[v] if index[w] >= 0) for v in kept]
-        self.order = [int(index[v]) for v in graph.topological_order.tolist() if index[v] >= 0]
-        self.acc = [float(graph.acc_time[v]) / speed if graph.supported[v] else math.inf for v in kept]
-        self.cpu = graph.cpu_time[kept].tolist()
-        self.memory = graph.memory[kept].tolist()
-        # Per communication group with a kept source and a cost: its kept targets, the memory
-        # of its absorbable trivial sinks, and whether it has a sink that must stay on a CPU.
+        inner = (index[graph.src] >= 0) & (index[graph.dst] >= 0)
+        self.edge_src, self.edge_dst = index[graph.src[inner]], index[graph.dst[inner]]
+        self.order = index[graph.topological_order][index[graph.topological_order] >= 0]
+        self.acc = np.where(graph.supported[kept], graph.acc_time[kept] / speed, math.inf)
+        self.cpu = graph.cpu_time[kept]
+        self.memory = graph.memory[kept]
+        # Communication groups with a kept source and a cost: their kept targets, the memory of
+        # their absorbable trivial sinks (-1: none), and whether a sink must stay on a CPU.
         groups = len(graph.group_cost)
-        targets, sink_memory = [0] * groups, [0.0] * groups
-        sinks, stuck = [False] * groups, [False] * groups
-        for g, w in zip(graph.edge_group.tolist(), graph.dst.tolist()):
-            if index[w] >= 0:
-                targets[g] |= 1 << int(index[w])
-            elif absorbable[w]:
-                sinks[g] = True
-                sink_memory[g] += float(graph.memory[w])
-            elif sink[w]:
-                stuck[g] = True
-        # out: (cost, kept targets, leaves whatever the subgraph, memory of absorbable sinks or -1)
-        self.out_groups: list[list[tuple[float, int, bool, float]]] = [[] for _ in kept]
-        self.in_groups: list[list[tuple[int, float, int]]] = [[] for _ in kept]
-        for g, (u, cost) in enumerate(zip(graph.group_source.tolist(), graph.group_cost.tolist())):
-            if index[u] < 0 or cost == 0:
-                continue
-            self.out_groups[index[u]].append((cost, targets[g], stuck[g], sink_memory[g] if sinks[g] else -1.0))
-            for w in _bits(targets[g]):
-                self.in_groups[w].append((g, cost, 1 << int(index[u])))
-
-    def load(self, members: int, memory: float) -> float:
-        """Least load of the subgraph ``members`` (inputs copied in + compute + outputs copied
-        out) over the ways to absorb trivial sinks in the memory left, relaxed to fractions."""
-        compute = copy_in = copy_out = 0.0
-        entering: set[int] = set()
-        options = []
-        for v in _bits(members):
-            compute += self.acc[v]
-            for g, cost, source in self.in_groups[v]:
-                if not source & members and g not in entering:
-                    entering.add(g)
-                    copy_in += cost
-            for cost, targets, always, sink_memory in self.out_groups[v]:
-                if always or targets & ~members:
-                    copy_out += cost
-                elif sink_memory >= 0:  # all targets inside but the sinks: absorb them, or copy out
-                    copy_out += cost
-                    options.append((cost, sink_memory))
-        room = self.cap - memory
-        # A sink larger than the room is never absorbed; the rest greedily, the last one in part.
-        fitting = [o for o in options if o[1] <= room]
-        for cost, size in sorted(fitting, key=lambda o: o[0] / o[1] if o[1] > 0 else math.inf, reverse=True):
-            take = 1.0 if size <= room else room / size
-            copy_out -= cost * take
-            room -= size * take
-        return copy_in + compute + copy_out
+        target_kept = index[graph.dst] >= 0
+        into_sink = self.absorbable[graph.dst]
+        has_sinks = np.zeros(groups, dtype=bool)
+        has_sinks[graph.edge_group[into_sink]] = True
+        sink_memory = np.zeros(groups)
+        np.add.at(sink_memory, graph.edge_group[into_sink], graph.memory[graph.dst[into_sink]])
+        stuck = np.zeros(groups, dtype=bool)
+        stuck[graph.edge_group[sink[graph.dst] & ~into_sink]] = True
+        self.groups = np.flatnonzero((index[graph.group_source] >= 0) & (graph.group_cost > 0))
+        renumber = np.full(groups, -1, dtype=np.int64)
+        renumber[self.groups] = np.arange(len(self.groups))
+        member = target_kept & (renumber[graph.edge_group] >= 0)
+        by_group = np.argsort(renumber[graph.edge_group[member]], kind="stable")
+        self.group_target = index[graph.dst[member]][by_group]
+        self.group_ptr = np.concatenate(
+            [[0], np.cumsum(np.bincount(renumber[graph.edge_group[member]], minlength=len(self.groups)))])
+        self.group_source = index[graph.group_source[self.groups]]
+        self.group_cost = graph.group_cost[self.groups]
+        self.group_stuck = stuck[self.groups]
+        self.group_sink_memory = np.where(has_sinks, sink_memory, -1.0)[self.groups]
+        self.preds = [np.sort(index[p][index[p] >= 0]).tolist() for p in (preds[v] for v in kept.tolist())]
 
     def heaviest_path(self, weight: list[float]) -> list[int]:
-        """Kept nodes (indices) of a heaviest path under ``weight``."""
-        order = self.order
+        """Kept nodes of a heaviest path under ``weight`` (ties: the first in topological order,
+        the lowest-numbered predecessor)."""
         best: dict[int, float] = {}
         parent: dict[int, int | None] = {}
-        for v in order:
-            prev = max(_bits(self.pred_mask[v]), key=best.__getitem__, default=None)
+        for v in self.order.tolist():
+            prev = max(self.preds[v], key=best.__getitem__, default=None)
             best[v] = weight[v] + (best[prev] if prev is not None else 0.0)
             parent[v] = prev
         end: int | None = max(best, key=best.__getitem__, default=None)
@@ -201,143 +191,112 @@ class _Reduced:
             end = parent[end]
         return path[::-1]
 
-    def grow(self, ideal: int, addable: int, v: int) -> tuple[int, int]:
-        """``ideal`` with ``v`` added, and the nodes addable to that (``addable``: those of ``ideal``)."""
-        bigger = ideal | 1 << v
-        ready = 0
-        for w in _bits(self.succ_mask[v]):
-            if self.pred_mask[w] & ~bigger == 0:
-                ready |= 1 << w
-        return bigger, (addable & ~(1 << v)) | ready
+    def paths(self) -> list[list[int]]:
+        """The paths to charge (the bound is the best of their DPs): a heaviest path by each node's
+        cheapest time, and a path through the most nodes (it meets the most subgraphs)."""
+        cheapest = np.minimum(self.acc, self.cpu if self.cpus else math.inf)
+        cheapest = np.where(np.isfinite(cheapest), cheapest, 0.0).tolist()
+        paths = [self.heaviest_path(cheapest), self.heaviest_path([1.0] * len(cheapest))]
+        return [p for i, p in enumerate(paths) if p not in paths[:i]]
 
 
-def _more_ideals_than(pred_mask: list[int], limit: int) -> bool:
-    """The native counter's quick answer (it stops past ``limit``); False without the extension,
-    whose absence leaves the decision to the Python enumeration."""
-    from exactplace.backends.native import load
-    from exactplace.core.errors import SolverUnavailableError
-
-    try:
-        native = load()
-    except SolverUnavailableError:
-        return False
-    src = [u for v, preds in enumerate(pred_mask) for u in _bits(preds)]
-    dst = [v for v, preds in enumerate(pred_mask) for _ in _bits(preds)]
-    return native.count_ideals(len(pred_mask), np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
-                               limit) is None
-
-
-def _ideals(reduced: _Reduced, limit: int, deadline: float) -> dict[int, int]:
-    """Every ideal (down-closed set, a bitmask) and the nodes addable to it, smallest first
-    (the order the DP needs); _OutOfBudget past ``limit`` ideals or the deadline."""
-    start = sum(1 << v for v, preds in enumerate(reduced.pred_mask) if not preds)
-    found, layer = {0: start}, [0]
-    while layer:
-        if time.monotonic() > deadline:
-            raise _OutOfBudget("time")
-        grown = []
-        for ideal in layer:
-            addable = found[ideal]
-            for v in _bits(addable):
-                bigger, ready = reduced.grow(ideal, addable, v)
-                if bigger not in found:
-                    found[bigger] = ready
-                    grown.append(bigger)
-        if len(found) > limit:
-            raise _OutOfBudget(f"more than {limit} ideals")
-        layer = grown
-    return found
-
-
-def path_bound(graph: Graph, cluster: Cluster, max_ideals: int = MAX_IDEALS,
-               deadline: float | None = None) -> PathBound | None:
+def path_bound(graph: Graph, cluster: Cluster, max_ideals: int = MAX_IDEALS, deadline: float | None = None,
+               memory_budget: float = DEFAULT_MEMORY_BUDGET, info: dict | None = None) -> PathBound | None:
     """A lower bound on the latency of every contiguous placement; None when out of budget.
 
     Parameters
     ----------
     graph, cluster : Graph, Cluster
     max_ideals : int
-        Give up (None) when the reduced graph has more ideals.
+        Give up (None) when the reduced graph has more ideals (at most 2**30 - 1).
     deadline : float, optional
         A ``time.monotonic()`` instant after which it gives up (None).
+    memory_budget : float
+        Give up (None) when the lattice and the tables would take more bytes.
+    info : dict, optional
+        Filled with how the DP ended (``status``: ``done``, ``too_many_ideals``, ``over_budget``
+        or ``time``), its ``ideals``, ``pairs``, ``bytes`` and seconds.
 
     Returns
     -------
     PathBound or None
+
+    Raises
+    ------
+    KeyboardInterrupt
+        Ctrl-C while the DP runs.
+    SolverUnavailableError
+        The native extension is not built.
     """
-    stop = math.inf if deadline is None else deadline
+    from exactplace.backends.native import load
+
+    native = load()
     reduced = _Reduced(graph, cluster)
-    if _more_ideals_than(reduced.pred_mask, max_ideals):
+    paths = reduced.paths()
+    seconds = math.inf if deadline is None else max(deadline - time.monotonic(), 0.0)
+    out = native.latency_path_bound(
+        units=len(reduced.kept), edge_src=reduced.edge_src, edge_dst=reduced.edge_dst, cpu_time=reduced.cpu,
+        acc_time=reduced.acc, memory=reduced.memory, memory_cap=reduced.cap, accelerators=cluster.accelerators,
+        cpus=reduced.cpus, group_cost=reduced.group_cost, group_source=reduced.group_source,
+        group_ptr=reduced.group_ptr, group_target=reduced.group_target,
+        group_stuck=reduced.group_stuck.astype(np.uint8), group_sink_memory=reduced.group_sink_memory,
+        path_ptr=np.cumsum([0, *map(len, paths)]), path_node=np.array([v for p in paths for v in p], dtype=np.int64),
+        max_ideals=int(max_ideals), memory_budget=int(min(memory_budget, 2**62)), time_limit=seconds)
+    if info is not None:
+        info.update({key: out[key] for key in ("status", "ideals", "pairs", "bytes", "seconds_ideals", "seconds_dp")})
+    if out["status"] != "done":
         return None
-    try:
-        ideals = _ideals(reduced, max_ideals, stop)
-        candidates = _paths(reduced)
-        best, examined, charged = -math.inf, 0, []
-        for nodes in candidates:
-            value, count = _charge(reduced, ideals, nodes, cluster.accelerators, stop)
-            examined += count
-            if value > best:
-                best, charged = value, nodes
-    except _OutOfBudget:
+    values = out["values"].tolist()
+    charged = max(range(len(paths)), key=values.__getitem__)  # the first best, as the paths are listed
+    placements: list[np.ndarray] = []
+    for p in [charged, *(p for p in range(len(paths)) if p != charged)]:
+        device = None if out["chains"][p] is None else _placement(graph, cluster, reduced, *out["chains"][p])
+        if device is not None and not any(np.array_equal(device, other) for other in placements):
+            placements.append(device)
+    return PathBound(values[charged], reduced.kept[paths[charged]], int(out["ideals"]), int(out["pairs"]),
+                     tuple(placements))
+
+
+def _placement(graph: Graph, cluster: Cluster, reduced: _Reduced, step: np.ndarray,
+               on_accelerator: np.ndarray) -> np.ndarray | None:
+    """The chain (``step`` of each kept node, each step's kind) as a legal ``q = 1`` device array, or None."""
+    from exactplace.evaluators import check_feasibility
+
+    k = cluster.accelerators
+    cpu = k  # the first CPU: CPU nodes run on cores of their own in the §4 semantics
+    device = np.full(graph.n, cpu, dtype=np.int64)
+    subgraphs = [np.flatnonzero(step == s) for s in np.flatnonzero(on_accelerator)]
+    # Largest subgraph on the largest accelerator (all equal: in chain order).
+    sizes = [float(reduced.memory[s].sum()) for s in subgraphs]
+    accelerators = sorted(range(k), key=lambda d: (-cluster.memory_limit[d], -cluster.speed[d], d))
+    for d, s in zip(accelerators, sorted(range(len(subgraphs)), key=lambda s: -sizes[s])):
+        device[reduced.kept[subgraphs[s]]] = d
+    # Trivial sinks beside their source's subgraph where every other target is there too (the
+    # group's copy is saved) and they fit, best saving per byte first; the rest on a CPU.
+    used = np.bincount(device[device < k], weights=graph.memory[device < k], minlength=k)
+    targets_of: dict[int, list[int]] = {}
+    for g, w in zip(graph.edge_group.tolist(), graph.dst.tolist()):
+        targets_of.setdefault(g, []).append(w)
+    options = []
+    for g, targets in targets_of.items():
+        d = int(device[graph.group_source[g]])
+        sinks = [w for w in targets if reduced.absorbable[w]]
+        # Saved only if no target is elsewhere: no other sink stuck on a CPU, every kept target on d.
+        closed = all(reduced.absorbable[w] or (not reduced.sink[w] and device[w] == d) for w in targets)
+        if sinks and d < k and graph.group_cost[g] > 0 and closed:
+            size = float(graph.memory[sinks].sum())
+            options.append((graph.group_cost[g] / size if size > 0 else math.inf, g, d, sinks, size))
+    for _, _, d, sinks, size in sorted(options, key=lambda o: -o[0]):
+        if used[d] + size <= cluster.memory_limit[d]:
+            device[sinks] = d
+            used[d] += size
+    if not check_feasibility(graph, cluster, device, objective="latency", q=1):
+        return device
+    # Colour classes the relaxation split: each moved whole to a CPU, if that is legal.
+    if not cluster.cpus:
         return None
-    return PathBound(best, reduced.kept[charged], len(ideals), examined)
-
-
-def _paths(reduced: _Reduced) -> list[list[int]]:
-    """The paths to charge (the bound is the best of their DPs): a heaviest path by each node's
-    cheapest time, and a path through the most nodes (it meets the most subgraphs)."""
-    cheapest = [min(a, c if reduced.cpus else math.inf) for a, c in zip(reduced.acc, reduced.cpu)]
-    cheapest = [c if math.isfinite(c) else 0.0 for c in cheapest]
-    paths = [reduced.heaviest_path(cheapest), reduced.heaviest_path([1.0] * len(cheapest))]
-    return [p for i, p in enumerate(paths) if p not in paths[:i]]
-
-
-def _charge(reduced: _Reduced, ideals: dict[int, int], path: list[int], accelerators: int,
-            deadline: float) -> tuple[float, int]:
-    """The DP: least charge of a chain of ideals from {} to everything, and the subgraphs examined.
-
-    ``best[ideal][j]``: least charge to reach ``ideal`` with ``j`` subgraphs used; ``ideals``
-    (ideal -> addable nodes) lists every ideal before its supersets.
-    """
-    on_path = sum(1 << v for v in path)
-    cpu, memory, cap, k = reduced.cpu, reduced.memory, reduced.cap, accelerators
-    best = {ideal: [math.inf] * (k + 1) for ideal in ideals}
-    best[0][0] = 0.0
-    examined = 0
-    for ideal, addable in ideals.items():
-        if time.monotonic() > deadline:
-            raise _OutOfBudget("time")
-        row = best[ideal]
-        if min(row) == math.inf:
-            continue
-        if reduced.cpus:  # one CPU node
-            for v in _bits(addable):
-                charge = cpu[v] if on_path >> v & 1 else 0.0
-                target = best[ideal | 1 << v]
-                for j in range(k + 1):
-                    target[j] = min(target[j], row[j] + charge)
-        if min(row[:k], default=math.inf) == math.inf:
-            continue
-        # one accelerator subgraph: every bigger ideal whose difference fits the memory
-        stack, visited = [(ideal, addable, 0.0)], {ideal}
-        while stack:
-            inner, inner_addable, used = stack.pop()
-            for v in _bits(inner_addable):
-                if used + memory[v] > cap:
-                    continue
-                bigger, ready = reduced.grow(inner, inner_addable, v)
-                if bigger in visited:
-                    continue
-                visited.add(bigger)
-                stack.append((bigger, ready, used + memory[v]))
-                examined += 1
-                if examined % 4096 == 0 and time.monotonic() > deadline:
-                    raise _OutOfBudget("time")
-                members = bigger & ~ideal
-                charge = reduced.load(members, used + memory[v]) if members & on_path else 0.0
-                if math.isinf(charge):  # a node that cannot run on an accelerator
-                    continue
-                target = best[bigger]
-                for j in range(k):
-                    target[j + 1] = min(target[j + 1], row[j] + charge)
-    return min(best[(1 << len(reduced.kept)) - 1]), examined
+    split = [c for c in np.unique(graph.color) if len(np.unique(device[graph.color == c])) > 1]
+    if not split:
+        return None
+    device[np.isin(graph.color, split)] = cpu
+    return None if check_feasibility(graph, cluster, device, objective="latency", q=1) else device
