@@ -290,3 +290,9 @@ def test_ctrl_c_stops_the_bound() -> None:
         timer.cancel()
     assert time.monotonic() - start < 2.0
 
+
+def test_the_chain_starts_the_latency_program() -> None:
+    pytest.importorskip("ortools")
+    graph = Graph([Node(i, 10.0, 1.0, memory=1.0, comm=0.5) for i in range(3)], [(0, 1), (1, 2)])
+    p = solve(graph, Cluster(2, memory=2.0, cpus=1), objective="latency", method="mip")
+    assert p.info["warm_start_candidates"]["path_chain"] == pytest.approx(4.0)

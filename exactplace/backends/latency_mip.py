@@ -10,9 +10,10 @@ subgraphs per accelerator) on any solver of the catalog through
    on half the time (so a ``q >= 2`` run never ends above what ``q=1`` finds: its space holds
    every ``q=1`` placement).
 2. With ``q=1`` (unless ``path_bound=False``) the path DP's lower bound
-   (:mod:`exactplace.backends.latency_bound`, within a tenth of the time): a start within
-   ``rel_gap`` of it is returned at once, optimal, without a solver
-   (``solver == info["certified_by"] == "path_bound"``); otherwise it is the program's floor.
+   (:mod:`exactplace.backends.latency_bound`, within a tenth of the time), whose argmin chains
+   give starts of their own (``path_chain``): a start within ``rel_gap`` of it is returned at
+   once, optimal, without a solver (``solver == info["certified_by"] == "path_bound"``);
+   otherwise it is the program's floor.
 3. The program, built with the best start's latency as its horizon, solved from that start
    (a CP-SAT hint, a MIP start); its bound lowered by the program's rounding allowance and
    never below the path bound. The result's space is ``Space.SUBGRAPHS`` with its ``q``; for
@@ -42,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from exactplace.backends.ip import progress_printer, solve_ip
-from exactplace.core.errors import ExactplaceError, PlacementError, check_param
+from exactplace.core.errors import ExactplaceError, PlacementError, SolverUnavailableError, check_param
 from exactplace.core.graph import Graph
 from exactplace.core.placement import Limit, Space, Status, TracePoint
 from exactplace.evaluators.feasibility import memory_summary
@@ -81,14 +82,20 @@ def _most_subgraphs(graph: Graph, accelerators: int, device: np.ndarray, subgrap
 
 
 def _starts(problem: Problem, candidates: dict[str, tuple[np.ndarray, np.ndarray | None]], q: int) -> list[Start]:
-    """The candidates the evaluator can run, each scored once, with at most ``q`` subgraphs; best first."""
+    """The default and user starts and ``candidates`` the evaluator can run, each scored once, with at
+    most ``q`` subgraphs; best first."""
     from exactplace.backends.latency_starts import warm_start_candidates
 
-    graph, cluster = problem.graph, problem.cluster
     every = {name: (device, None) for name, device in warm_start_candidates(problem).items()}
     if problem.warm_start is not None:
         every["user"] = (np.asarray(problem.warm_start), problem.warm_subgraph)
     every.update(candidates)
+    return _score(problem, every, q)
+
+
+def _score(problem: Problem, every: dict[str, tuple[np.ndarray, np.ndarray | None]], q: int) -> list[Start]:
+    """The placements of ``every`` the evaluator can run with at most ``q`` subgraphs, scored; best first."""
+    graph, cluster = problem.graph, problem.cluster
     starts = []
     for name, (device, subgraph) in every.items():
         try:
@@ -100,21 +107,36 @@ def _starts(problem: Problem, candidates: dict[str, tuple[np.ndarray, np.ndarray
     return sorted(starts, key=lambda s: s.latency)
 
 
-def _path_bound(problem: Problem, deadline: float, info: dict, timings: dict) -> float | None:
-    """The path DP's lower bound (:mod:`exactplace.backends.latency_bound`), within a tenth of the time left."""
+#: Why the path DP gave no bound, by its ``status``.
+_NO_BOUND = {"too_many_ideals": "none (more reduced ideals than it enumerates)",
+             "over_budget": "none (its tables would exceed its memory budget)", "time": "none (out of time)"}
+
+
+def _path_bound(problem: Problem, deadline: float, info: dict,
+                timings: dict) -> tuple[float | None, dict[str, tuple[np.ndarray, None]]]:
+    """The path DP's lower bound (:mod:`exactplace.backends.latency_bound`), within a tenth of the time
+    left, and the placements of its argmin chains as starts (``path_chain``, ``path_chain1``)."""
     from exactplace.backends.latency_bound import path_bound
 
     clock = time.monotonic()
-    found = path_bound(problem.graph, problem.cluster, deadline=clock + max(deadline - clock, 0.0) / 10)
+    details: dict = {}
+    try:
+        found = path_bound(problem.graph, problem.cluster, deadline=clock + max(deadline - clock, 0.0) / 10,
+                           info=details)
+    except SolverUnavailableError as error:  # the native DP is not built: the program runs without it
+        info["path_bound"] = f"none ({error})"
+        return None, {}
     timings["path_bound"] = time.monotonic() - clock
+    info["path_bound_dp"] = {key: details[key] for key in ("status", "ideals", "pairs")}
     if found is None or not math.isfinite(found.value):
-        info["path_bound"] = "none (too many ideals, or out of time)" if found is None else "none (infinite)"
-        return None
+        info["path_bound"] = _NO_BOUND.get(details.get("status"), "none") if found is None else "none (infinite)"
+        return None, {}
+    chains = {f"path_chain{i or ''}": (device, None) for i, device in enumerate(found.placements)}
     # The DP adds floats in another order than the evaluator (relative error about n * 1e-16):
     # keep a hair below its value, well inside the 1e-12 by which a gap counts as closed.
     value = found.value * (1 - 1e-13)
     info["path_bound"] = value
-    return value
+    return value, chains
 
 
 def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None, log: bool, progress: bool,
@@ -150,7 +172,12 @@ def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None,
         starts = _starts(problem, extra, q)
         timings["warm_start"] = time.monotonic() - clock
         info["warm_start_candidates"] = {s.name: s.latency for s in starts}
-        lower = _path_bound(problem, deadline, info, timings) if q == 1 and use_path_bound else None
+        lower = None
+        if q == 1 and use_path_bound:
+            lower, chains = _path_bound(problem, deadline, info, timings)
+            if chains:  # the bound's own placements start the search too
+                starts = sorted([*starts, *_score(problem, chains, q)], key=lambda s: s.latency)
+                info["warm_start_candidates"] = {s.name: s.latency for s in starts}
     except KeyboardInterrupt:  # Ctrl-C before the solver ran: the best start is still a placement
         info.update(interrupted=True, returned="warm start")
         best = starts[0] if starts else None
