@@ -230,9 +230,16 @@ private:
     std::vector<int> options_, fitting_;      // closed groups with absorbable sinks
 };
 
-// The DP tables and the walk that fills them. Each cell holds the least charge and, among
-// chains of that charge, the least work off the path (a CPU node's time, a subgraph's load):
-// the tie-break that makes the argmin chain a good placement, never changing the charge.
+// The DP table and the walk that fills it. Cell [id][p][j]: the least charge along path p of
+// a chain from {} to the ideal with at most j subgraphs, and among such chains the least work
+// off the path (a CPU node's time, a subgraph's load where the path does not meet it): the
+// tie-break that makes the chain a good placement, never changing the charge. Cells are
+// compared lexicographically; an ideal's row is final once every smaller id has been
+// processed; processing it takes the row's running minimum over j, then relaxes its bigger
+// ideals from the cells where the row still decreases (a cell equal to the one before it is
+// dominated: the same charge and work with fewer subgraphs). Relaxing by min commutes with
+// adding a charge (rounding is monotone), so the final charge is the same float as the least
+// charge over every chain, however the minima were taken.
 class Walk {
     const PathModel& m_;
     const Lattice& lat_;
@@ -247,15 +254,12 @@ public:
           row_size_(static_cast<std::size_t>(model.paths) * (accelerators + 1)),
           value(static_cast<std::size_t>(lattice.count) * row_size_, kInf),
           work(static_cast<std::size_t>(lattice.count) * row_size_, kInf),
-          parent(static_cast<std::size_t>(lattice.count) * row_size_, 0u),
-          set_(model), frames_(static_cast<std::size_t>(model.n) + 1), live_(model.paths) {
-        for (int p = 0; p < m_.paths; ++p) {
-            value[static_cast<std::size_t>(p) * k1_] = 0.0;
-            work[static_cast<std::size_t>(p) * k1_] = 0.0;
-        }
+          set_(model), frames_(static_cast<std::size_t>(model.n) + 1), lo_(model.paths), hi_(model.paths) {
+        std::fill(value.begin(), value.begin() + static_cast<std::ptrdiff_t>(row_size_), 0.0);
+        std::fill(work.begin(), work.begin() + static_cast<std::ptrdiff_t>(row_size_), 0.0);
     }
 
-    // Fills the tables, ideals in increasing id (every sub-ideal first); false if stopped.
+    // Fills the table, ideals in increasing id (every sub-ideal first); false if stopped.
     bool run() {
         for (std::int64_t id = 0; id < lat_.count; ++id) {
             if (!process(id)) return false;
@@ -267,10 +271,14 @@ public:
         return static_cast<std::size_t>(id) * row_size_ + static_cast<std::size_t>(path) * k1_;
     }
 
+    // Whether (charge, off) is lexicographically below (current, current_off).
+    static bool better(double charge, double off, double current, double current_off) {
+        return charge < current || (charge == current && off < current_off);
+    }
+
     std::int64_t pairs = 0;
-    std::vector<double> value;          // [id][path][subgraphs used]: the least charge
-    std::vector<double> work;           // the same cells: the least work off the path at that charge
-    std::vector<std::uint32_t> parent;  // sub-ideal id * 2 + (1: accelerator step, 0: CPU step)
+    std::vector<double> value;  // [id][path][at most j subgraphs]: the least charge
+    std::vector<double> work;   // the same cells: the least work off the path at that charge
 
 private:
     struct Frame {
@@ -280,55 +288,58 @@ private:
         Sums before;
     };
 
-    // Candidate (charge, off) for a cell; true if it is better (lexicographically).
-    static bool better(double charge, double off, double current, double current_off) {
-        return charge < current || (charge == current && off < current_off);
-    }
-
     bool process(std::int64_t id) {
-        const double* rows = value.data() + row(id, 0);
-        const double* rows_work = work.data() + row(id, 0);
-        // The cells worth extending: finite, and not dominated by a cell with fewer subgraphs
-        // (no larger charge and work: every chain from the dominated cell is matched from it).
-        bool any = false, any_free = false;  // such a cell; one with an accelerator left
+        bool any = false, any_free = false;  // a finite cell; one with an accelerator left
         for (int p = 0; p < m_.paths; ++p) {
-            auto& live = live_[p];
-            live.clear();
-            for (int j = 0; j <= k_; ++j) {
-                const double v = rows[p * k1_ + j], w = rows_work[p * k1_ + j];
-                if (!(v < kInf)) continue;
-                bool dominated = false;
-                for (const int i : live) dominated = dominated || (rows[p * k1_ + i] <= v && rows_work[p * k1_ + i] <= w);
-                if (!dominated) live.push_back(j);
+            double* cell = value.data() + row(id, p);
+            double* off = work.data() + row(id, p);
+            for (int j = 1; j <= k_; ++j) {
+                if (!better(cell[j], off[j], cell[j - 1], off[j - 1])) {
+                    cell[j] = cell[j - 1];
+                    off[j] = off[j - 1];
+                }
             }
-            any = any || !live.empty();
-            any_free = any_free || (!live.empty() && live.front() < k_);
+            int lo = 0;
+            while (lo <= k_ && !(cell[lo] < kInf)) ++lo;
+            int hi = lo;
+            for (int j = lo + 1; j <= k_; ++j) {
+                if (better(cell[j], off[j], cell[j - 1], off[j - 1])) hi = j;
+            }
+            lo_[p] = lo;
+            hi_[p] = hi;
+            any = any || lo <= k_;
+            any_free = any_free || lo < k_;
         }
         if (!any) return true;
-        const std::uint32_t cpu_code = static_cast<std::uint32_t>(id) * 2u;
         if (cpus_) {  // one CPU node
             for (std::int64_t e = lat_.up_ptr[id]; e < lat_.up_ptr[id + 1]; ++e) {
                 const int v = lat_.up_node[e];
                 const std::int64_t bigger = lat_.up_parent[e];
                 for (int p = 0; p < m_.paths; ++p) {
                     const bool on = (m_.on_path[v] >> p) & 1u;
-                    const double charge = on ? m_.cpu[v] : 0.0, off = on ? 0.0 : m_.cpu[v];
-                    const std::size_t at = row(bigger, p);
-                    for (const int j : live_[p]) {
-                        const double candidate = rows[p * k1_ + j] + charge;
-                        const double candidate_off = rows_work[p * k1_ + j] + off;
-                        if (better(candidate, candidate_off, value[at + j], work[at + j])) {
-                            value[at + j] = candidate;
-                            work[at + j] = candidate_off;
-                            parent[at + j] = cpu_code;
-                        }
-                    }
+                    relax(row(id, p), row(bigger, p), lo_[p], hi_[p], on ? m_.cpu[v] : 0.0, on ? 0.0 : m_.cpu[v]);
                 }
             }
             if (stop_.check_owner(ticks_)) return false;
         }
         if (!any_free) return true;
         return walk(id);
+    }
+
+    // Cells to + j = min(cell to + j, cell from + j + (charge, off)) for j in [lo, hi], without
+    // branches (the two rows are of different ideals: no aliasing), so the loop vectorizes.
+    void relax(std::size_t from, std::size_t to, int lo, int hi, double charge, double off) {
+        const double* __restrict fv = value.data() + from;
+        const double* __restrict fw = work.data() + from;
+        double* __restrict tv = value.data() + to;
+        double* __restrict tw = work.data() + to;
+        for (int j = lo; j <= hi; ++j) {
+            const double candidate = fv[j] + charge, candidate_off = fw[j] + off;
+            const double v = tv[j], w = tw[j];
+            const bool take = (candidate < v) | ((candidate == v) & (candidate_off < w));
+            tv[j] = take ? candidate : v;
+            tw[j] = take ? candidate_off : w;
+        }
     }
 
     // One accelerator subgraph: every bigger ideal whose difference fits the memory, each
@@ -356,7 +367,6 @@ private:
                     return false;
                 }
                 offer(id, bigger);
-                // Units of `bigger` that may follow: labels above v (the up-covers are sorted by unit).
                 std::int64_t cursor = lat_.up_ptr[bigger];
                 next.end = lat_.up_ptr[bigger + 1];
                 while (cursor < next.end && lat_.up_node[cursor] <= v) ++cursor;  // short lists: a scan
@@ -373,32 +383,123 @@ private:
 
     // The step from `id` to `bigger` on an accelerator, for every path.
     void offer(std::int64_t id, std::int64_t bigger) {
-        const std::uint32_t code = static_cast<std::uint32_t>(id) * 2u + 1u;
         const double load = set_.load();
         for (int p = 0; p < m_.paths; ++p) {
             const bool on = set_.meets(p);
             if (on && std::isinf(load)) continue;  // a unit that cannot run on an accelerator
-            const double charge = on ? load : 0.0, off = on ? 0.0 : load;
-            const double* from = value.data() + row(id, p);
-            const double* from_work = work.data() + row(id, p);
-            const std::size_t at = row(bigger, p) + 1;  // one more subgraph
-            for (const int j : live_[p]) {
-                if (j == k_) break;
-                const double candidate = from[j] + charge;
-                const double candidate_off = from_work[j] + off;
-                if (better(candidate, candidate_off, value[at + j], work[at + j])) {
-                    value[at + j] = candidate;
-                    work[at + j] = candidate_off;
-                    parent[at + j] = code;
-                }
-            }
+            const int last = std::min(hi_[p], k_ - 1);
+            if (lo_[p] <= last) relax(row(id, p), row(bigger, p) + 1, lo_[p], last, on ? load : 0.0, on ? 0.0 : load);
         }
     }
 
     Subgraph set_;
-    std::vector<Frame> frames_;   // the walk's stack, by depth
-    std::vector<std::vector<int>> live_;  // per path: the cells of the ideal being processed worth extending
+    std::vector<Frame> frames_;  // the walk's stack, by depth
+    std::vector<int> lo_, hi_;   // per path: the cells of the ideal being processed worth extending
     std::uint32_t ticks_ = 0;
+};
+
+// A chain reaching a final cell, followed back from the full ideal. At (J, j) some step into J
+// set cell j exactly (once j is lowered to the fewest subgraphs with that cell): a CPU step
+// from J \ {v} or a subgraph from a sub-ideal within the memory, whose charge and work are
+// recomputed from scratch (a pair's load does not depend on how the walk reached it, so the
+// sums are the same floats). The first such step found is taken.
+class Backtrack {
+public:
+    Backtrack(const PathModel& model, const Lattice& lattice, const Walk& walk, bool cpus)
+        : m_(model), lat_(lattice), walk_(walk), cpus_(cpus), set_(model) {}
+
+    // step_of_label and kinds: each unit's step and each step's kind, numbered from the last.
+    void follow(int path, std::int64_t full, int used, std::vector<std::int32_t>& step_of_label,
+                std::vector<std::uint8_t>& kinds) {
+        std::int64_t id = full;
+        int j = used;
+        while (id != 0) {
+            const double* cell = walk_.value.data() + walk_.row(id, path);
+            const double* off = walk_.work.data() + walk_.row(id, path);
+            while (j > 0 && cell[j - 1] == cell[j] && off[j - 1] == off[j]) --j;
+            std::int64_t sub = -1;
+            for (std::int64_t e = lat_.down_ptr[id]; cpus_ && e < lat_.down_ptr[id + 1] && sub < 0; ++e) {
+                const int v = lat_.down_node[e];
+                const bool on = (m_.on_path[v] >> path) & 1u;
+                const std::size_t below = walk_.row(lat_.down_child[e], path) + j;
+                if (walk_.value[below] + (on ? m_.cpu[v] : 0.0) == cell[j] &&
+                    walk_.work[below] + (on ? 0.0 : m_.cpu[v]) == off[j]) {
+                    sub = lat_.down_child[e];
+                }
+            }
+            const bool on_acc = sub < 0;
+            if (on_acc && j > 0) sub = subgraph_step(path, id, j, cell[j], off[j]);
+            if (sub < 0) throw std::logic_error("the path DP's chain is broken");
+            const std::uint64_t* mine = lat_.members(id);
+            const std::uint64_t* theirs = lat_.members(sub);
+            for (int w = 0; w < lat_.words; ++w) {
+                for (std::uint64_t word = mine[w] & ~theirs[w]; word != 0; word &= word - 1) {
+                    step_of_label[(w << 6) + __builtin_ctzll(word)] = static_cast<std::int32_t>(kinds.size());
+                }
+            }
+            kinds.push_back(on_acc ? 1 : 0);
+            if (on_acc) --j;
+            id = sub;
+        }
+    }
+
+private:
+    // A sub-ideal of `id` whose subgraph step reaches (target, target_off) from cell j - 1; -1 if
+    // none. Sub-ideals are reached once each by removing units in decreasing label order.
+    std::int64_t subgraph_step(int path, std::int64_t id, int j, double target, double target_off) {
+        struct Frame {
+            std::int64_t ideal, cursor;
+            int limit;  // only units with a smaller label may be removed
+            double used;
+        };
+        std::vector<Frame> stack{{id, lat_.down_ptr[id], m_.n, 0.0}};
+        while (!stack.empty()) {
+            Frame& f = stack.back();
+            if (f.cursor < lat_.down_ptr[f.ideal + 1] && lat_.down_node[f.cursor] < f.limit) {
+                const int v = lat_.down_node[f.cursor];
+                const std::int64_t child = lat_.down_child[f.cursor];
+                ++f.cursor;
+                if (f.used + m_.mem[v] > m_.cap) continue;  // S only grows along a branch
+                const Frame next{child, lat_.down_ptr[child], v, f.used + m_.mem[v]};
+                removed_.resize(stack.size() - 1);
+                removed_.push_back(v);
+                const std::size_t below = walk_.row(child, path) + j - 1;
+                if (walk_.value[below] < kInf) {
+                    const auto [on, load] = step(path, removed_);
+                    if (!(on && std::isinf(load)) && walk_.value[below] + (on ? load : 0.0) == target &&
+                        walk_.work[below] + (on ? 0.0 : load) == target_off) {
+                        return child;
+                    }
+                }
+                stack.push_back(next);
+            } else {
+                stack.pop_back();
+            }
+        }
+        return -1;
+    }
+
+    // Whether the subgraph `removed` (labels, decreasing) meets the path, and its load, as the walk computes them.
+    std::pair<bool, double> step(int path, const std::vector<int>& removed) {
+        saved_.clear();
+        for (auto v = removed.rbegin(); v != removed.rend(); ++v) {
+            saved_.push_back({set_.sums, set_.options()});
+            set_.add(*v);
+        }
+        const std::pair<bool, double> result{set_.meets(path), set_.load()};
+        for (std::size_t i = removed.size(); i > 0; --i) {
+            set_.undo(removed[removed.size() - i], saved_[i - 1].first, saved_[i - 1].second);
+        }
+        return result;
+    }
+
+    const PathModel& m_;
+    const Lattice& lat_;
+    const Walk& walk_;
+    const bool cpus_;  // CPU steps allowed
+    Subgraph set_;
+    std::vector<int> removed_;
+    std::vector<std::pair<Sums, std::size_t>> saved_;
 };
 
 }  // namespace
@@ -406,10 +507,10 @@ private:
 std::int64_t path_memory_estimate(int units, int accelerators, int paths, std::int64_t ideals, std::int64_t covers) {
     const std::int64_t words = (units + 63) / 64;
     // Per ideal, the lattice: members bitset, hash, size (x2), visit/id maps, cover offsets
-    // (x3), hash table (at most 4 slots), fill offsets; the DP: a value and a parent per path
-    // and number of subgraphs (charge, work, parent). Per cover: maximal-node list, down-cover and up-cover pairs.
+    // (x3), hash table (at most 4 slots), fill offsets; the DP: a charge and a work per path
+    // and number of subgraphs. Per cover: maximal-node list, down-cover and up-cover pairs.
     const std::int64_t per_ideal =
-        8 * words + 8 + 8 + 12 + 24 + 16 + 8 + 20 * static_cast<std::int64_t>(paths) * (accelerators + 1);
+        8 * words + 8 + 8 + 12 + 24 + 16 + 8 + 16 * static_cast<std::int64_t>(paths) * (accelerators + 1);
     const std::int64_t per_cover = 20;
     return ideals * per_ideal + covers * per_cover + 4096;
 }
@@ -443,10 +544,6 @@ PathResult path_bound(const PathInstance& instance, const PathOptions& options, 
     }
     Lattice lattice;
     if (!lattice.build(poset, counted, nullptr, stop)) return stopped();
-    // The walk only goes up: drop what it does not read before the tables are allocated.
-    std::vector<std::int64_t>().swap(lattice.down_ptr);
-    std::vector<std::int32_t>().swap(lattice.down_node);
-    std::vector<std::int32_t>().swap(lattice.down_child);
     std::vector<std::int64_t>().swap(lattice.id_of_visit);
     out.seconds_ideals = seconds_since(t0);
 
@@ -457,41 +554,20 @@ PathResult path_bound(const PathInstance& instance, const PathOptions& options, 
     out.seconds_dp = seconds_since(t1);
     if (!finished) return stopped();
 
-    // Each path's least charge, and a chain that reaches it (followed back from the full ideal).
-    const int k1 = instance.accelerators + 1;
+    // Each path's least charge, and a chain that reaches it.
+    const int k = instance.accelerators;
     const std::int64_t full = lattice.count - 1;
     out.values.assign(paths, kInf);
     out.step_of_unit.resize(paths);
     out.step_on_accelerator.resize(paths);
+    Backtrack backtrack(model, lattice, walk, instance.cpus);
     for (int p = 0; p < paths; ++p) {
         const double* last = walk.value.data() + walk.row(full, p);
-        const double* last_work = walk.work.data() + walk.row(full, p);
-        int used = 0;
-        for (int j = 1; j < k1; ++j) {
-            if (last[j] < last[used] || (last[j] == last[used] && last_work[j] < last_work[used])) used = j;
-        }
-        out.values[p] = last[used];
-        if (!(last[used] < kInf)) continue;
+        out.values[p] = *std::min_element(last, last + k + 1);  // the last cell, unless full is never processed
+        if (!(out.values[p] < kInf)) continue;
         std::vector<std::int32_t> step_of_label(model.n, -1);
         std::vector<std::uint8_t> kinds;
-        std::int64_t id = full;
-        int j = used;
-        while (id != 0) {
-            const std::uint32_t code = walk.parent[walk.row(id, p) + j];
-            const std::int64_t sub = code >> 1;
-            const bool on_acc = (code & 1u) != 0;
-            if (sub >= id || (on_acc && j == 0)) throw std::logic_error("the path DP's chain is broken");
-            const std::uint64_t* mine = lattice.members(id);
-            const std::uint64_t* theirs = lattice.members(sub);
-            for (int w = 0; w < lattice.words; ++w) {
-                for (std::uint64_t word = mine[w] & ~theirs[w]; word != 0; word &= word - 1) {
-                    step_of_label[(w << 6) + __builtin_ctzll(word)] = static_cast<std::int32_t>(kinds.size());
-                }
-            }
-            kinds.push_back(on_acc ? 1 : 0);
-            if (on_acc) --j;
-            id = sub;
-        }
+        backtrack.follow(p, full, k, step_of_label, kinds);
         // Steps were numbered from the last; number them from the first.
         const auto steps = static_cast<std::int32_t>(kinds.size());
         std::reverse(kinds.begin(), kinds.end());

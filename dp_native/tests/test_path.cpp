@@ -73,6 +73,17 @@ void test_chain_values() {
     none.cpus = false;
     r = path_bound(none, PathOptions{}, stop);
     expect(r.status == PathStatus::done && std::isinf(r.values[0]) && r.step_of_unit[0].empty(), "no chain: inf");
+    // Without CPUs every step is a subgraph: three unrelated units, one accelerator, room for all.
+    PathInstance spread = chain(1, 1.0, 0.5, 10.0, 1);
+    spread.units = 3;
+    spread.cpu_time.assign(3, 0.0);
+    spread.acc_time.assign(3, 1.0);
+    spread.memory.assign(3, 1.0);
+    spread.cpus = false;
+    r = path_bound(spread, PathOptions{}, stop);
+    expect(r.status == PathStatus::done && r.values[0] == 3.0 && r.step_on_accelerator[0].size() == 1 &&
+               r.step_on_accelerator[0][0] == 1,
+           "no CPU: the three units in one subgraph (compute 3)");
     // No units: the empty chain.
     PathInstance empty;
     empty.group_ptr = {0};
