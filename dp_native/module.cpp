@@ -101,7 +101,7 @@ py::dict latency_path_bound(int units, const IntArray& edge_src, const IntArray&
     static const char* const names[] = {"done", "too_many_ideals", "over_budget", "time", "interrupt"};
     py::list chains;
     for (std::size_t p = 0; p < r.step_of_unit.size(); ++p) {
-        if (!(r.values[p] < std::numeric_limits<double>::infinity())) {  // no chain
+        if (!r.has_chain[p]) {
             chains.append(py::none());
             continue;
         }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "ideals.hpp"
 
@@ -409,7 +410,8 @@ public:
         : m_(model), lat_(lattice), walk_(walk), cpus_(cpus), set_(model) {}
 
     // step_of_label and kinds: each unit's step and each step's kind, numbered from the last.
-    void follow(int path, std::int64_t full, int used, std::vector<std::int32_t>& step_of_label,
+    // False if no step fits somewhere (a bug: the caller then returns no chain, the value stands).
+    bool follow(int path, std::int64_t full, int used, std::vector<std::int32_t>& step_of_label,
                 std::vector<std::uint8_t>& kinds) {
         std::int64_t id = full;
         int j = used;
@@ -429,7 +431,7 @@ public:
             }
             const bool on_acc = sub < 0;
             if (on_acc && j > 0) sub = subgraph_step(path, id, j, cell[j], off[j]);
-            if (sub < 0) throw std::logic_error("the path DP's chain is broken");
+            if (sub < 0) return false;
             const std::uint64_t* mine = lat_.members(id);
             const std::uint64_t* theirs = lat_.members(sub);
             for (int w = 0; w < lat_.words; ++w) {
@@ -441,6 +443,7 @@ public:
             if (on_acc) --j;
             id = sub;
         }
+        return true;
     }
 
 private:
@@ -459,14 +462,16 @@ private:
                 const int v = lat_.down_node[f.cursor];
                 const std::int64_t child = lat_.down_child[f.cursor];
                 ++f.cursor;
-                if (f.used + m_.mem[v] > m_.cap) continue;  // S only grows along a branch
+                // S only grows along a branch. Summed in another order than the walk's, so cut
+                // with a margin; step() applies the walk's own test.
+                if (f.used + m_.mem[v] > m_.cap * (1 + 1e-9)) continue;
                 const Frame next{child, lat_.down_ptr[child], v, f.used + m_.mem[v]};
                 removed_.resize(stack.size() - 1);
                 removed_.push_back(v);
                 const std::size_t below = walk_.row(child, path) + j - 1;
                 if (walk_.value[below] < kInf) {
-                    const auto [on, load] = step(path, removed_);
-                    if (!(on && std::isinf(load)) && walk_.value[below] + (on ? load : 0.0) == target &&
+                    const auto [on, load, fits] = step(path, removed_);
+                    if (fits && !(on && std::isinf(load)) && walk_.value[below] + (on ? load : 0.0) == target &&
                         walk_.work[below] + (on ? 0.0 : load) == target_off) {
                         return child;
                     }
@@ -479,14 +484,15 @@ private:
         return -1;
     }
 
-    // Whether the subgraph `removed` (labels, decreasing) meets the path, and its load, as the walk computes them.
-    std::pair<bool, double> step(int path, const std::vector<int>& removed) {
+    // Whether the subgraph `removed` (labels, decreasing) meets the path, its load, and whether
+    // the walk took it (its memory, summed in increasing label order, within the cap).
+    std::tuple<bool, double, bool> step(int path, const std::vector<int>& removed) {
         saved_.clear();
         for (auto v = removed.rbegin(); v != removed.rend(); ++v) {
             saved_.push_back({set_.sums, set_.options()});
             set_.add(*v);
         }
-        const std::pair<bool, double> result{set_.meets(path), set_.load()};
+        const std::tuple<bool, double, bool> result{set_.meets(path), set_.load(), set_.sums.used <= m_.cap};
         for (std::size_t i = removed.size(); i > 0; --i) {
             set_.undo(removed[removed.size() - i], saved_[i - 1].first, saved_[i - 1].second);
         }
@@ -560,6 +566,7 @@ PathResult path_bound(const PathInstance& instance, const PathOptions& options, 
     out.values.assign(paths, kInf);
     out.step_of_unit.resize(paths);
     out.step_on_accelerator.resize(paths);
+    out.has_chain.assign(paths, 0);
     Backtrack backtrack(model, lattice, walk, instance.cpus);
     for (int p = 0; p < paths; ++p) {
         const double* last = walk.value.data() + walk.row(full, p);
@@ -567,7 +574,7 @@ PathResult path_bound(const PathInstance& instance, const PathOptions& options, 
         if (!(out.values[p] < kInf)) continue;
         std::vector<std::int32_t> step_of_label(model.n, -1);
         std::vector<std::uint8_t> kinds;
-        backtrack.follow(p, full, k, step_of_label, kinds);
+        if (!backtrack.follow(p, full, k, step_of_label, kinds)) continue;  // no chain: none returned
         // Steps were numbered from the last; number them from the first.
         const auto steps = static_cast<std::int32_t>(kinds.size());
         std::reverse(kinds.begin(), kinds.end());
@@ -576,6 +583,7 @@ PathResult path_bound(const PathInstance& instance, const PathOptions& options, 
             out.step_of_unit[p][poset.node_of(label)] = steps - 1 - step_of_label[label];
         }
         out.step_on_accelerator[p] = std::move(kinds);
+        out.has_chain[p] = 1;
     }
     out.status = PathStatus::done;
     return out;

@@ -55,8 +55,10 @@ enum class PathStatus { done, too_many_ideals, over_budget, time, interrupt };
 struct PathResult {
     PathStatus status = PathStatus::done;
     std::vector<double> values;  // per path: the least charge (+inf: no chain)
-    // Per path, a chain reaching its value (empty when +inf): the step of every unit (caller
-    // numbering) and whether each step is an accelerator subgraph (1) or a CPU node (0).
+    // Per path, whether a chain reaching its value is given (not when +inf), and that chain: the
+    // step of every unit (caller numbering) and whether each step is an accelerator subgraph (1)
+    // or a CPU node (0).
+    std::vector<std::uint8_t> has_chain;
     std::vector<std::vector<std::int32_t>> step_of_unit;
     std::vector<std::vector<std::uint8_t>> step_on_accelerator;
     std::int64_t ideals = 0, covers = 0, pairs = 0, bytes = 0;

@@ -57,7 +57,8 @@ void test_chain_values() {
     Stopper stop;
     // Three layers, two accelerators of memory 2: compute 3, one copy out and in (0.5 each).
     PathResult r = path_bound(chain(3, 1.0, 0.5, 2.0, 2), PathOptions{}, stop);
-    expect(r.status == PathStatus::done && r.values.size() == 1 && r.values[0] == 4.0, "three layers: 4");
+    expect(r.status == PathStatus::done && r.values.size() == 1 && r.values[0] == 4.0 && r.has_chain[0],
+           "three layers: 4");
     expect(r.ideals == 4, "a chain of 3 has 4 ideals");
     // The chain: two subgraphs on accelerators, every unit in one of them, in order.
     const auto& step = r.step_of_unit[0];
@@ -72,7 +73,7 @@ void test_chain_values() {
     PathInstance none = chain(2, 1.0, 0.5, 0.5, 1);
     none.cpus = false;
     r = path_bound(none, PathOptions{}, stop);
-    expect(r.status == PathStatus::done && std::isinf(r.values[0]) && r.step_of_unit[0].empty(), "no chain: inf");
+    expect(r.status == PathStatus::done && std::isinf(r.values[0]) && !r.has_chain[0], "no chain: inf");
     // Without CPUs every step is a subgraph: three unrelated units, one accelerator, room for all.
     PathInstance spread = chain(1, 1.0, 0.5, 10.0, 1);
     spread.units = 3;
@@ -90,7 +91,7 @@ void test_chain_values() {
     empty.path_ptr = {0, 0};
     empty.accelerators = 1;
     r = path_bound(empty, PathOptions{}, stop);
-    expect(r.status == PathStatus::done && r.values[0] == 0.0 && r.ideals == 1, "no units: 0");
+    expect(r.status == PathStatus::done && r.values[0] == 0.0 && r.ideals == 1 && r.has_chain[0], "no units: 0");
 }
 
 void test_trivial_sink_absorbed_within_memory() {
