@@ -406,11 +406,12 @@ private:
 // sums are the same floats). The first such step found is taken.
 class Backtrack {
 public:
-    Backtrack(const PathModel& model, const Lattice& lattice, const Walk& walk, bool cpus)
-        : m_(model), lat_(lattice), walk_(walk), cpus_(cpus), set_(model) {}
+    Backtrack(const PathModel& model, const Lattice& lattice, const Walk& walk, bool cpus, Stopper& stop)
+        : m_(model), lat_(lattice), walk_(walk), cpus_(cpus), stop_(stop), set_(model) {}
 
     // step_of_label and kinds: each unit's step and each step's kind, numbered from the last.
-    // False if no step fits somewhere (a bug: the caller then returns no chain, the value stands).
+    // False if stopped, or if no step fits somewhere (a bug); the caller then returns no chain,
+    // the value stands.
     bool follow(int path, std::int64_t full, int used, std::vector<std::int32_t>& step_of_label,
                 std::vector<std::uint8_t>& kinds) {
         std::int64_t id = full;
@@ -465,6 +466,7 @@ private:
                 // S only grows along a branch. Summed in another order than the walk's, so cut
                 // with a margin; step() applies the walk's own test.
                 if (f.used + m_.mem[v] > m_.cap * (1 + 1e-9)) continue;
+                if (stop_.check_owner(ticks_)) return -1;
                 const Frame next{child, lat_.down_ptr[child], v, f.used + m_.mem[v]};
                 removed_.resize(stack.size() - 1);
                 removed_.push_back(v);
@@ -503,6 +505,8 @@ private:
     const Lattice& lat_;
     const Walk& walk_;
     const bool cpus_;  // CPU steps allowed
+    Stopper& stop_;
+    std::uint32_t ticks_ = 0;
     Subgraph set_;
     std::vector<int> removed_;
     std::vector<std::pair<Sums, std::size_t>> saved_;
@@ -567,10 +571,10 @@ PathResult path_bound(const PathInstance& instance, const PathOptions& options, 
     out.step_of_unit.resize(paths);
     out.step_on_accelerator.resize(paths);
     out.has_chain.assign(paths, 0);
-    Backtrack backtrack(model, lattice, walk, instance.cpus);
+    Backtrack backtrack(model, lattice, walk, instance.cpus, stop);
     for (int p = 0; p < paths; ++p) {
         const double* last = walk.value.data() + walk.row(full, p);
-        out.values[p] = *std::min_element(last, last + k + 1);  // the last cell, unless full is never processed
+        out.values[p] = last[k];  // rows are non-increasing in the number of subgraphs
         if (!(out.values[p] < kInf)) continue;
         std::vector<std::int32_t> step_of_label(model.n, -1);
         std::vector<std::uint8_t> kinds;

@@ -65,7 +65,8 @@ struct PathResult {
     double seconds_ideals = 0.0, seconds_dp = 0.0;
 };
 
-// Throws std::invalid_argument for malformed input. Stops (status time / interrupt) through `stop`.
+// Throws std::invalid_argument for malformed input. Stops (status time / interrupt) through `stop`;
+// stopped while following the chains back, it returns the values (status done) without chains.
 PathResult path_bound(const PathInstance& instance, const PathOptions& options, Stopper& stop);
 
 // Bytes path_bound() allocates for a lattice of `ideals` ideals and `covers` cover pairs.
