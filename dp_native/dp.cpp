@@ -164,7 +164,7 @@ private:
     bool crossing(int g) const { return source_in_[g] ? targets_in_[g] < m_.group_degree[g] : targets_in_[g] > 0; }
 
     // Updates the group counters for v joining or leaving S; returns the change in communication.
-    double move(int v, bool joining) {
+    __attribute__((always_inline)) double move(int v, bool joining) {
         double delta = 0.0;
         for (int i = m_.out_ptr[v]; i < m_.out_ptr[v + 1]; ++i) {
             const int g = m_.out_group[i];
@@ -345,6 +345,9 @@ private:
 
 // One thread's share of the DP: takes ideals in id order and fills their rows. Cache-line
 // aligned so that two workers' counters, written at every step, never share a line.
+// `Typed` = false: one accelerator type of speed 1 (every homogeneous cluster), for which the
+// walks compile to the paper's DP with a single accelerator count and no per-type loops.
+template <bool Typed>
 class alignas(64) Worker {
 public:
     Worker(Table& table, bool owner)
@@ -390,7 +393,7 @@ private:
         const double* cost_acc = t_.cost_acc.data() + static_cast<std::size_t>(id) * T;
         std::fill(best_.begin(), best_.end(), kInf);
         std::fill(pick_.begin(), pick_.end(), 0u);
-        std::fill(kind_.begin(), kind_.end(), std::uint8_t{0});
+        if constexpr (Typed) std::fill(kind_.begin(), kind_.end(), std::uint8_t{0});
         // J = {}: the whole ideal on one device (DP of the empty ideal is 0).
         for (int layer = 0; layer < layers; ++layer) {
             for (int t = 0; t < T; ++t) {
@@ -409,6 +412,30 @@ private:
         refresh_bounds();
         if (any_up && !walk_up(id)) return false;
         if (!walk(id)) return false;
+        if constexpr (!Typed) {
+            // Leaving a device empty: DP[c][a][I] may take DP[c-1][a][I] or DP[c][a-1][I].
+            const int k = t_.high[0], k1 = k + 1;
+            for (int c = 0; c <= t_.l; ++c) {
+                for (int a = 0; a <= k; ++a) {
+                    const int layer = c * k1 + a;
+                    double v = best_[layer];
+                    std::uint32_t pick = pick_[layer];
+                    if (layer == t_.top && !full_) v = kInf;  // only the full ideal needs every device
+                    if (c > 0 && row[layer - k1] <= v) {
+                        v = row[layer - k1];
+                        pick = static_cast<std::uint32_t>(id) * 2u;
+                    }
+                    if (a > 0 && row[layer - 1] <= v) {
+                        v = row[layer - 1];
+                        pick = static_cast<std::uint32_t>(id) * 2u + 1u;
+                    }
+                    row[layer] = v;
+                    row_choice[layer] = pick;
+                }
+            }
+            t_.done[id].store(1, std::memory_order_release);
+            return true;
+        }
         // Leaving a device empty: DP[c][a][I] may take DP[c-1][a][I] or DP[c][a - e_t][I].
         std::uint8_t* row_kind = T > 1 ? t_.kind.data() + static_cast<std::size_t>(id) * layers : nullptr;
         for (int layer = 0; layer < layers; ++layer) {
@@ -440,13 +467,27 @@ private:
         if (v < best_[layer]) {
             best_[layer] = v;
             pick_[layer] = code;  // sub-ideal 0 (the empty set)
-            kind_[layer] = static_cast<std::uint8_t>(type);
+            if constexpr (Typed) kind_[layer] = static_cast<std::uint8_t>(type);
         }
     }
 
     // bound_[c][a]: an upper bound on the final DP[c][a][I] (every candidate found so far for
     // fewer devices, since a device may stay empty). A candidate must beat it to matter.
     void refresh_bounds() {
+        if constexpr (!Typed) {
+            const int k = t_.high[0], k1 = k + 1;
+            for (int c = 0; c <= t_.l; ++c) {
+                for (int a = 0; a <= k; ++a) {
+                    const int layer = c * k1 + a;
+                    double v = best_[layer];
+                    if (c > 0) v = std::min(v, bound_[layer - k1]);
+                    if (a > 0) v = std::min(v, bound_[layer - 1]);
+                    bound_[layer] = v;
+                }
+            }
+            refresh_thresholds();
+            return;
+        }
         for (int layer = 0; layer < t_.layers; ++layer) {
             double v = best_[layer];
             for (int d = 0; d <= t_.T; ++d) {
@@ -460,7 +501,12 @@ private:
     // The largest bound a walk layer still has: below it nothing can improve. A run's first layer
     // has the run's largest bound.
     void refresh_thresholds() {
-        for (int t = 0; t < t_.T; ++t) {
+        if constexpr (!Typed) {
+            double threshold = -kInf;
+            for (const auto& run : t_.acc_runs[full_][up_[0]]) threshold = std::max(threshold, bound_[run.first]);
+            acc_threshold_[0] = threshold;
+        }
+        for (int t = 0; Typed && t < t_.T; ++t) {
             double threshold = -kInf;
             for (const auto& run : t_.acc_runs[full_][2 * t + up_[t]]) threshold = std::max(threshold, bound_[run.first]);
             acc_threshold_[t] = threshold;
@@ -473,8 +519,7 @@ private:
     void improve(int layer, double v, std::uint32_t pick, int type) {
         best_[layer] = v;
         pick_[layer] = pick;
-        kind_[layer] = static_cast<std::uint8_t>(type);
-        if (t_.T == 1) {
+        if constexpr (!Typed) {
             const int k = t_.high[0], k1 = k + 1;
             const int c0 = layer / k1, a0 = layer % k1;
             for (int c = c0; c <= t_.l; ++c) {
@@ -484,6 +529,7 @@ private:
                 }
             }
         } else {  // an odometer over the box [coordinates of layer, high], dimension 0 fastest
+            kind_[layer] = static_cast<std::uint8_t>(type);
             const int dims = t_.T + 1;
             for (int d = 0; d < dims; ++d) low_[d] = at_[d] = t_.at(layer, d);
             int index = layer;
@@ -577,6 +623,17 @@ private:
         }
         const double* sub = t_.value.data() + static_cast<std::size_t>(sub_id) * t_.layers;
         bool alive = false;
+        if constexpr (!Typed) {
+            const double load = rest_.sums.accelerator_load(t_.options.overlap);
+            for (const int layer : t_.up_layers[full_][0]) {
+                const double on_cpus = sub[layer - 1];
+                if (on_cpus >= bound_[layer]) continue;
+                alive = true;
+                const double candidate = std::max(on_cpus, load);
+                if (candidate < bound_[layer]) improve(layer, candidate, static_cast<std::uint32_t>(sub_id) * 2u + 1u, 0);
+            }
+            return alive;
+        }
         for (int t = 0; t < t_.T; ++t) {
             if (!up_[t]) continue;
             const double load = rest_.sums.accelerator_load(t_.options.overlap, t_.types.speed[t]);
@@ -630,9 +687,13 @@ private:
         const Sums& s = set_.sums;
         const Types& types = t_.types;
         bool acc_live = false;
-        for (int t = 0; t < t_.T; ++t) {
-            live_[t] = s.unsupported == 0 && s.mem <= types.cap[t] && s.acc / types.speed[t] < acc_threshold_[t];
-            acc_live = acc_live || live_[t];
+        if constexpr (Typed) {
+            for (int t = 0; t < t_.T; ++t) {
+                live_[t] = s.unsupported == 0 && s.mem <= types.cap[t] && s.acc / types.speed[t] < acc_threshold_[t];
+                acc_live = acc_live || live_[t];
+            }
+        } else {
+            acc_live = s.unsupported == 0 && s.mem <= types.cap[0] && s.acc < acc_threshold_[0];
         }
         const bool cpu_live = s.cpu < cpu_threshold_;
         if (!acc_live && !cpu_live) return false;
@@ -643,7 +704,19 @@ private:
         }
         const double* sub = t_.value.data() + static_cast<std::size_t>(child) * t_.layers;
         const std::uint32_t code = static_cast<std::uint32_t>(child) * 2u;
-        for (int t = 0; acc_live && t < t_.T; ++t) {
+        if constexpr (!Typed) {
+            if (acc_live) {
+                const double load = s.accelerator_load(t_.options.overlap);
+                for (const auto& run : t_.acc_runs[full_][up_[0]]) {
+                    // bound_ is non-increasing along a run, so the first layer it cannot beat ends the run.
+                    for (int layer = run.first; layer <= run.last && load < bound_[layer]; layer += run.step) {
+                        const double candidate = std::max(sub[layer - run.previous], load);
+                        if (candidate < bound_[layer]) improve(layer, candidate, code + 1u, 0);
+                    }
+                }
+            }
+        }
+        for (int t = 0; Typed && acc_live && t < t_.T; ++t) {
             if (!live_[t]) continue;
             const double load = s.accelerator_load(t_.options.overlap, types.speed[t]);
             for (const auto& run : t_.acc_runs[full_][2 * t + up_[t]]) {
@@ -683,6 +756,46 @@ private:
     std::vector<int> low_, at_;       // improve()'s odometer
     std::uint32_t ticks_ = 0;
 };
+
+// Fills the table with `threads` workers (the calling thread is the first); returns the pairs they tried.
+template <bool Typed>
+std::int64_t run_workers(Table& table, int threads, Stopper& stop) {
+    std::vector<std::unique_ptr<Worker<Typed>>> workers;
+    for (int w = 0; w < threads; ++w) workers.push_back(std::make_unique<Worker<Typed>>(table, w == 0));
+    std::atomic<int> running{threads - 1};
+    std::mutex error_mutex;
+    std::exception_ptr error;
+    std::vector<std::thread> helpers;
+    for (int w = 1; w < threads; ++w) {
+        helpers.emplace_back([&, w] {
+            try {
+                workers[w]->run();
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(error_mutex);
+                error = std::current_exception();
+                stop.request(StopReason::interrupt);
+            }
+            running.fetch_sub(1);
+        });
+    }
+    try {
+        workers[0]->run();
+    } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        error = std::current_exception();
+        stop.request(StopReason::interrupt);
+    }
+    // Keep polling (Ctrl-C, deadline) while the helpers finish their last ideals.
+    while (running.load() > 0) {
+        stop.check_owner_now();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    for (auto& h : helpers) h.join();
+    if (error) std::rethrow_exception(error);
+    std::int64_t pairs = 0;
+    for (const auto& w : workers) pairs += w->pairs;
+    return pairs;
+}
 
 void check_instance(const Instance& in, const Options& options) {
     const auto n = static_cast<std::size_t>(in.units);
@@ -844,44 +957,13 @@ Solution solve(const Instance& instance, const Options& options, Stopper& stop) 
 
     const auto t1 = Stopper::Clock::now();
     Table table(model, lattice, options, types, std::move(cost_cpu), std::move(cost_acc), stop);
+    const bool plain = types.count == 1 && types.speed[0] == 1.0;
     // A chain-like lattice (DPL) has one ideal per size: every ideal waits for the previous one,
     // so a second thread would only spin.
     const bool wide = lattice.count > 4 * (static_cast<std::int64_t>(model.n) + 1) && lattice.count > 256;
     out.threads_used = wide ? options.threads : 1;
 
-    std::vector<std::unique_ptr<Worker>> workers;
-    for (int w = 0; w < out.threads_used; ++w) workers.push_back(std::make_unique<Worker>(table, w == 0));
-    std::atomic<int> running{out.threads_used - 1};
-    std::mutex error_mutex;
-    std::exception_ptr error;
-    std::vector<std::thread> helpers;
-    for (int w = 1; w < out.threads_used; ++w) {
-        helpers.emplace_back([&, w] {
-            try {
-                workers[w]->run();
-            } catch (...) {
-                std::lock_guard<std::mutex> lock(error_mutex);
-                error = std::current_exception();
-                stop.request(StopReason::interrupt);
-            }
-            running.fetch_sub(1);
-        });
-    }
-    try {
-        workers[0]->run();
-    } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        error = std::current_exception();
-        stop.request(StopReason::interrupt);
-    }
-    // Keep polling (Ctrl-C, deadline) while the helpers finish their last ideals.
-    while (running.load() > 0) {
-        stop.check_owner_now();
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    for (auto& h : helpers) h.join();
-    if (error) std::rethrow_exception(error);
-    for (const auto& w : workers) out.pairs += w->pairs;
+    out.pairs = plain ? run_workers<false>(table, out.threads_used, stop) : run_workers<true>(table, out.threads_used, stop);
     out.seconds_dp = seconds_since(t1);
     if (stop.stopped()) {
         out.stop_reason = stop.reason();
