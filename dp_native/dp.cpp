@@ -395,7 +395,17 @@ private:
         std::fill(pick_.begin(), pick_.end(), 0u);
         if constexpr (Typed) std::fill(kind_.begin(), kind_.end(), std::uint8_t{0});
         // J = {}: the whole ideal on one device (DP of the empty ideal is 0).
-        for (int layer = 0; layer < layers; ++layer) {
+        if constexpr (!Typed) {
+            const int k = t_.high[0];
+            for (int c = 0; c <= t_.l; ++c) {
+                for (int a = 0; a <= k; ++a) {
+                    const int layer = c * (k + 1) + a;
+                    if (a > 0) offer_initial(layer, cost_acc[0], 1, 0);
+                    if (c > 0) offer_initial(layer, t_.cost_cpu[id], 0, 0);
+                }
+            }
+        }
+        for (int layer = 0; Typed && layer < layers; ++layer) {
             for (int t = 0; t < T; ++t) {
                 if (t_.at(layer, t) > 0) offer_initial(layer, cost_acc[t], 1, t);
             }
