@@ -14,9 +14,10 @@ of memory M, l CPUs) is solved as published and with the same k accelerators spl
 Binding memory also costs ideals: the contraction merges zero-time units that hold memory only
 when the whole graph fits on every accelerator, so a small accelerator can multiply the lattice
 (the same happens with a homogeneous cluster that small); a DP beyond its memory budget is
-reported as refused. Each row runs in its own subprocess (peak resident memory ``ru_maxrss`` covers the tables).
-Seconds are the wall time of ``exactplace.solve`` (contraction, ideal count, DP, evaluator
-re-check), best of R runs, and "DP seconds" the native DP's share of that run; "layers" is (l + 1) * prod(count + 1), the DP's table entries per ideal.
+reported as refused. Each row runs in its own subprocess (peak resident memory ``ru_maxrss``
+covers the tables). Seconds are the wall time of ``exactplace.solve`` (contraction, ideal count,
+DP, evaluator re-check), best of R runs, and "DP seconds" the native DP's share of that run;
+"layers" is (l + 1) * prod(count + 1), the DP's table entries per ideal.
 
 Usage: ``python benchmarks/bench_hetero.py [--threads N] [--repeat R] [--only NAME_SUBSTRING]``.
 """
