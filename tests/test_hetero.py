@@ -18,6 +18,7 @@ classes, memory caps that sometimes leave nothing feasible) the brute force of
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -30,6 +31,7 @@ from strategies import clusters, dags, placements, training_graphs
 from exactplace import (
     Cluster,
     Graph,
+    Limit,
     Node,
     Placement,
     Space,
@@ -178,3 +180,26 @@ def test_too_many_types_are_refused_before_any_table() -> None:
     with pytest.raises(TooManyIdealsError, match="memory budget"):
         solve(graph, few, method="dp", memory_budget=2**12)
     assert solve(graph, few, method="dp").status is Status.OPTIMAL
+
+
+def test_a_stopped_heterogeneous_dp_returns_a_feasible_incumbent() -> None:
+    """Five chains of 10 between a source and a sink (161,053 ideals, 32 device counts each): the
+    typed DP is stopped by its time limit and returns DPL's split (every accelerator given the
+    smallest memory, scored at its true speed)."""
+    nodes = [Node(0, 1.0, 0.1), Node(1, 1.0, 0.1)]
+    edges = []
+    for b in range(5):
+        previous = 0
+        for i in range(10):
+            nodes.append(Node(100 * (b + 1) + i, 8.0 + i % 3, 1.0 + i % 3, memory=1.0, comm=0.1))
+            edges.append((previous, 100 * (b + 1) + i))
+            previous = 100 * (b + 1) + i
+        edges.append((previous, 1))
+    graph = Graph(nodes, edges)
+    cluster = Cluster(6, memory=[20.0] * 3 + [40.0] * 3, speed=[2.0] * 3 + [1.0] * 3, cpus=1)
+    start = time.monotonic()
+    stopped = solve(graph, cluster, method="dp", time_limit=0.3)
+    assert time.monotonic() - start < 5.0
+    assert stopped.status is Status.FEASIBLE and stopped.limit is Limit.TIME
+    assert stopped.info["returned"] == "DPL incumbent"
+    assert check_feasibility(graph, cluster, stopped.device) == []
