@@ -38,8 +38,9 @@ class Cluster:
         Number of CPU cores l (no memory cap, no communication cost).
     speed : float or sequence of float
         Relative speed of each accelerator: a node's accelerator time is divided by it.
-        The paper's model is homogeneous (speed 1); per-device values make room for
-        heterogeneous clusters without changing any caller.
+        The paper's model is homogeneous (speed 1). Per-device memory and speed are honoured
+        by the evaluators and by the exact methods ``dp`` and ``mip`` (see
+        :meth:`accelerator_types`); ``dpl`` and ``pipedream`` take homogeneous clusters only.
 
     Examples
     --------
