@@ -62,7 +62,11 @@ def estimated_nonzeros(problem: Problem, q: int, contiguous: bool) -> int:
     k, devices = problem.cluster.accelerators, problem.cluster.num_devices
     if problem.objective == "latency":
         return k * q * (12 * n + 20 * m)
-    return devices * (12 * n + 9 * m) if contiguous else devices * (3 * n + 7 * m)
+    if not contiguous:
+        return devices * (3 * n + 7 * m)
+    # Heterogeneous: the contiguous IP has one accelerator variable per type at every position.
+    types = 1 if problem.cluster.is_homogeneous else len(problem.cluster.accelerator_types())
+    return devices * ((4 + 8 * types) * n + (3 + 6 * types) * m)
 
 
 #: Seconds a MIP runs when the caller gave no ``time_limit`` (hard instances never close their gap);
@@ -117,8 +121,7 @@ class MIP(Method):
 
     @classmethod
     def check(cls, problem: Problem) -> None:
-        """Throughput: a homogeneous cluster (the IP treats accelerators as identical).
-        Latency: ``q`` rather than ``contiguous``."""
+        """A program of a size it builds. Throughput: no latency options. Latency: ``q`` rather than ``contiguous``."""
         size = estimated_nonzeros(problem, int(cls.setting(problem, "q")), bool(cls.setting(problem, "contiguous")))
         if size > MAX_NONZEROS:
             raise TooLargeError(
@@ -138,10 +141,6 @@ class MIP(Method):
         check_param("path_bound" not in problem.options, "path_bound", "solve",
                     "left out for objective 'throughput' (it bounds the latency program)",
                     problem.options.get("path_bound"))
-        check_param(
-            problem.cluster.is_homogeneous, "cluster", "solve",
-            f"a homogeneous cluster (one accelerator memory size, speed 1) for method {cls.name!r}", problem.cluster,
-        )
 
     @classmethod
     def promises(cls, problem: Problem) -> Guarantees:
