@@ -1,4 +1,5 @@
-"""``exactplace solve | evaluate | info | compare | methods`` (and ``replay | regress``, from replay_commands).
+"""``exactplace solve | evaluate | info | compare | methods`` (``replay | regress`` from replay_commands,
+``paper-tables`` from paper_command).
 
 Exit status: 0 success; 1 the run produced no placement (solve) or the split violates a
 constraint (evaluate); 2 bad input or usage (one line on stderr, never a traceback); 130
@@ -432,9 +433,11 @@ def build_parser() -> argparse.ArgumentParser:
     methods = commands.add_parser("methods", help="list the placement methods")
     methods.set_defaults(run=_command_methods)
 
+    from exactplace.cli.paper_command import add_command
     from exactplace.cli.replay_commands import add_commands
 
     add_commands(commands, workload_help)
+    add_command(commands, _positive)
     return parser
 
 
