@@ -452,6 +452,8 @@ def _compute(cell: Cell, row: Row, column: Column, data: Any, limit: float) -> N
             cell.limit = placement.limit.value if placement.limit is not None else ""
             if column.exact:
                 cell.bound, cell.gap = finite(placement.bound), placement.gap
+            if placement.info.get("returned"):  # not the method's own placement
+                notes.append(f"the value is the {placement.info['returned']}")
         else:
             cell.status = "error" if placement is None else placement.status.value
             why = record["error"] or (placement.info.get("reason", "") if placement is not None else "")
@@ -464,7 +466,7 @@ def _compute(cell: Cell, row: Row, column: Column, data: Any, limit: float) -> N
             except ExactplaceError as error:
                 cell.verdict, cell.reason = "no value", f"{why}; the reference's split {name}: {error}"
                 return
-            cell.source = f"split {name}"
+            cell.source, cell.status = f"split {name}", "given"
             notes.append(f"our {column.method} gave no placement ({why}), so the reference's split {name} is "
                          "evaluated instead")
     cell.ours = evaluate(workload.graph, workload.cluster, device, row.table)
