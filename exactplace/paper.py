@@ -147,12 +147,14 @@ _SECONDS = Real(low=0, low_closed=False, finite=False)
 
 @dataclass(frozen=True)
 class Row:
-    """One row of ``reference.csv``: its table, workload name and file, and the published texts."""
+    """One row of ``reference.csv``: its table, workload name and file, the published texts, and the
+    workloads folder (where ``experts/`` and ``splits/`` are)."""
 
     table: str
     name: str
     path: Path
     published: Mapping[str, str]
+    folder: Path
 
 
 @dataclass
@@ -187,23 +189,57 @@ class Cell:
 
 
 def decimals(printed: str) -> int:
-    """The number of decimals a value was printed with."""
+    """The number of decimals a value was printed with.
+
+    Parameters
+    ----------
+    printed : str
+        A number as ``reference.csv`` prints it.
+
+    Returns
+    -------
+    int
+    """
     return len(printed.split(".")[1]) if "." in printed else 0
 
 
 def within_print(value: float, printed: str) -> bool:
-    """True when ``value`` rounds to ``printed`` at the number of decimals it was printed with."""
+    """Whether ``value`` rounds to ``printed`` at the number of decimals it was printed with.
+
+    Parameters
+    ----------
+    value : float
+    printed : str
+        The published value as printed.
+
+    Returns
+    -------
+    bool
+    """
     return abs(value - float(printed)) <= 0.5 * 10.0 ** -decimals(printed) + 1e-9
 
 
 def read_reference(workloads: str | Path = DEFAULT_WORKLOADS, only: Sequence[str] | None = None) -> list[Row]:
-    """The rows of ``reference.csv`` in ``workloads`` (those named in ``only``: a workload name such as
-    ``layer_bert24_inference`` selects its throughput and latency rows, ``latency/NAME`` one of them).
+    """The published rows of ``reference.csv``, checked.
+
+    Parameters
+    ----------
+    workloads : str or Path
+        The published workloads folder (``reference.csv``, ``throughput/``, ``latency/``,
+        ``experts/``, ``splits/``).
+    only : sequence of str, optional
+        Workload names: ``layer_bert24_inference`` selects its throughput and latency rows,
+        ``latency/layer_bert24_inference`` one of them. Default: every row.
+
+    Returns
+    -------
+    list of Row
 
     Raises
     ------
     InputFormatError
-        The folder has no ``reference.csv``, or a workload file it names is missing.
+        The folder has no ``reference.csv``, a published value is not a number, or a workload file
+        it names is missing.
     ParameterError
         A name in ``only`` names no row.
     """
@@ -221,8 +257,14 @@ def read_reference(workloads: str | Path = DEFAULT_WORKLOADS, only: Sequence[str
         table = record.get("objective", "")
         if table not in COLUMNS or not record.get("workload"):
             raise InputFormatError(f"{reference}: row {record} has no known objective and workload.")
-        rows.append(Row(table, Path(record["workload"]).stem, folder / record["workload"],
-                        {k: (v or "").strip() for k, v in record.items()}))
+        published = {k: (v or "").strip() for k, v in record.items()}
+        for column in COLUMNS[table]:
+            try:
+                float(published.get(column.name) or 0)
+            except ValueError:
+                raise InputFormatError(f"{reference}: {record['workload']}: {column.name} "
+                                       f"{published[column.name]!r} is not a number.") from None
+        rows.append(Row(table, Path(record["workload"]).stem, folder / record["workload"], published, folder))
     if only is not None:
         names = {row.name for row in rows} | {f"{row.table}/{row.name}" for row in rows}
         unknown = [name for name in only if name not in names]
@@ -377,7 +419,7 @@ def run_tables(rows: Sequence[Row], *, time_limit: float = DEFAULT_TIME_LIMIT,
     settings = {"command": command, "date": time.strftime("%Y-%m-%d"), "host": platform.node(),
                 "cores": usable_cpus(), "load_start": _load(), "time_limit": float(time_limit),
                 "latency_time_limit": float(latency_time_limit),
-                "workloads": str(rows[0].path.parents[1]) if rows else ""}
+                "workloads": str(rows[0].folder) if rows else ""}
     tasks = [(row, column) for row in rows for column in COLUMNS[row.table] if row.published.get(column.name)]
     cells: list[Cell] = []
     interrupted = False
@@ -393,9 +435,7 @@ def run_tables(rows: Sequence[Row], *, time_limit: float = DEFAULT_TIME_LIMIT,
         description = f"[{number}/{len(tasks)}] {row.table} {row.name}: {column.label}"
         try:
             with progress(description, limit) if progress is not None else nullcontext():
-                if row.path not in data:
-                    data[row.path] = load_json(row.path, "Workload")
-                _compute(cell, row, column, data[row.path], limit)
+                _fill(cell, row, column, data, limit)
             if echo is not None:
                 echo(f"{description} = {_side_text(cell)} ({cell.verdict}: {cell.reason})")
         except KeyboardInterrupt:  # the cells done are kept; this one and the rest are not run
@@ -414,6 +454,18 @@ def _load() -> str:
         return "unknown"
 
 
+def _fill(cell: Cell, row: Row, column: Column, data: dict[Path, Any], limit: float) -> None:
+    """Fill ``cell`` (``data``: the workload files read so far, by path); an error leaves it without a
+    value, saying why, and the other cells still run."""
+    try:
+        if row.path not in data:
+            data[row.path] = load_json(row.path, "Workload")
+        _compute(cell, row, column, data[row.path], limit)
+    except ExactplaceError as error:  # a latency that cannot be scored, an unreadable split, ...
+        cell.ours, cell.status, cell.verdict = None, "error", "no value"
+        cell.reason = f"{type(error).__name__}: {error}"
+
+
 def _compute(cell: Cell, row: Row, column: Column, data: Any, limit: float) -> None:
     """Fill ``cell``: ours, how it was found, and the verdict with its reason."""
     workload = workload_from_dict(data, name=row.name)
@@ -421,7 +473,7 @@ def _compute(cell: Cell, row: Row, column: Column, data: Any, limit: float) -> N
     device = None
     if column.method is None:
         split = _expert_split(row)
-        cell.source = f"split {split.relative_to(row.path.parents[1])}" if split else "no split file"
+        cell.source = f"split {split.relative_to(row.folder)}" if split else "no split file"
         if split is None:
             cell.status, cell.verdict = "no split", "no value"
             cell.reason = f"no expert split for {row.name} in experts/"
@@ -462,7 +514,7 @@ def _compute(cell: Cell, row: Row, column: Column, data: Any, limit: float) -> N
                 return
             name = column.fallback.format(name=row.name)
             try:
-                device = read_split(row.path.parents[1] / name, workload.graph, workload.cluster)
+                device = read_split(row.folder / name, workload.graph, workload.cluster)
             except ExactplaceError as error:
                 cell.verdict, cell.reason = "no value", f"{why}; the reference's split {name}: {error}"
                 return
@@ -475,7 +527,7 @@ def _compute(cell: Cell, row: Row, column: Column, data: Any, limit: float) -> N
 
 def _expert_split(row: Row) -> Path | None:
     """The expert split of a workload: its own file, else (training) the inference one's."""
-    folder = row.path.parents[1] / "experts"
+    folder = row.folder / "experts"
     for name in (row.name, row.name.replace("_training", "_inference")):
         if (folder / f"{name}_expert.json").is_file():
             return folder / f"{name}_expert.json"
@@ -549,7 +601,7 @@ def _differences(cell: Cell, row: Row, column: Column, workload: Any, device: An
 def _reference_split(row: Row, column: Column, workload: Any, device: Any) -> str:
     """What the reference's own split for the column scores, beside ours."""
     name = column.fallback.format(name=row.name) if column.fallback else ""
-    theirs = read_split(row.path.parents[1] / name, workload.graph, workload.cluster)
+    theirs = read_split(row.folder / name, workload.graph, workload.cluster)
     value = evaluate(workload.graph, workload.cluster, theirs, row.table)
     scored = f"the reference's split {name} scores {value:.6g} (ratio {value / float(row.published[column.name]):.4f})"
     if column.name == "maxload_dp_latency":

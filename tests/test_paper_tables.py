@@ -163,6 +163,11 @@ def test_misuse_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFix
         assert status(["paper-tables", *args]) == 2, args
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0], (args, err)
+    reference = (folder / "reference.csv").read_text(encoding="utf-8")
+    (folder / "reference.csv").write_text(reference.replace(",21,", ",n/a,"), encoding="utf-8")
+    assert main(["paper-tables", "--workloads", str(folder)]) == 2
+    assert "dpl 'n/a' is not a number" in capsys.readouterr().err
+    (folder / "reference.csv").write_text(reference, encoding="utf-8")
     (folder / "throughput" / "w.json").unlink()  # reference.csv names a file that is gone
     assert main(["paper-tables", "--workloads", str(folder)]) == 2
     assert "missing" in capsys.readouterr().err
@@ -215,3 +220,12 @@ def test_ctrl_c_keeps_the_cells_done_and_marks_the_rest_not_run(tmp_path: Path, 
     assert [r["status"] for r in rows] == ["optimal", "not run", "not run", "not run"]
     assert rows[0]["ours"] and "interrupted (Ctrl-C)" in rows[1]["reason"] and len(calls) == 2
     assert "**Interrupted (Ctrl-C)" in (out_dir / "table_throughput.md").read_text(encoding="utf-8")
+
+
+def test_a_cell_that_fails_is_reported_and_the_run_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = small_folder(tmp_path / "workloads")
+    (folder / "throughput" / "w.json").write_text("{not json", encoding="utf-8")
+    assert main(["paper-tables", "--workloads", str(folder), "--out-dir", str(tmp_path / "out")]) == 1
+    rows = read_csv(tmp_path / "out" / "table_throughput.csv")
+    assert len(rows) == 4 and all(r["status"] == "error" and "InputFormatError" in r["reason"] for r in rows)
+    assert "4 values, 0 equal" in capsys.readouterr().out
