@@ -17,6 +17,8 @@ from typing import Any
 from exactplace.core.errors import ParameterError
 
 EXIT_SOLVE_ERROR = 1
+#: Where the tables go by default.
+OUT_DIR = "paper_tables"
 
 
 def _command_paper_tables(args: argparse.Namespace) -> int:
@@ -34,6 +36,8 @@ def _command_paper_tables(args: argparse.Namespace) -> int:
         command.append(f"--workloads {args.workloads}")
     if only is not None:
         command.append(f"--only {','.join(only)}")
+    if args.out_dir != OUT_DIR:
+        command.append(f"--out-dir {args.out_dir}")
     tables = run_tables(rows, time_limit=args.time_limit, latency_time_limit=args.latency_time_limit,
                         progress=lambda text, limit: elapsed(text, limit=limit), echo=print, command=" ".join(command))
     out_dir.mkdir(exist_ok=True)
@@ -69,8 +73,8 @@ def add_command(commands: Any, positive: Any) -> None:
     paper.add_argument("--workloads", default=str(DEFAULT_WORKLOADS), metavar="DIR",
                        help=f"the published workloads folder, with reference.csv (default {DEFAULT_WORKLOADS}, "
                             "beside the checkout)")
-    paper.add_argument("--out-dir", default="paper_tables", metavar="DIR",
-                       help="where table_throughput.csv/.md and table_latency.csv/.md go (default paper_tables; "
+    paper.add_argument("--out-dir", default=OUT_DIR, metavar="DIR",
+                       help=f"where table_throughput.csv/.md and table_latency.csv/.md go (default {OUT_DIR}; "
                             "created if missing)")
     paper.add_argument("--time-limit", type=positive, default=DEFAULT_TIME_LIMIT, metavar="S",
                        help=f"seconds per throughput solve (default {DEFAULT_TIME_LIMIT:g}; the paper: 1200)")
