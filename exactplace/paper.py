@@ -94,7 +94,8 @@ class Column:
     the reference's own split file for the column (``{name}``: the workload), evaluated when the
     solve fails, and whose value explains a difference. ``exact`` columns show status, bound and
     gap; ``seconds`` is the column of published run times; ``latency_limit``: the latency time
-    limit applies instead of the throughput one.
+    limit applies instead of the throughput one. ``differs``: why a heuristic's value may differ
+    from the published one (``{option}``: the method's default for that option).
     """
 
     name: str
@@ -107,7 +108,10 @@ class Column:
     seconds: str | None = None
     latency_limit: bool = False
     fallback: str | None = None
+    differs: str = ""
 
+
+_METIS = "a different partitioner: METIS (with memory repair and a local-search polish) in place of Scotch"
 
 #: The columns of each table, in the paper's order.
 COLUMNS: dict[str, tuple[Column, ...]] = {
@@ -115,7 +119,9 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("dp", "DP", "dp", "`dp`: the exact max-load DP over the ideals (paper §5.1.1); its published "
                "seconds are the reference C++ DP's on this project's 2-core machine kind", exact=True,
                seconds="reference_dp_seconds"),
-        Column("dpl", "DPL", "dpl", "`dpl`: the DP over the prefixes of a DFS topological order (§5.1.2)"),
+        Column("dpl", "DPL", "dpl", "`dpl`: the DP over the prefixes of a DFS topological order (§5.1.2)",
+               differs="DPL's value depends on the DFS topological order it linearizes (ours pops the most "
+                       "recently enabled unit first); the reference's order breaks ties otherwise"),
         Column("ip_contiguous", "IP contiguous", "mip", "`mip`, `contiguous=True`: the max-load IP over chain "
                "splits (Fig. 6), from the DP's optimum", {"contiguous": True}, exact=True,
                seconds="ip_contiguous_seconds"),
@@ -123,11 +129,15 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
                "every split, from the DP's optimum", {"contiguous": False}, exact=True,
                seconds="ip_noncontiguous_seconds"),
         Column("expert", "expert", None, "the expert's split from `experts/` (a training workload without its "
-               "own file: the inference split, backward nodes with their forward partners)"),
+               "own file: the inference split, backward nodes with their forward partners)",
+               differs="unexplained: the expert's split is evaluated from its file"),
         Column("local_search", "local search", "local-search", "`local-search`: best single moves from "
-               "seeded random starts"),
-        Column("pipedream", "PipeDream", "pipedream", "`pipedream`: our reimplementation of PipeDream's stage DP"),
-        Column("scotch", "Scotch (METIS)", "metis", "`metis`: METIS partitions with memory repair, in place of Scotch"),
+               "seeded random starts", differs="randomized: our {restarts} restarts (seed {seed}) start from other "
+               "random placements than the paper's run"),
+        Column("pipedream", "PipeDream", "pipedream", "`pipedream`: our reimplementation of PipeDream's stage DP",
+               differs="our reimplementation of PipeDream's stage DP, not PipeDream's own optimizer"),
+        Column("scotch", "Scotch (METIS)", "metis", "`metis`: METIS partitions with memory repair, in place of Scotch",
+               differs=_METIS),
     ),
     "latency": (
         Column("greedy", "greedy", "greedy", "`greedy`: contiguous fill in a topological order",
@@ -136,9 +146,10 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
                "its latency", objective="throughput", fallback="splits/latency_{name}_maxload_dp.json"),
         Column("ip_contiguous", "IP", "mip", "`mip`, `q=1`: the latency program (Fig. 3) with the path DP's "
                "bound", exact=True, seconds="ip_contiguous_seconds", latency_limit=True),
-        Column("expert", "expert", None, "the expert's split from `experts/`"),
+        Column("expert", "expert", None, "the expert's split from `experts/`",
+               differs="unexplained: the expert's split is evaluated from its file"),
         Column("scotch", "Scotch (METIS)", "metis", "`metis` for max-load, then its latency, in place of Scotch",
-               objective="throughput"),
+               objective="throughput", differs=_METIS),
     ),
 }
 
@@ -431,11 +442,13 @@ def run_tables(rows: Sequence[Row], *, time_limit: float = DEFAULT_TIME_LIMIT,
         if interrupted:
             cell.status, cell.verdict, cell.reason = "not run", "no value", "not run: interrupted (Ctrl-C)"
             continue
-        limit = latency_time_limit if column.latency_limit else time_limit
+        job = _Job(row, column, latency_time_limit if column.latency_limit else time_limit,
+                   next((c.ours for c in cells if c.status == "optimal" and c.column == "dp"
+                         and (c.table, c.workload) == (row.table, row.name)), None))
         description = f"[{number}/{len(tasks)}] {row.table} {row.name}: {column.label}"
         try:
-            with progress(description, limit) if progress is not None else nullcontext():
-                _fill(cell, row, column, data, limit)
+            with progress(description, job.limit) if progress is not None else nullcontext():
+                _fill(cell, job, data)
             if echo is not None:
                 echo(f"{description} = {_side_text(cell)} ({cell.verdict}: {cell.reason})")
         except KeyboardInterrupt:  # the cells done are kept; this one and the rest are not run
@@ -454,20 +467,32 @@ def _load() -> str:
         return "unknown"
 
 
-def _fill(cell: Cell, row: Row, column: Column, data: dict[Path, Any], limit: float) -> None:
+@dataclass(frozen=True)
+class _Job:
+    """What one cell is computed from: its row and column, its time limit, and the DP's optimum on the
+    same row when it is known (the best chain split: a bound on every method whose splits are chains)."""
+
+    row: Row
+    column: Column
+    limit: float
+    chain_optimum: float | None
+
+
+def _fill(cell: Cell, job: _Job, data: dict[Path, Any]) -> None:
     """Fill ``cell`` (``data``: the workload files read so far, by path); an error leaves it without a
     value, saying why, and the other cells still run."""
     try:
-        if row.path not in data:
-            data[row.path] = load_json(row.path, "Workload")
-        _compute(cell, row, column, data[row.path], limit)
+        if job.row.path not in data:
+            data[job.row.path] = load_json(job.row.path, "Workload")
+        _compute(cell, job, data[job.row.path])
     except ExactplaceError as error:  # a latency that cannot be scored, an unreadable split, ...
         cell.ours, cell.status, cell.verdict = None, "error", "no value"
         cell.reason = f"{type(error).__name__}: {error}"
 
 
-def _compute(cell: Cell, row: Row, column: Column, data: Any, limit: float) -> None:
+def _compute(cell: Cell, job: _Job, data: Any) -> None:
     """Fill ``cell``: ours, how it was found, and the verdict with its reason."""
+    row, column = job.row, job.column
     workload = workload_from_dict(data, name=row.name)
     notes: list[str] = []
     device = None
@@ -493,10 +518,10 @@ def _compute(cell: Cell, row: Row, column: Column, data: Any, limit: float) -> N
             cell.status, cell.verdict = "not installed", "no value"
             cell.reason = f"not installed (needs {', '.join(method.missing())})"
             return
-        job = {"key": f"{row.table}/{row.name}/{column.name}", "workload_name": row.name, "workload": data,
-               "method": column.method, "objective": column.objective or row.table, "time_limit": limit,
-               "options": dict(column.options), "replay": None}
-        record, placement = solve_job(job)
+        record, placement = solve_job({
+            "key": f"{row.table}/{row.name}/{column.name}", "workload_name": row.name, "workload": data,
+            "method": column.method, "objective": column.objective or row.table, "time_limit": job.limit,
+            "options": dict(column.options), "replay": None})
         cell.seconds = record["wall_seconds"]
         if placement is not None and placement.has_solution:
             device = placement.device
@@ -505,7 +530,7 @@ def _compute(cell: Cell, row: Row, column: Column, data: Any, limit: float) -> N
             if column.exact:
                 cell.bound, cell.gap = finite(placement.bound), placement.gap
             if placement.info.get("returned"):  # not the method's own placement
-                notes.append(f"the value is the {placement.info['returned']}")
+                notes.append(f"not the method's own placement: the value is the {placement.info['returned']}")
         else:
             cell.status = "error" if placement is None else placement.status.value
             why = record["error"] or (placement.info.get("reason", "") if placement is not None else "")
@@ -522,7 +547,7 @@ def _compute(cell: Cell, row: Row, column: Column, data: Any, limit: float) -> N
             notes.append(f"our {column.method} gave no placement ({why}), so the reference's split {name} is "
                          "evaluated instead")
     cell.ours = evaluate(workload.graph, workload.cluster, device, row.table)
-    _judge(cell, row, column, workload, device, limit, notes)
+    _judge(cell, job, workload, device, notes)
 
 
 def _expert_split(row: Row) -> Path | None:
@@ -534,7 +559,7 @@ def _expert_split(row: Row) -> Path | None:
     return None
 
 
-def _judge(cell: Cell, row: Row, column: Column, workload: Any, device: Any, limit: float, notes: list[str]) -> None:
+def _judge(cell: Cell, job: _Job, workload: Any, device: Any, notes: list[str]) -> None:
     """The verdict and its reason, from the run's own data (and :data:`BELOW_MODEL`)."""
     assert cell.ours is not None
     published = float(cell.published)
@@ -548,8 +573,14 @@ def _judge(cell: Cell, row: Row, column: Column, workload: Any, device: Any, lim
     else:
         cell.verdict = "higher" if difference > 0 else "lower"
         parts = [f"{100 * difference / published:+.3g}% against the published value"]
-        parts += _differences(cell, row, column, workload, device, limit)
-    known = BELOW_MODEL.get((row.table, row.name, column.name))
+    if cell.limit == "time":
+        gap = "" if cell.gap is None else f", gap {100 * cell.gap:.3g}% (bound {cell.bound:.6g})"
+        stopped = cell.verdict == "lower" and cell.published_seconds.startswith(">")  # _differences says so
+        paper = f"; the published run took {cell.published_seconds} s" if cell.published_seconds and not stopped else ""
+        parts.append(f"our {job.limit:g} s time limit was reached{gap}{paper}")
+    if cell.verdict in ("higher", "lower"):
+        parts += _differences(cell, job, workload, device)
+    known = BELOW_MODEL.get((job.row.table, job.row.name, job.column.name))
     if known is not None and cell.verdict != "equal":
         optimum, how = known
         parts.append(f"the published {cell.published} is below what the model allows: {how}")
@@ -558,16 +589,12 @@ def _judge(cell: Cell, row: Row, column: Column, workload: Any, device: Any, lim
     cell.reason = "; ".join(parts + notes)
 
 
-def _differences(cell: Cell, row: Row, column: Column, workload: Any, device: Any, limit: float) -> list[str]:
-    """Why ours differs from the published value, from what the method and the files say."""
+def _differences(cell: Cell, job: _Job, workload: Any, device: Any) -> list[str]:
+    """Why ours differs from the published value, from what the method, the run and the files say."""
     assert cell.ours is not None
+    row, column = job.row, job.column
     published = float(cell.published)
     reasons = []
-    if cell.limit == "time":
-        gap = "" if cell.gap is None else f", gap {100 * cell.gap:.3g}% (bound {cell.bound:.6g})"
-        stopped = cell.verdict == "lower" and cell.published_seconds.startswith(">")  # said below
-        paper = f"; the published run took {cell.published_seconds} s" if cell.published_seconds and not stopped else ""
-        reasons.append(f"our {limit:g} s time limit was reached{gap}{paper}")
     if column.exact:
         if cell.verdict == "lower" and cell.published_seconds.startswith(">"):
             reasons.append(f"the published run was stopped by its own time limit ({cell.published_seconds} s), "
@@ -580,20 +607,14 @@ def _differences(cell: Cell, row: Row, column: Column, workload: Any, device: An
         elif cell.status == "optimal" and (row.table, row.name, column.name) not in BELOW_MODEL:
             reasons.append("unexplained: ours is proven optimal over the same space")
         return reasons
-    options = registered_methods()[column.method].options if column.method else {}
-    if column.method == "dpl":
-        reasons.append("DPL's value depends on the DFS topological order it linearizes (ours pops the most "
-                       "recently enabled unit first); the reference's order breaks ties otherwise")
-    elif column.method == "local-search":
-        reasons.append(f"randomized: our {options['restarts'].default} restarts (seed {options['seed'].default}) "
-                       "start from other random placements than the paper's run")
-    elif column.method == "pipedream":
-        reasons.append("our reimplementation of PipeDream's stage DP, not PipeDream's own optimizer")
-    elif column.method == "metis":
-        reasons.append("a different partitioner: METIS (with memory repair and a local-search polish) in place "
-                       "of Scotch")
-    elif column.method is None:
-        reasons.append("the expert split is evaluated from its file; unexplained")
+    method = registered_methods()[column.method] if column.method else None
+    if column.differs:
+        defaults = {name: option.default for name, option in method.options.items()} if method else {}
+        reasons.append(column.differs.format(**defaults))
+    chained = method is not None and method.guarantee.chain_order and method.guarantee.forward_contiguous
+    if chained and job.chain_optimum is not None and cell.ours <= job.chain_optimum * (1 + EQUAL):
+        reasons.append(f"ours equals the DP's optimum {job.chain_optimum:.6g}, the best chain split: this "
+                       "method's splits are chains, so none does better")
     if column.fallback is not None and cell.source.startswith("method"):
         reasons.append(_reference_split(row, column, workload, device))
     return reasons
