@@ -51,9 +51,9 @@ from exactplace.methods.base import usable_cpus
 from exactplace.methods.registry import registered_methods
 from exactplace.regress import finite, markdown_table, solve_job
 
-__all__ = ["BELOW_MODEL", "COLUMNS", "DEFAULT_LATENCY_TIME_LIMIT", "DEFAULT_TIME_LIMIT", "DEFAULT_WORKLOADS",
-           "TABLES", "Cell", "Column", "PaperTables", "Row", "decimals", "read_reference", "run_tables", "summary",
-           "within_print"]
+__all__ = ["BELOW_MODEL", "COLUMNS", "CSV_FIELDS", "DEFAULT_LATENCY_TIME_LIMIT", "DEFAULT_TIME_LIMIT",
+           "DEFAULT_WORKLOADS", "TABLES", "VERDICTS", "Cell", "Column", "PaperTables", "Row", "decimals",
+           "read_reference", "run_tables", "summary", "within_print"]
 
 #: Where the published workloads are looked for by default: beside the checkout, as the tests do.
 DEFAULT_WORKLOADS = Path("../shared") / "workloads"
