@@ -203,3 +203,14 @@ def test_a_stopped_heterogeneous_dp_returns_a_feasible_incumbent() -> None:
     assert stopped.status is Status.FEASIBLE and stopped.limit is Limit.TIME
     assert stopped.info["returned"] == "DPL incumbent"
     assert check_feasibility(graph, cluster, stopped.device) == []
+
+
+@pytest.mark.parametrize("cluster", [Cluster(3, memory=[1e9, 2e9, 2e9], speed=[1.0, 2.0, 2.0], cpus=1),
+                                     Cluster(2, speed=[1.0, 1.5]), Cluster(2, memory=4e9, cpus=0)])
+def test_repr_states_what_differs_and_rebuilds_the_cluster(cluster: Cluster) -> None:
+    """A heterogeneous cluster's repr shows each device's memory and speed (not numpy scalars)."""
+    text = repr(cluster)
+    assert "np.float64" not in text
+    rebuilt = eval(text, {"Cluster": Cluster, "inf": math.inf})
+    assert rebuilt.memory.tolist() == cluster.memory.tolist() and rebuilt.speed.tolist() == cluster.speed.tolist()
+    assert rebuilt.cpus == cluster.cpus and ("speed=" in text) == (not np.all(cluster.speed == 1.0))

@@ -182,8 +182,19 @@ class Cluster:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        memory = self.memory[0] if self.accelerators and self.is_homogeneous else list(self.memory)
-        return f"Cluster(accelerators={self.accelerators}, memory={memory}, cpus={self.cpus})"
+        """The constructor call that rebuilds this cluster (per-device lists only where devices differ)."""
+        def shown(values: np.ndarray, default: float | None) -> str | None:
+            if self.accelerators == 0 or _uniform(values):
+                first = float(values[0]) if len(values) else default
+                return None if first == default else repr(first)
+            return repr([float(v) for v in values])
+
+        parts = [f"accelerators={self.accelerators}"]
+        for name, values, default in (("memory", self.memory, None), ("speed", self.speed, 1.0)):
+            text = shown(values, default)
+            if text is not None:
+                parts.append(f"{name}={text}")
+        return f"Cluster({', '.join(parts)}, cpus={self.cpus})"
 
 
 def _uniform(values: np.ndarray) -> bool:
