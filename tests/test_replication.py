@@ -75,6 +75,32 @@ def test_dp_equals_the_best_replicated_chain_split(graph: Graph, cluster: Cluste
     assert plain.replicas is None and p.objective <= plain.objective * (1 + 1e-9) + 1e-12
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(), homogeneous())
+def test_contiguous_ip_equals_the_replicated_dp(graph: Graph, cluster: Cluster) -> None:
+    dp = solve(graph, cluster, method="dp", replication=True)
+    ip = solve(graph, cluster, method="mip", solver=SOLVER, rel_gap=0.0, warm_start=None, replication=True)
+    if dp.device is None:
+        assert ip.status is Status.INFEASIBLE
+        return
+    assert ip.device is not None and approx(ip.objective, dp.objective), (ip.objective, dp.objective)
+    assert ip.objective == max_load(graph, cluster, ip.device, replicas=ip.replicas)
+    assert check_feasibility(graph, cluster, ip.device, replicas=ip.replicas, space="chain") == []
+    # The default warm start (the plain DP's split, one replica each) is a point of the model.
+    warm = solve(graph, cluster, method="mip", solver=SOLVER, rel_gap=0.0, replication=True)
+    assert approx(warm.objective, dp.objective)
+
+
+def test_ip_misuse_is_refused() -> None:
+    g = Graph([Node(0, 1.0, 1.0, sync=1.0), Node(1, 1.0, 1.0)], [(0, 1)])
+    with pytest.raises(ParameterError, match="contiguous"):
+        solve(g, Cluster(2, cpus=0), method="mip", replication=True, contiguous=False)
+    with pytest.raises(ParameterError, match="homogeneous"):
+        solve(g, Cluster(2, memory=[4.0, 8.0], cpus=0), method="mip", replication=True)
+    with pytest.raises(ParameterError, match="gpipe"):
+        solve(g, Cluster(2, cpus=0), method="mip", replication=True, gpipe=True)
+
+
 @FEW
 @given(graphs(), homogeneous())
 def test_plan_round_trip_keeps_the_replicas(graph: Graph, cluster: Cluster) -> None:
