@@ -262,6 +262,11 @@ class _NativeDP(Method):
         )
         if problem.options.get("replication"):
             check_param(
+                problem.objective == "throughput", "objective", "solve",
+                "'throughput' with replication=True (the latency and makespan simulators run one device per stage)",
+                problem.objective,
+            )
+            check_param(
                 problem.cluster.is_homogeneous, "cluster", "solve",
                 f"a homogeneous cluster with replication=True for method {cls.name!r} (the replicas of a stage are "
                 "anonymous identical accelerators; one memory size, speed 1)", problem.cluster,

@@ -132,6 +132,9 @@ class MIP(Method):
                 f"{size:,} nonzeros, more than the {MAX_NONZEROS:,} it builds (no solver reaches a useful bound at "
                 "that size); use " + ("method 'greedy'." if problem.objective == "latency"
                                       else "method 'dp' or 'dpl' (exact over chain splits), or 'greedy'."))
+        check_param(not problem.options.get("replication") or problem.objective == "throughput", "objective", "solve",
+                    "'throughput' with replication=True (the latency and makespan simulators run one device per stage)",
+                    problem.objective)
         if problem.objective == "latency":
             from exactplace.backends.latency_mip import check_latency
 
