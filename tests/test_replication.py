@@ -151,3 +151,20 @@ def test_misuse_is_refused() -> None:
     assert violation.kind == "replicas"
     with pytest.raises(ParameterError, match="throughput"):
         check_feasibility(g, Cluster(2, cpus=0), [0, 1], objective="latency", replicas=[1, 1])
+
+
+def test_pipedream_importer_fills_sync(tmp_path) -> None:
+    from test_pipedream_import import GOOD
+
+    from exactplace import read_workload
+
+    path = tmp_path / "graph.txt"
+    path.write_text(GOOD)
+    by_name = {v.name: v for v in read_workload(path, bandwidth=2.0).graph.nodes()}
+    assert by_name["node2"].sync == 4 * 5.0 / 2.0  # 4 P / B, on the forward node
+    assert by_name["node2.backward"].sync == 0 and by_name["node1"].sync == 0  # the input source is free
+    assert not read_workload(path).graph.has_sync  # bandwidth inf: replication is free
+    split = read_workload(path, sync_bandwidth=4.0).graph
+    assert {v.name: v.sync for v in split.nodes()}["node2"] == 5.0 and all(c == 0 for *_, c in split.edges())
+    with pytest.raises(ParameterError, match="sync_bandwidth"):
+        read_workload(path, sync_bandwidth=0.0)
