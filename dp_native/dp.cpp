@@ -48,7 +48,6 @@ struct Types {
 struct Model {
     int n = 0;
     std::vector<double> cpu, acc, mem;      // acc is 0 for unsupported units (they count in `unsupported`)
-    std::vector<double> sync;               // all-reduce time (replication only; empty otherwise)
     std::vector<std::uint8_t> unsupported;
     std::vector<double> group_cost;
     std::vector<int> group_degree;
@@ -66,10 +65,6 @@ struct Model {
             unsupported[label] = in.supported[u] ? 0 : 1;
             acc[label] = in.supported[u] ? in.acc_time[u] : 0.0;
             mem[label] = in.memory[u];
-        }
-        if (!in.sync.empty()) {
-            sync.resize(n);
-            for (int label = 0; label < n; ++label) sync[label] = in.sync[poset.node_of(label)];
         }
         const std::size_t groups = in.group_cost.size();
         group_cost = in.group_cost;
@@ -820,8 +815,10 @@ std::int64_t run_workers(Table& table, int threads, Stopper& stop) {
 // alone: with at most `a` replicas a layer (c, a) sees a load of at least acc(S) / a).
 class ReplicatedDP {
 public:
-    ReplicatedDP(const Model& model, const Lattice& lattice, const Options& options, Stopper& stop)
-        : model_(model), lattice_(lattice), stop_(stop), k_(options.accelerators), l_(options.cpus),
+    // `sync`: per unit label (empty: none).
+    ReplicatedDP(const Model& model, std::vector<double> sync, const Lattice& lattice, const Options& options,
+                 Stopper& stop)
+        : model_(model), sync_of_(std::move(sync)), lattice_(lattice), stop_(stop), k_(options.accelerators), l_(options.cpus),
           k1_(k_ + 1), layers_((l_ + 1) * k1_), cap_(options.memory_cap), set_(model), bound_(layers_),
           value(static_cast<std::size_t>(lattice.count) * layers_, kInf),
           choice(static_cast<std::size_t>(lattice.count) * layers_, 0),
@@ -902,7 +899,7 @@ private:
                 const Sums before = set_.sums;
                 const double sync_before = sync_;
                 set_.add(v);
-                if (!model_.sync.empty()) sync_ += model_.sync[v];
+                if (!sync_of_.empty()) sync_ += sync_of_[v];
                 if (evaluate(child)) {
                     stack_.push_back({child, lattice_.down_ptr[child], v, v, before, sync_before});
                 } else {
@@ -970,6 +967,7 @@ private:
     }
 
     const Model& model_;
+    const std::vector<double> sync_of_;
     const Lattice& lattice_;
     Stopper& stop_;
     const int k_, l_, k1_, layers_;
@@ -1128,10 +1126,15 @@ std::int64_t chain_memory_estimate(int units, int cpus, std::int64_t groups_memb
 namespace {
 
 // Runs ReplicatedDP and follows its choices back (see solve() below for the plain DP's).
-Solution solve_replicated(const Model& model, const Poset& poset, const Lattice& lattice, const Options& options,
-                          Stopper& stop, Solution out) {
+Solution solve_replicated(const Instance& instance, const Model& model, const Poset& poset, const Lattice& lattice,
+                          const Options& options, Stopper& stop, Solution out) {
     const auto t1 = Stopper::Clock::now();
-    ReplicatedDP dp(model, lattice, options, stop);
+    std::vector<double> sync;  // by label, as the Model's arrays
+    if (!instance.sync.empty()) {
+        sync.resize(model.n);
+        for (int label = 0; label < model.n; ++label) sync[label] = instance.sync[poset.node_of(label)];
+    }
+    ReplicatedDP dp(model, std::move(sync), lattice, options, stop);
     const bool finished = dp.run();
     out.pairs = dp.pairs;
     out.seconds_dp = seconds_since(t1);
@@ -1221,7 +1224,7 @@ Solution solve(const Instance& instance, const Options& options, Stopper& stop) 
     }
     out.seconds_ideals = seconds_since(t0);
 
-    if (options.replication) return solve_replicated(model, poset, lattice, options, stop, std::move(out));
+    if (options.replication) return solve_replicated(instance, model, poset, lattice, options, stop, std::move(out));
     const auto t1 = Stopper::Clock::now();
     Table table(model, lattice, options, types, std::move(cost_cpu), std::move(cost_acc), stop);
     const bool plain = types.count == 1 && types.speed[0] == 1.0;
