@@ -11,6 +11,12 @@
 // each) and `a` becomes a vector (a_1..a_T) of accelerators used per type, with one option
 // max(DP[c][a - e_t][J], acc_t(I\J)) per type t: acc_t divides the compute by the type's speed
 // and checks the type's memory. One type of speed 1 is the homogeneous DP above, unchanged.
+//
+// Replication (paper Appendix C.2, Options::replication, homogeneous clusters only): a set S
+// placed on an accelerator may run on r identical accelerators, each taking 1/r of the samples
+// and all-reducing S's parameters: load (acc(S) + comm(S) + sync(S) (r-1)/r) / r, where sync is
+// Instance::sync summed. DP[c][a][I] then also takes max(DP[c][a-r][J], load_r(I\J)) for every
+// r <= a; `a` counts accelerators including replicas. Solution::replicas says each accelerator's r.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +41,9 @@ struct Instance {
     // Empty: enumerate the ideals of the DAG. Otherwise a topological order of the units (every
     // edge goes forward in it) whose prefixes are the only ideals used: DPL, solved by chain.hpp.
     std::vector<std::int64_t> order;
+    // Per unit: time to all-reduce the unit's parameters among replicas (Options::replication);
+    // empty reads as zeros.
+    std::vector<double> sync;
 };
 
 struct Options {
@@ -50,6 +59,8 @@ struct Options {
     std::vector<std::int64_t> type_count;
     std::vector<double> type_memory, type_speed;
     bool overlap = false;        // accelerator load = max(compute, communication)
+    // Replicated stages (see the header comment); needs one type, no overlap and no `order`.
+    bool replication = false;
     int threads = 1;
     std::int64_t max_ideals = 0; // TooManyIdeals beyond this, before any table is allocated
 };
@@ -64,6 +75,7 @@ struct Solution {
     StopReason stop_reason = StopReason::none;
     double value = 0.0;           // optimal max-load (+inf when infeasible)
     std::vector<int> device;      // per unit (caller numbering): 0..k-1 accelerators, k.. CPUs
+    std::vector<int> replicas;    // with Options::replication: per accelerator (1 when unused)
     std::int64_t ideals = 0, covers = 0, pairs = 0;
     double seconds_ideals = 0.0, seconds_dp = 0.0;
     int threads_used = 1;

@@ -98,7 +98,7 @@ void array_field(py::class_<Request>& cls, const char* name, Field field) {
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "exactplace native core: ideals of a DAG and the max-load DP (C++17)";
-    m.attr("abi_version") = 3;  // bump on any change of this module's interface
+    m.attr("abi_version") = 4;  // bump on any change of this module's interface
 
     // TooManyIdeals(message, count, limit): the lattice is larger than max_ideals.
     PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> too_many;
@@ -135,6 +135,8 @@ PYBIND11_MODULE(_native, m) {
                       [](Request& r, double v) { r.options.memory_cap = v; })
         .def_property("overlap", [](const Request& r) { return r.options.overlap; },
                       [](Request& r, bool v) { r.options.overlap = v; })
+        .def_property("replication", [](const Request& r) { return r.options.replication; },
+                      [](Request& r, bool v) { r.options.replication = v; })
         .def_property("threads", [](const Request& r) { return r.options.threads; },
                       [](Request& r, int v) { r.options.threads = v; })
         .def_property("max_ideals", [](const Request& r) { return r.options.max_ideals; },
@@ -157,6 +159,7 @@ PYBIND11_MODULE(_native, m) {
                               [](Request& r) -> std::vector<std::int64_t>& { return r.instance.group_ptr; });
     array_field<std::int64_t>(request, "group_target",
                               [](Request& r) -> std::vector<std::int64_t>& { return r.instance.group_target; });
+    array_field<double>(request, "sync", [](Request& r) -> std::vector<double>& { return r.instance.sync; });
     array_field<std::int64_t>(request, "order", [](Request& r) -> std::vector<std::int64_t>& { return r.instance.order; });
     array_field<std::int64_t>(request, "type_count",
                               [](Request& r) -> std::vector<std::int64_t>& { return r.options.type_count; });
@@ -175,6 +178,13 @@ PYBIND11_MODULE(_native, m) {
             auto view = device.mutable_unchecked<1>();
             for (py::ssize_t i = 0; i < view.shape(0); ++i) view(i) = s.device[i];
             return device;
+        })
+        .def_property_readonly("replicas", [](const Solution& s) -> py::object {
+            if (s.replicas.empty()) return py::none();
+            py::array_t<std::int64_t> replicas(static_cast<py::ssize_t>(s.replicas.size()));
+            auto view = replicas.mutable_unchecked<1>();
+            for (py::ssize_t i = 0; i < view.shape(0); ++i) view(i) = s.replicas[i];
+            return replicas;
         })
         .def_readonly("ideals", &Solution::ideals)
         .def_readonly("covers", &Solution::covers)

@@ -47,6 +47,9 @@ class Request:
     type_memory: npt.ArrayLike
     type_speed: npt.ArrayLike
     overlap: bool
+    # Replicated accelerator stages (paper Appendix C.2): one type, no overlap, no order; ``sync`` per unit.
+    replication: bool
+    sync: npt.ArrayLike
     threads: int
     time_limit: float
     max_ideals: int
@@ -57,6 +60,7 @@ class Solution:
     status: Status
     value: float
     device: np.ndarray | None
+    replicas: np.ndarray | None  # with ``replication``: per accelerator (1 when unused)
     ideals: int
     covers: int
     pairs: int

@@ -29,6 +29,17 @@ Contiguous (:func:`contiguous_ip`, ``Space.CHAIN``)
     (identical devices, so any order scores the same). A homogeneous cluster builds the model
     above unchanged.
 
+    Replication (``replication=True``, homogeneous clusters only; paper Appendix C.2): binary
+    ``rho[j, r]`` (``r = 0..k``) gives accelerator position ``j`` its ``r`` replicas, one value
+    per accelerator position (``sum_r rho[j, r] = 1 - c[j]``; ``r = 0``: the position holds
+    nothing), and ``sum_j sum_r r rho[j, r] <= k``. The load of position ``j``,
+    ``(X_j + sync_j (r-1)/r) / r`` (``X_j`` its compute plus communication, ``sync_j`` its units'
+    ``Node.sync``), is linear in disaggregated copies ``b[u, j, r] = a[u, j] rho[j, r]``
+    (``sum_r b = a``, ``b <= rho``) and ``f[g, j, r] >= e[g, j] + rho[j, r] - 1``: one row
+    ``L >= sum_r (...) / r`` per position, no big-M beyond 1 (a big-M row per ``r`` left HiGHS
+    with 1e-6 infeasibilities after postsolve). The plain accelerator load rows and the
+    "largest unit" bound (a unit may be split over replicas) are left out.
+
 Non-contiguous (:func:`noncontiguous_ip`, ``Space.ANY``)
     The units are the colour classes (forward and backward nodes of a colour share a device);
     ``y[c, d] = 1`` puts class ``c`` on device ``d``, each accelerator with its own memory cap
@@ -148,6 +159,16 @@ class ThroughputIP:
     bound_slack: float = 0.0
     """What the model may overstate an objective by (none: its loads are exact)."""
 
+    def decode_replicas(self, values: np.ndarray) -> np.ndarray | None:
+        """Replicas of every accelerator (1 when unused), as :meth:`decode` numbers them; None without replication."""
+        if "rho" not in self.index:
+            return None
+        is_cpu = values[self.index["c"]] > 0.5
+        chosen = np.argmax(values[self.index["rho"]], axis=1)[~is_cpu]  # accelerator positions, in chain order
+        replicas = np.ones(self.cluster.accelerators, dtype=np.int64)
+        replicas[:len(chosen)] = np.maximum(chosen, 1)
+        return replicas
+
     def objective_vars(self) -> np.ndarray:
         """The load variables the objective sums (``L``, or ``LF, LB`` with gpipe)."""
         return self.index["L"].reshape(-1)
@@ -176,11 +197,12 @@ class ThroughputIP:
         return unit_device.astype(np.int64)[self.data.unit]
 
     # -- encoding (warm starts) --------------------------------------------------------------
-    def encode(self, device: np.ndarray) -> np.ndarray | None:
-        """Model values for a placement, or None when it lies outside this IP's space."""
+    def encode(self, device: np.ndarray, replicas: np.ndarray | None = None) -> np.ndarray | None:
+        """Model values for a placement (with ``replicas``, for an IP built with replication: none reads
+        as 1 each), or None when it lies outside this IP's space."""
         graph, cluster, data = self.graph, self.cluster, self.data
         k, devices = cluster.accelerators, cluster.num_devices
-        if check_feasibility(graph, cluster, device):
+        if check_feasibility(graph, cluster, device, replicas=replicas if "rho" in self.index else None):
             return None
         unit_device = np.full(data.units, -1, dtype=np.int64)
         unit_device[data.unit] = device
@@ -236,7 +258,14 @@ class ThroughputIP:
             for slot_array in (tgt_slot, src_of_pair):
                 hit = crossing & (slot_array >= 0) & (slot_array < acc_slots)
                 values[e[data.pair_group[hit], slot_array[hit]]] = 1.0
-        loads = device_loads(graph, cluster, device, overlap=self.overlap)
+        if "rho" in self.index:  # each accelerator position's replicas (0: empty position)
+            used = np.zeros(k, dtype=bool)
+            used[device[device < k]] = True
+            reps = np.ones(k, dtype=np.int64) if replicas is None else np.asarray(replicas, dtype=np.int64)
+            accelerator_positions = position[np.arange(k)]
+            values[self.index["rho"][accelerator_positions, np.where(used, reps, 0)]] = 1.0
+        loads = device_loads(graph, cluster, device, overlap=self.overlap,
+                             replicas=replicas if "rho" in self.index else None)
         if self.gpipe:
             values[self.index["L"]] = [loads.load(0).max(), loads.load(1).max()]
         else:
@@ -326,9 +355,10 @@ def _communication(model: Model, data: UnitData, placed: np.ndarray, e: np.ndarr
 
 
 def _objective_and_bounds(model: Model, data: UnitData, L: np.ndarray, devices: int, gpipe: bool,
-                          fastest: float = 1.0) -> None:
+                          fastest: float = 1.0, largest: bool = True) -> None:
     """Minimize L (LF + LB); add the valid lower bounds on L from the minimum work of each unit
-    (accelerator time on the ``fastest`` accelerator)."""
+    (accelerator time on the ``fastest`` accelerator); ``largest=False`` leaves out the largest
+    unit's (invalid when a unit may be split over replicas)."""
     acc = data.acc if fastest == 1.0 else data.acc / fastest
     cheapest = np.where(data.supported[:, None], np.minimum(acc, data.cpu), data.cpu)  # (U, 2)
     if not gpipe:
@@ -337,8 +367,9 @@ def _objective_and_bounds(model: Model, data: UnitData, L: np.ndarray, devices: 
         # devices * L >= total minimum work;  L >= the largest single unit's minimum work.
         model.add_rows("lower bound: total work", 1, lb=float(cheapest[:, part].sum()),
                        rows=[0], cols=[L[part]], vals=[float(devices)])
-        model.add_rows("lower bound: largest unit", 1, lb=float(cheapest[:, part].max(initial=0.0)),
-                       rows=[0], cols=[L[part]], vals=[1.0])
+        if largest:
+            model.add_rows("lower bound: largest unit", 1, lb=float(cheapest[:, part].max(initial=0.0)),
+                           rows=[0], cols=[L[part]], vals=[1.0])
     model.minimize(L, np.ones(len(L)))
 
 
@@ -387,7 +418,7 @@ def _types(cluster: Cluster) -> tuple[list[np.ndarray], np.ndarray, np.ndarray] 
 
 
 def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, overlap: bool = False,
-                  gpipe: bool = False) -> ThroughputIP:
+                  gpipe: bool = False, replication: bool = False) -> ThroughputIP:
     """The chain-of-ideals max-load IP over the contraction's units (module docstring).
 
     Parameters
@@ -398,11 +429,15 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
         ``Problem.contraction``: the units and the DAG on them.
     overlap, gpipe : bool
         The objective variants (Appendix C.1; max FW + max BW).
+    replication : bool
+        Replicated accelerator positions (module docstring); homogeneous clusters, neither variant.
     """
     data = unit_data(graph, contraction.unit)
     U, k, cpus = data.units, cluster.accelerators, cluster.cpus
     P = k + cpus
     typed = _types(cluster)
+    if replication and (typed is not None or overlap or gpipe):
+        raise ValueError("contiguous_ip: replication takes a homogeneous cluster and neither overlap nor gpipe")
     m = Model("throughput, contiguous (chain of ideals)")
     # Variables.
     w = m.add_vars((U, P), lb=np.where(np.arange(P) == P - 1, 1.0, 0.0)[None, :].repeat(U, 0), ub=1.0,
@@ -471,6 +506,13 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
                cols=np.concatenate([p.reshape(-1), cj]), vals=np.concatenate([np.ones(n), -np.ones(n)]))
     m.add_rows("exactly l CPU positions", 1, lb=float(cpus), ub=float(cpus), rows=np.zeros(P, int), cols=c, vals=1.0)
     _communication(m, data, a, e)
+    if replication:
+        _memory(m, data, a, cluster.memory_cap, "memory per accelerator position")
+        rho = _replicated_loads(m, data, np.bincount(contraction.unit, weights=graph.sync, minlength=U), k, a, p,
+                                c, e, L)
+        _objective_and_bounds(m, data, L, P, gpipe, largest=False)
+        return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe,
+                            {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges, "rho": rho})
     if typed is None:
         _memory(m, data, a, cluster.memory_cap, "memory per accelerator position")
         _loads(m, data, a, p, e, L, overlap, gpipe, "load")
@@ -483,6 +525,63 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
     _objective_and_bounds(m, data, L, P, gpipe, fastest=float(speed.max()))
     return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe,
                         {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges, "h": h})
+
+
+def _replicated_loads(m: Model, data: UnitData, sync: np.ndarray, k: int, a: np.ndarray, p: np.ndarray,
+                      c: np.ndarray, e: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """The replica variables ``rho[j, r]`` (r = 0..k) and their rows (module docstring); the CPU rows as usual."""
+    U, P = a.shape
+    R = k + 1
+    rho = m.add_vars((P, R), ub=1.0, kind=Kind.INTEGER, name="rho: accelerator position j on r replicas")
+    m.add_rows("replicas: sum_r rho[j, r] + c[j] = 1", P, lb=1.0, ub=1.0,
+               rows=np.concatenate([np.repeat(np.arange(P), R), np.arange(P)]),
+               cols=np.concatenate([rho.reshape(-1), c]), vals=1.0)
+    m.add_rows("replicas: sum_j sum_r r rho[j, r] <= k", 1, ub=float(k), rows=np.zeros(P * R, int),
+               cols=rho.reshape(-1), vals=np.tile(np.arange(R, dtype=float), P))
+    # An empty position (r = 0) holds nothing: a[u, j] <= 1 - rho[j, 0].
+    n = U * P
+    r_ = np.arange(n)
+    m.add_rows("replicas: a[u, j] <= 1 - rho[j, 0]", n, ub=1.0, rows=np.concatenate([r_, r_]),
+               cols=np.concatenate([a.reshape(-1), np.broadcast_to(rho[:, 0][None, :], (U, P)).reshape(-1)]),
+               vals=1.0)
+    # The position's units and crossing groups split by its replicas, without big-M beyond 1:
+    # b[u, j, r] = a[u, j] rho[j, r] (sum_r b = a, b <= rho) and f[g, j, r] >= e[g, j] + rho[j, r] - 1.
+    acc = data.acc.sum(axis=1)
+    G, K = data.groups, R - 1
+    b = m.add_vars((U, P, K), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="b: unit at position j on r replicas")
+    f = m.add_vars((G, P, K), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="f: group crosses position j on r replicas")
+    if K:
+        rows = np.arange(n)
+        m.add_rows("replicas: sum_r b[u, j, r] = a[u, j]", n, lb=0.0, ub=0.0,
+                   rows=np.concatenate([np.repeat(rows, K), rows]), cols=np.concatenate([b.reshape(-1), a.reshape(-1)]),
+                   vals=np.concatenate([np.ones(n * K), -np.ones(n)]))
+        nb = U * P * K
+        rb = np.arange(nb)
+        m.add_rows("replicas: b[u, j, r] <= rho[j, r]", nb, ub=0.0, rows=np.concatenate([rb, rb]),
+                   cols=np.concatenate([b.reshape(-1), np.broadcast_to(rho[None, :, 1:], (U, P, K)).reshape(-1)]),
+                   vals=np.concatenate([np.ones(nb), -np.ones(nb)]))
+        if G:
+            nf = G * P * K
+            rf = np.arange(nf)
+            m.add_rows("replicas: f[g, j, r] >= e[g, j] + rho[j, r] - 1", nf, lb=-1.0,
+                       rows=np.concatenate([rf, rf, rf]),
+                       cols=np.concatenate([f.reshape(-1), np.broadcast_to(e[:, :, None], (G, P, K)).reshape(-1),
+                                            np.broadcast_to(rho[None, :, 1:], (G, P, K)).reshape(-1)]),
+                       vals=np.concatenate([np.ones(nf), -np.ones(nf), -np.ones(nf)]))
+        r = np.arange(1, R, dtype=float)
+        # L >= sum_r (sum_u (acc_u + sync_u (r-1)/r) / r b[u, j, r] + sum_g cost_g / r f[g, j, r]) per position j.
+        ub_ = ((acc[:, None] + sync[:, None] * (r - 1) / r) / r)  # (U, K)
+        fb = data.group_cost[:, None] / r  # (G, K)
+        m.add_rows("load of a replicated accelerator position", P, ub=0.0,
+                   rows=np.concatenate([np.broadcast_to(np.arange(P)[None, :, None], (U, P, K)).reshape(-1),
+                                        np.broadcast_to(np.arange(P)[None, :, None], (G, P, K)).reshape(-1),
+                                        np.arange(P)]),
+                   cols=np.concatenate([b.reshape(-1), f.reshape(-1), np.full(P, L[0])]),
+                   vals=np.concatenate([np.broadcast_to(ub_[:, None, :], (U, P, K)).reshape(-1),
+                                        np.broadcast_to(fb[:, None, :], (G, P, K)).reshape(-1), -np.ones(P)]))
+    # CPU positions: the plain rows (no accelerator slot).
+    _loads(m, data, a[:, :0], p, e[:, :0], L, False, False, "load")
+    return rho
 
 
 def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, gpipe: bool = False,

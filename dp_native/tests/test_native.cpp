@@ -287,6 +287,38 @@ void test_types_match_homogeneous() {
 
 }  // namespace
 
+// Replicated stages: a stage on r accelerators has load (acc + comm + sync (r-1)/r) / r.
+void test_replication_small_cases() {
+    Stopper stop;
+    const double inf = std::numeric_limits<double>::infinity();
+    Instance one = chain_instance({12.0}, {12.0}, 0.0);
+    one.sync = {3.0};
+    Options o = options(4, 0, inf);
+    o.replication = true;
+    Solution s = solve(one, o, stop);
+    expect(s.status() == Status::optimal && s.value == (12.0 + 3.0 * 3 / 4) / 4 && s.replicas.size() == 4 &&
+               s.replicas[0] == 4, "one unit on four replicas");
+    // Two units (acc 3 and 2, sync 1 and 2) on 4 accelerators: 2 replicas each, max(1.75, 1.5).
+    Instance two = chain_instance({5.0, 1.0}, {3.0, 2.0}, 0.0);
+    two.sync = {1.0, 2.0};
+    s = solve(two, o, stop);
+    expect(s.status() == Status::optimal && s.value == 1.75, "two units on 2 + 2 replicas: 1.75");
+    // Without replication the same instance is the plain DP (3.0 on two accelerators).
+    o.replication = false;
+    s = solve(two, o, stop);
+    expect(s.status() == Status::optimal && s.value == 3.0 && s.replicas.empty(), "replication off: the plain DP");
+    // Replication refuses overlap and accelerator types.
+    o.replication = true;
+    o.overlap = true;
+    bool threw = false;
+    try {
+        solve(two, o, stop);
+    } catch (const std::invalid_argument&) {
+        threw = true;
+    }
+    expect(threw, "replication with overlap is rejected");
+}
+
 int main() {
     test_ideal_counts();
     test_dp_small_cases();
@@ -294,6 +326,7 @@ int main() {
     test_stop_before_start();
     test_types_small_cases();
     test_types_match_homogeneous();
+    test_replication_small_cases();
     if (failures != 0) {
         std::fprintf(stderr, "%d native test(s) failed\n", failures);
         return EXIT_FAILURE;

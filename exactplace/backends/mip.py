@@ -114,6 +114,9 @@ class MIP(Method):
         "solver": Option("solver", Choice(SOLVER_NAMES), "auto", "the solver ('auto': the fastest installed)"),
         "contiguous": Option("contiguous", Boolean(), True,
                              "True: chain splits (the DP's space); False: any split of the colour classes"),
+        "replication": Option("replication", Boolean(), False,
+                              "throughput, contiguous: stages may run on r identical accelerators (paper Appendix "
+                              "C.2), load (compute + comm + sync (r-1)/r) / r; homogeneous clusters"),
         "threads": THREADS,
         "log": Option("log", Boolean(), False, "stream the solver's log to stderr"),
         "progress": Option("progress", Boolean(), False, "print incumbent, bound and gap on stderr as they move"),
@@ -129,6 +132,9 @@ class MIP(Method):
                 f"{size:,} nonzeros, more than the {MAX_NONZEROS:,} it builds (no solver reaches a useful bound at "
                 "that size); use " + ("method 'greedy'." if problem.objective == "latency"
                                       else "method 'dp' or 'dpl' (exact over chain splits), or 'greedy'."))
+        check_param(not problem.options.get("replication") or problem.objective == "throughput", "objective", "solve",
+                    "'throughput' with replication=True (the latency and makespan simulators run one device per stage)",
+                    problem.objective)
         if problem.objective == "latency":
             from exactplace.backends.latency_mip import check_latency
 
@@ -141,6 +147,17 @@ class MIP(Method):
         check_param("path_bound" not in problem.options, "path_bound", "solve",
                     "left out for objective 'throughput' (it bounds the latency program)",
                     problem.options.get("path_bound"))
+        if problem.options.get("replication"):
+            check_param(bool(cls.setting(problem, "contiguous")), "contiguous", "solve",
+                        "True with replication=True (only the contiguous IP replicates stages)",
+                        problem.options.get("contiguous"))
+            check_param(problem.cluster.is_homogeneous, "cluster", "solve",
+                        "a homogeneous cluster with replication=True (the replicas of a stage are anonymous identical "
+                        "accelerators; one memory size, speed 1)", problem.cluster)
+            for name in ("overlap", "gpipe"):
+                check_param(not problem.option(name), name, "solve",
+                            "False with replication=True (a replicated stage's load is "
+                            "(compute + communication + sync (r-1)/r) / r, paper Appendix C.2)", problem.option(name))
 
     @classmethod
     def promises(cls, problem: Problem) -> Guarantees:
@@ -180,7 +197,8 @@ class MIP(Method):
                 info["warm_start"] = origin
             clock = time.perf_counter()
             if contiguous:
-                ip = contiguous_ip(problem.graph, problem.cluster, problem.contraction, overlap=overlap, gpipe=gpipe)
+                ip = contiguous_ip(problem.graph, problem.cluster, problem.contraction, overlap=overlap, gpipe=gpipe,
+                                   replication=bool(self.setting(problem, "replication")))
             else:
                 ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe)
             timings["build"] = time.perf_counter() - clock
@@ -198,6 +216,7 @@ class MIP(Method):
                                 space=Space.CHAIN if contiguous else Space.ANY, timings=timings,
                                 info={**info, "returned": "warm start" if warm is not None else "nothing"})
         if result.device is not None and out.values is not None:
+            result.replicas = ip.decode_replicas(out.values)
             self._agree(problem, result, out, overlap, gpipe)
         return result
 
@@ -207,7 +226,8 @@ class MIP(Method):
 
         (The solver's may exceed the evaluator's: a load variable need not be tight at a non-optimal point.)
         """
-        value = max_load(problem.graph, problem.cluster, result.device, overlap=overlap, gpipe=gpipe)
+        value = max_load(problem.graph, problem.cluster, result.device, overlap=overlap, gpipe=gpipe,
+                         replicas=result.replicas)
         # CP-SAT's coefficients are rounded at about 2**-20 of the largest one (backends/solvers/cpsat.py).
         tol = 1e-5 * max(1.0, abs(value))
         if not value <= out.objective + tol:
