@@ -52,7 +52,7 @@ stages): a stage may run on ``r`` identical accelerators, with load
 ``(compute + communication + sync * (r - 1) / r) / r`` (``Node.sync`` summed over the stage), and the
 replicas of all stages add up to at most the cluster's accelerators. The DP's accelerator count
 then counts replicas: DP[I][a] takes max(DP[J][a - r], load_r(I \\ J)) for every ``r <= a``, in a
-separate single-threaded walk (``dp_native/dp.cpp``, ``ReplicatedDP``), so the plain DP is untouched.
+separate single-threaded walk (``dp_native/replicated.cpp``, ``ReplicatedDP``), so the plain DP is untouched.
 The result states ``Placement.replicas``. It needs a homogeneous cluster (the replicas are
 anonymous identical accelerators) and refuses ``overlap``; the accelerators are not capped at one
 per unit (a single unit may run on every accelerator).
