@@ -188,14 +188,22 @@ class ThroughputIP:
             return None  # a unit split over devices
         values = np.zeros(self.model.num_vars)
         if self.space == "any":
-            loads = device_loads(graph, cluster, device, overlap=self.overlap)
-            # Interchangeable accelerators sorted by total load, as the symmetry-breaking rows require.
-            key = loads.compute.sum(axis=1)[:k] + loads.comm.sum(axis=1)[:k]
-            rename = np.empty(devices, dtype=np.int64)
-            typed = _types(cluster)
-            for group in [np.arange(k)] if typed is None else typed[0]:
-                rename[group[np.argsort(-key[group], kind="stable")]] = group
-            rename[k:] = np.arange(k, devices)
+            rename = np.arange(devices, dtype=np.int64)
+            rank = self.index.get("rank", np.zeros(0, np.int64))
+            if rank.size:
+                # Devices of each interchangeable set ordered by the rank of their heaviest class (empty last),
+                # as the symmetry fixings require.
+                first = np.full(devices, data.units, dtype=np.int64)
+                np.minimum.at(first, unit_device, rank)
+                for group in _interchangeable(cluster):
+                    rename[group[np.argsort(first[group], kind="stable")]] = group
+            else:
+                loads = device_loads(graph, cluster, device, overlap=self.overlap)
+                # Interchangeable accelerators sorted by total load, as the symmetry-breaking rows require.
+                key = loads.compute.sum(axis=1)[:k] + loads.comm.sum(axis=1)[:k]
+                typed = _types(cluster)
+                for group in [np.arange(k)] if typed is None else typed[0]:
+                    rename[group[np.argsort(-key[group], kind="stable")]] = group
             unit_device = rename[unit_device]
             values[self.index["y"][np.arange(data.units), unit_device]] = 1.0
             on_acc = unit_device < k
@@ -486,10 +494,14 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
 
 
 def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, gpipe: bool = False,
-                     symmetry: bool = True) -> ThroughputIP:
+                     symmetry: bool | str = "first", lower_bound: float | None = None) -> ThroughputIP:
     """The assignment max-load IP over colour classes (module docstring).
 
-    ``symmetry=False`` leaves out the rows sorting accelerators by load (for measurements).
+    ``symmetry``: ``"first"`` (default, ``True``) fixes the ``i``-th heaviest class off all but the
+    first ``i + 1`` devices of each set of interchangeable devices; ``"load"`` instead sorts the
+    accelerators of a type by load (the rows before issue 21); ``False`` adds neither (for
+    measurements). ``lower_bound``: a proven lower bound on the objective (e.g.
+    :func:`~.throughput_bounds.packing_bound`), added as a row.
 
     >>> from exactplace import read_workload, workload_path
     >>> w = read_workload(workload_path("layer_bert24_inference"))
@@ -506,6 +518,14 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
         ub[~_fits_accelerator(data, cluster.memory_cap), :k] = 0.0  # unsupported or too big: only on CPU cores
     else:  # per accelerator: its own memory
         ub[:, :k] = _fits_accelerator(data, cluster.memory_limit)
+    interchangeable = _interchangeable(cluster)
+    mode = "first" if symmetry is True else symmetry
+    rank = np.empty(U, dtype=np.int64)
+    rank[np.argsort(-(data.acc.sum(axis=1) + data.cpu.sum(axis=1)), kind="stable")] = np.arange(U)
+    if mode == "first":
+        for group in interchangeable:
+            for position, d in enumerate(group.tolist()):
+                ub[rank < position, d] = 0.0
     y = m.add_vars((U, D), ub=ub.reshape(-1), kind=Kind.INTEGER, name="y: class on device")
     e = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses accelerator")
     L = m.add_vars(2 if gpipe else 1, ub=_load_cap(data, 1.0 if typed is None else float(cluster.speed.min())),
@@ -520,7 +540,7 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     # accelerators of different types would cut off optima.
     pairs = [(int(d), int(d_next)) for group in ([np.arange(k)] if typed is None else typed[0])
              for d, d_next in itertools.pairwise(group.tolist())]
-    if symmetry and pairs:
+    if mode == "load" and pairs:
         total_acc = data.acc.sum(axis=1)
         rows, cols, vals = [], [], []
         for row, pair in enumerate(pairs):
@@ -535,4 +555,16 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
         _objective_and_bounds(m, data, L, D, gpipe)
     else:
         _objective_and_bounds(m, data, L, D, gpipe, fastest=float(cluster.speed.max()))
-    return ThroughputIP(m, "any", graph, cluster, data, overlap, gpipe, {"y": y, "e": e, "L": L})
+    if lower_bound is not None and lower_bound > 0:
+        m.add_rows("lower bound: packing relaxation", 1, lb=float(lower_bound), rows=np.zeros(len(L), int), cols=L,
+                   vals=1.0)
+    return ThroughputIP(m, "any", graph, cluster, data, overlap, gpipe,
+                        {"y": y, "e": e, "L": L, "rank": rank if mode == "first" else np.zeros(0, np.int64)})
+
+
+def _interchangeable(cluster: Cluster) -> list[np.ndarray]:
+    """Sets of interchangeable devices: the accelerators of each type (all, when homogeneous), and the CPU cores."""
+    k = cluster.accelerators
+    typed = _types(cluster)
+    groups = [np.arange(k)] if typed is None else [np.asarray(g) for g in typed[0]]
+    return [g for g in [*groups, np.arange(k, cluster.num_devices)] if len(g) > 1]
