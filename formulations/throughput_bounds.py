@@ -60,7 +60,7 @@ class PackingBound:
 
 
 def packing_model(data: object, cluster: Cluster, *, gpipe: bool = False,
-                  at_most: float | None = None, symmetry: str = "load") -> tuple[Model, np.ndarray, np.ndarray]:
+                  at_most: float | None = None, symmetry: str = "first") -> tuple[Model, np.ndarray, np.ndarray]:
     """The packing relaxation (module docstring) of ``data`` (a :class:`~.throughput.UnitData`).
 
     Returns (model, ``y`` (kept classes x devices), ``L``). ``at_most``: the decision version,

@@ -55,6 +55,9 @@ SOLVER_NAMES = ("auto", "highs", "cpsat", "scip", "cbc", "gurobi")
 #: benchmarks/bench_time_limits.py). It refuses such an input at once, saying what to use instead.
 MAX_NONZEROS = 2_000_000
 
+#: At most this many seconds go to the packing relaxation's bound before a non-contiguous solve.
+PACKING_SECONDS = 30.0
+
 
 def estimated_nonzeros(problem: Problem, q: int, contiguous: bool) -> int:
     """About how many nonzeros the program for ``problem`` has (an upper estimate from n, m and the devices)."""
@@ -114,6 +117,9 @@ class MIP(Method):
         "solver": Option("solver", Choice(SOLVER_NAMES), "auto", "the solver ('auto': the fastest installed)"),
         "contiguous": Option("contiguous", Boolean(), True,
                              "True: chain splits (the DP's space); False: any split of the colour classes"),
+        "packing_bound": Option("packing_bound", Boolean(), True,
+                                "contiguous=False: first bound the max load by the packing relaxation (no "
+                                "communication, no memory) for up to a tenth of the time, and add it as a row"),
         "threads": THREADS,
         "log": Option("log", Boolean(), False, "stream the solver's log to stderr"),
         "progress": Option("progress", Boolean(), False, "print incumbent, bound and gap on stderr as they move"),
@@ -133,6 +139,9 @@ class MIP(Method):
             from exactplace.backends.latency_mip import check_latency
 
             check_latency(problem.options)
+            check_param("packing_bound" not in problem.options, "packing_bound", "solve",
+                        "left out for objective 'latency' (it bounds the non-contiguous max-load IP)",
+                        problem.options.get("packing_bound"))
             return
         check_param(
             "q" not in problem.options, "q", "solve", "left out for objective 'throughput' (it is the latency "
@@ -182,7 +191,11 @@ class MIP(Method):
             if contiguous:
                 ip = contiguous_ip(problem.graph, problem.cluster, problem.contraction, overlap=overlap, gpipe=gpipe)
             else:
-                ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe)
+                lower = None
+                if self.setting(problem, "packing_bound"):
+                    lower = self._packing_bound(problem, gpipe, info, timings)
+                    clock = time.perf_counter()
+                ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe, lower_bound=lower)
             timings["build"] = time.perf_counter() - clock
             info.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
             threads = self.setting(problem, "threads") or usable_cpus()
@@ -200,6 +213,26 @@ class MIP(Method):
         if result.device is not None and out.values is not None:
             self._agree(problem, result, out, overlap, gpipe)
         return result
+
+    def _packing_bound(self, problem: Problem, gpipe: bool, info: dict, timings: dict) -> float | None:
+        """The packing relaxation's proven bound (``formulations/throughput_bounds.py``), within a tenth of the
+        time left (at most :data:`PACKING_SECONDS`), on the method's solver."""
+        from exactplace.formulations.throughput import unit_data
+        from exactplace.formulations.throughput_bounds import packing_bound
+
+        left = problem.deadline - time.monotonic() if problem.deadline is not None else float("inf")
+        budget = min(PACKING_SECONDS, 0.1 * left)
+        if not budget > 0.05:
+            return None
+        solver = self.setting(problem, "solver")
+        threads = int(self.setting(problem, "threads") or usable_cpus())
+        found = packing_bound(unit_data(problem.graph, problem.graph.color), problem.cluster, gpipe=gpipe,
+                              time_limit=budget, threads=threads, solver=solver)
+        if found is None:
+            return None
+        timings["packing_bound"] = found.seconds
+        info["packing_bound"] = found.value
+        return found.value
 
     @staticmethod
     def _agree(problem: Problem, result: MethodResult, out: Any, overlap: bool, gpipe: bool) -> None:
