@@ -92,7 +92,7 @@ def packing_model(data: object, cluster: Cluster, *, gpipe: bool = False,
     parts = (0, 1) if gpipe else (None,)
     a_work = [acc[keep, p] if p is not None else acc[keep].sum(axis=1) for p in parts]
     c_work = [cpu[keep, p] if p is not None else cpu[keep].sum(axis=1) for p in parts]
-    cap = sum(float(np.maximum(a / speed.min(), c).sum()) for a, c in zip(a_work, c_work)) + 1.0
+    cap = sum(float(np.maximum(a / speed.min(initial=1.0), c).sum()) for a, c in zip(a_work, c_work)) + 1.0
     L = m.add_vars(len(parts), ub=cap, name="L: max compute load")
     if U:
         m.add_rows("assignment", U, lb=1.0, ub=1.0, rows=np.repeat(np.arange(U), D), cols=y.reshape(-1), vals=1.0)
@@ -102,7 +102,7 @@ def packing_model(data: object, cluster: Cluster, *, gpipe: bool = False,
                    cols=np.concatenate([y.reshape(-1), np.full(D, L[i])]),
                    vals=np.concatenate([coef.reshape(-1), -np.ones(D)]))
         # Valid simple bounds (as in the full IP): total cheapest work / devices, the largest class.
-        cheapest = np.where(fits[keep].any(axis=1), np.minimum(a / speed.max(), c), c)
+        cheapest = np.where(fits[keep].any(axis=1), np.minimum(a / speed.max(initial=1.0), c), c)
         m.add_rows("total work", 1, lb=float(cheapest.sum()), rows=[0], cols=[L[i]], vals=[float(D)])
         m.add_rows("largest class", 1, lb=float(cheapest.max(initial=0.0)), rows=[0], cols=[L[i]], vals=[1.0])
     # Symmetry: identical accelerators (per type) and CPU cores sorted by compute load, non-increasing.
