@@ -136,7 +136,7 @@ def packing_model(data: object, cluster: Cluster, *, gpipe: bool = False,
 
 
 #: The bisection stops when the interval left is below this fraction of the best relaxed placement.
-TOLERANCE = 1e-4
+TOLERANCE = 1e-3
 
 
 def packing_bound(data: object, cluster: Cluster, *, gpipe: bool = False, time_limit: float = 5.0,
