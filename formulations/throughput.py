@@ -528,8 +528,11 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
                 ub[rank < position, d] = 0.0
     y = m.add_vars((U, D), ub=ub.reshape(-1), kind=Kind.INTEGER, name="y: class on device")
     e = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses accelerator")
-    L = m.add_vars(2 if gpipe else 1, ub=_load_cap(data, 1.0 if typed is None else float(cluster.speed.min())),
-                   name="L: max load")
+    cap = _load_cap(data, 1.0 if typed is None else float(cluster.speed.min()))
+    # A proven bound on L is its variable bound (a row L >= b made HiGHS 1.x fail with kSolveError in
+    # its postsolve on 4 of 500 brute-force cases); with gpipe it is a row on LF + LB.
+    floor = float(lower_bound) if lower_bound is not None and lower_bound > 0 and not gpipe else 0.0
+    L = m.add_vars(2 if gpipe else 1, lb=min(floor, cap), ub=cap, name="L: max load")
     m.add_rows("assignment: each class on one device", U, lb=1.0, ub=1.0,
                rows=np.repeat(np.arange(U), D), cols=y.reshape(-1), vals=1.0)
     _communication(m, data, y[:, :k], e)
@@ -555,7 +558,7 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
         _objective_and_bounds(m, data, L, D, gpipe)
     else:
         _objective_and_bounds(m, data, L, D, gpipe, fastest=float(cluster.speed.max()))
-    if lower_bound is not None and lower_bound > 0:
+    if lower_bound is not None and lower_bound > 0 and gpipe:
         m.add_rows("lower bound: packing relaxation", 1, lb=float(lower_bound), rows=np.zeros(len(L), int), cols=L,
                    vals=1.0)
     return ThroughputIP(m, "any", graph, cluster, data, overlap, gpipe,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import os
 
-import numpy as np
 import pytest
 from exactplace.formulations.throughput import noncontiguous_ip, unit_data
 from exactplace.formulations.throughput_bounds import packing_bound
