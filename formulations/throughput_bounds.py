@@ -25,9 +25,16 @@ The packing relaxation
     wherever they go in the relaxation.
 
     The relaxation has no ``e`` variables and far fewer classes (gnmt: 33 of 96), and its
-    machines are interchangeable within a type and among CPU cores; rows sorting each such set
-    by compute load (non-increasing) remove that symmetry (valid: renaming identical devices
-    maps a placement to one of equal loads with sorted devices).
+    machines are interchangeable within a type and among CPU cores. ``symmetry="first"``
+    (default) fixes the ``i``-th heaviest class off all but the first ``i + 1`` devices of each
+    such set, as :func:`~.throughput.noncontiguous_ip` does (valid: rename each set's devices by
+    their heaviest class); ``"load"`` sorts them by compute load instead. Measured on
+    layer_gnmt_inference, "is there a placement with max load at most 31.37?" (2 workers, load
+    11): refuted in 0.26 s (CP-SAT) / 0.11 s (HiGHS) with the rank fixings, 1.2 s / 2.2 s with no
+    symmetry handling, and not within 30 s (CP-SAT) / 7.4 s (HiGHS) with the load-sorting rows.
+
+The bound itself (the relaxation solved, then a bisection of decision probes) is computed by
+:func:`exactplace.backends.packing.packing_bound`.
 
 It is *not* a bound from the DP (the DP's chain optimum is an upper bound of any split; it
 is used only as a warm start).
@@ -35,9 +42,7 @@ is used only as a warm start).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import time
 
 import numpy as np
 
@@ -45,18 +50,7 @@ from exactplace.core.cluster import Cluster
 
 from .model import Kind, Model
 
-__all__ = ["PackingBound", "packing_bound", "packing_model"]
-
-
-@dataclasses.dataclass(frozen=True)
-class PackingBound:
-    """The packing relaxation's proven lower bound (``value``), whether it is that relaxation's optimum,
-    the classes it kept, and the seconds it took."""
-
-    value: float
-    optimal: bool
-    classes: int
-    seconds: float
+__all__ = ["packing_model"]
 
 
 def packing_model(data: object, cluster: Cluster, *, gpipe: bool = False,
@@ -73,15 +67,12 @@ def packing_model(data: object, cluster: Cluster, *, gpipe: bool = False,
     >>> y.shape, L.shape
     ((32, 7), (1,))
     """
-    from .throughput import _fits_accelerator, _types
-
     acc, cpu = data.acc, data.cpu
     k, cpus = cluster.accelerators, cluster.cpus
     D = k + cpus
-    typed = _types(cluster)
-    speed = np.ones(k) if typed is None else np.asarray(cluster.speed, dtype=np.float64)
-    fits = (_fits_accelerator(data, cluster.memory_cap)[:, None].repeat(k, 1) if typed is None
-            else _fits_accelerator(data, cluster.memory_limit))
+    speed = np.ones(k) if cluster.is_homogeneous else np.asarray(cluster.speed, dtype=np.float64)
+    # A class may go on an accelerator when supported and not alone over its memory (as in the IP).
+    fits = data.supported[:, None] & (data.memory[:, None] <= np.asarray(cluster.memory_limit)[None, :])
     free_on_acc = fits.any(axis=1) & (acc.sum(axis=1) == 0)
     keep = np.flatnonzero(~free_on_acc & ((acc.sum(axis=1) > 0) | (cpu.sum(axis=1) > 0)))
     U = len(keep)
@@ -106,7 +97,7 @@ def packing_model(data: object, cluster: Cluster, *, gpipe: bool = False,
         m.add_rows("total work", 1, lb=float(cheapest.sum()), rows=[0], cols=[L[i]], vals=[float(D)])
         m.add_rows("largest class", 1, lb=float(cheapest.max(initial=0.0)), rows=[0], cols=[L[i]], vals=[1.0])
     # Symmetry: identical accelerators (per type) and CPU cores sorted by compute load, non-increasing.
-    groups = [np.arange(k)] if typed is None else list(typed[0])
+    groups = [np.arange(k)] if cluster.is_homogeneous else [np.asarray(g) for g in cluster.accelerator_types()]
     groups.append(np.arange(k, D))
     work = sum(a_work) if U else np.zeros(0)
     cwork = sum(c_work) if U else np.zeros(0)
@@ -133,62 +124,3 @@ def packing_model(data: object, cluster: Cluster, *, gpipe: bool = False,
                    vals=1.0)
     m.minimize(L, np.ones(len(parts)))
     return m, y, L
-
-
-#: The bisection stops when the interval left is below this fraction of the best relaxed placement.
-TOLERANCE = 1e-3
-
-
-def packing_bound(data: object, cluster: Cluster, *, gpipe: bool = False, time_limit: float = 5.0,
-                  threads: int = 2, solver: str = "cpsat") -> PackingBound | None:
-    """The packing relaxation's proven lower bound within ``time_limit`` seconds (None without a bound).
-
-    First the relaxation is optimized for a third of the time (its dual bound, and its best
-    placement ``P``); then a bisection of decision probes "is there a placement with max load
-    at most ``T``?" between the bound and ``P`` (each at most a fifth of the time): a proof of
-    infeasibility raises the bound to ``T`` (measured: on layer_gnmt_inference the optimizing
-    solver's bound crawls to 31.15 in 10 s while "at most 31.37" is refuted in 5-6 s, by CP-SAT
-    and HiGHS alike; refutations get harder near the relaxation's optimum: "at most 31.6" took
-    30 s); a placement found lowers ``P``; a probe left undecided is retried halfway below.
-    A CP-SAT refutation is taken at the threshold minus the adapter's worst coefficient rounding
-    (its scaled rows are not exact), so the bound stays valid for the unscaled relaxation.
-
-    >>> from exactplace import read_workload, workload_path
-    >>> from exactplace.formulations.throughput import unit_data
-    >>> w = read_workload(workload_path("layer_bert24_inference"))
-    >>> b = packing_bound(unit_data(w.graph, w.graph.color), w.cluster, time_limit=5.0)
-    >>> 15.0 < b.value <= 17.7147 + 1e-6
-    True
-    """
-    from exactplace.backends.solvers import Request, get_solver, solve_model
-    from exactplace.backends.solvers.cpsat import scale_for_cpsat
-    from exactplace.core.placement import Status
-
-    clock = time.monotonic()
-    deadline = clock + time_limit
-    model, y, _ = packing_model(data, cluster, gpipe=gpipe)
-    if not y.size:
-        return PackingBound(0.0, True, 0, time.monotonic() - clock)
-    solver = get_solver(solver).name
-    out = solve_model(model, solver, Request(deadline=clock + time_limit / 3, rel_gap=0.0, threads=threads))
-    if out.bound is None:
-        return None
-    bound, best = float(out.bound), out.objective
-    if out.status is Status.OPTIMAL or best is None:
-        return PackingBound(bound, out.status is Status.OPTIMAL, len(y), time.monotonic() - clock)
-    ceiling = best  # the lowest threshold a probe failed to decide, or the best placement
-    while time.monotonic() < deadline - 0.05 and ceiling - bound > TOLERANCE * best:
-        threshold = (bound + ceiling) / 2.0
-        decision, _, _ = packing_model(data, cluster, gpipe=gpipe, at_most=threshold)
-        left = deadline - time.monotonic()
-        out = solve_model(decision, solver, Request(deadline=time.monotonic() + min(left, max(1.0, time_limit / 5)),
-                                                    rel_gap=1.0, threads=threads))
-        if out.status is Status.INFEASIBLE:
-            margin = scale_for_cpsat(decision)["error"] + threshold * 2.0**-30 if solver == "cpsat" else 0.0
-            bound = max(bound, threshold - margin)
-        elif out.objective is not None:
-            best = min(best, float(out.objective))  # a relaxed placement at most the threshold
-            ceiling = min(ceiling, best)
-        else:
-            ceiling = threshold  # undecided in its time: try halfway below it
-    return PackingBound(min(bound, best), bound >= best, len(y), time.monotonic() - clock)

@@ -4,7 +4,8 @@
   devices of each interchangeable set) keep an optimum: the IP with them, and with the packing
   bound row, reaches the brute-force optimum over all splits, on homogeneous and heterogeneous
   clusters, with CPUs (0-2), memory caps, unsupported nodes and training graphs.
-* The packing relaxation's bound (``formulations/throughput_bounds.py``) never exceeds that
+* The packing relaxation's bound (``formulations/throughput_bounds.py``, solved by
+  ``exactplace/backends/packing.py``) never exceeds that
   optimum, for plain, ``overlap`` and ``gpipe`` loads, and neither does the IP's own bound.
 * ``encode`` renames a placement so that it satisfies the fixings (a warm start the solver keeps).
 
@@ -20,13 +21,13 @@ import os
 
 import pytest
 from exactplace.formulations.throughput import noncontiguous_ip, unit_data
-from exactplace.formulations.throughput_bounds import packing_bound
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
 from strategies import clusters, dags, placements, training_graphs
 
 from exactplace import Cluster, Graph, Status, check_feasibility, solve
+from exactplace.backends.packing import packing_bound
 from exactplace.backends.solvers import get_solver
 
 EXAMPLES = int(os.environ.get("NC_EXAMPLES", "30"))

@@ -232,10 +232,10 @@ class MIP(Method):
         return result
 
     def _packing_bound(self, problem: Problem, gpipe: bool, info: dict, timings: dict) -> float | None:
-        """The packing relaxation's proven bound (``formulations/throughput_bounds.py``), within 5% of the
+        """The packing relaxation's proven bound (:mod:`exactplace.backends.packing`), within 5% of the
         time left (at most :data:`PACKING_SECONDS`), on the method's solver."""
+        from exactplace.backends.packing import packing_bound
         from exactplace.formulations.throughput import unit_data
-        from exactplace.formulations.throughput_bounds import packing_bound
 
         left = problem.deadline - time.monotonic() if problem.deadline is not None else float("inf")
         budget = min(PACKING_SECONDS, PACKING_FRACTION * left)
