@@ -32,10 +32,30 @@ Contiguous (:func:`contiguous_ip`, ``Space.CHAIN``)
 Non-contiguous (:func:`noncontiguous_ip`, ``Space.ANY``)
     The units are the colour classes (forward and backward nodes of a colour share a device);
     ``y[c, d] = 1`` puts class ``c`` on device ``d``, each accelerator with its own memory cap
-    and speed. Identical accelerators (one type) are sorted by load (a symmetry-breaking row
-    per consecutive pair; between accelerators that differ such a row would cut off optima),
-    and two lower bounds on ``L`` (the total minimum work over the devices, on the fastest
+    and speed. Two lower bounds on ``L`` (the total minimum work over the devices, on the fastest
     accelerator, and the largest single class) tighten the relaxation.
+
+    Symmetry (issue 21). The *interchangeable sets* are the accelerators of one type (all of
+    them when homogeneous) and the CPU cores. Rank the classes by total time (accelerator + CPU,
+    heaviest first, ties by index). The ``i``-th class (rank ``i``, from 0) is fixed off every
+    device at position ``> i`` of each set (``y = 0`` by variable bound). Valid: given any
+    placement, rename the devices of each set in the order of the lowest rank they hold (empty
+    devices last); renaming identical devices keeps every load, and the device at position
+    ``p`` then holds no class of rank ``< p`` (the ``p`` devices before it each hold a distinct
+    lower first rank), so every placement has a renamed copy satisfying the fixings. Sets of
+    different types are renamed separately (rows across types would cut off optima). The
+    rows used before (accelerators of a type sorted by load, ``symmetry="load"``) tie the
+    loads to the order and blind CP-SAT's search: on layer_gnmt_inference they left a 5% gap
+    after 60 s where the fixings prove the optimum in 11-25 s (2 workers, load 5-11);
+    layer_gnmt_training 3.1% at 60 s -> optimum in 12-37 s; op_resnet50_training 56% -> 10%
+    at 60 s (``benchmarks/RESULTS.md``, issue 21). ``encode`` renames a warm start the same way.
+
+    A proven lower bound from the *packing relaxation* (no communication, no memory;
+    ``formulations/throughput_bounds.py``) can be given as ``lower_bound``: it becomes ``L``'s
+    variable bound (a row on ``LF + LB`` with ``gpipe``). Where classes are coarse and
+    communication small it is far above the LP's (layer_bert24_inference: 17.69 in 2-4 s
+    against the LP's 15.15; optimum 17.7147); on the op graphs, where communication dominates,
+    it equals the LP's and costs only its time (about 1 s).
 
 Lemma 4.1's linearization is the split of "unit ``u`` on the device at ``j``" into ``a[u, j]``
 (it is an accelerator) and ``p[u, j]`` (a CPU core) with ``a <= 1 - c[j]``, ``p <= c[j]``:

@@ -14,6 +14,11 @@ non-contiguous result is never above the contiguous optimum), else DPL, else gre
 greedy split that is not a chain) is dropped and ``info["warm_start"]`` says so.
 ``warm_start=None`` starts from nothing.
 
+Non-contiguous bound (issue 21): before the IP, up to 5% of the time (at most 30 s) goes to the
+packing relaxation's proven bound (:mod:`exactplace.backends.packing`; option ``packing_bound``),
+which becomes ``L``'s lower bound; ``info["packing_bound"]`` and ``timings["packing_bound"]`` say
+what it gave and took. The DP's chain optimum is only the warm start, never a bound of any split.
+
 How a formulation plugs in: build a ``Model`` in ``formulations/`` with ``decode`` /
 ``encode`` / ``bound_slack`` as :class:`~exactplace.formulations.throughput.ThroughputIP` and
 :class:`~exactplace.formulations.latency.LatencyIP` do, then call
