@@ -111,7 +111,9 @@ def _bisect(data: object, cluster: Cluster, gpipe: bool, time_limit: float, thre
         if cancel.is_set():
             break
         if out.status is Status.INFEASIBLE:
-            margin = scale_for_cpsat(decision)["error"] + threshold * 2.0**-30 if solver == "cpsat" else 0.0
+            # CP-SAT decided a scaled copy: its threshold floored to the grid 1/S, its coefficients rounded.
+            form = scale_for_cpsat(decision) if solver == "cpsat" else None
+            margin = form["error"] + 2.0 / form["scale"] if form is not None else 0.0
             bound = max(bound, threshold - margin)
         elif out.objective is not None:
             best = min(best, float(out.objective))  # a relaxed placement at most the threshold
