@@ -43,10 +43,30 @@ Contiguous (:func:`contiguous_ip`, ``Space.CHAIN``)
 Non-contiguous (:func:`noncontiguous_ip`, ``Space.ANY``)
     The units are the colour classes (forward and backward nodes of a colour share a device);
     ``y[c, d] = 1`` puts class ``c`` on device ``d``, each accelerator with its own memory cap
-    and speed. Identical accelerators (one type) are sorted by load (a symmetry-breaking row
-    per consecutive pair; between accelerators that differ such a row would cut off optima),
-    and two lower bounds on ``L`` (the total minimum work over the devices, on the fastest
+    and speed. Two lower bounds on ``L`` (the total minimum work over the devices, on the fastest
     accelerator, and the largest single class) tighten the relaxation.
+
+    Symmetry (issue 21). The *interchangeable sets* are the accelerators of one type (all of
+    them when homogeneous) and the CPU cores. Rank the classes by total time (accelerator + CPU,
+    heaviest first, ties by index). The ``i``-th class (rank ``i``, from 0) is fixed off every
+    device at position ``> i`` of each set (``y = 0`` by variable bound). Valid: given any
+    placement, rename the devices of each set in the order of the lowest rank they hold (empty
+    devices last); renaming identical devices keeps every load, and the device at position
+    ``p`` then holds no class of rank ``< p`` (the ``p`` devices before it each hold a distinct
+    lower first rank), so every placement has a renamed copy satisfying the fixings. Sets of
+    different types are renamed separately (rows across types would cut off optima). The
+    rows used before (accelerators of a type sorted by load, ``symmetry="load"``) tie the
+    loads to the order and blind CP-SAT's search: on layer_gnmt_inference they left a 5% gap
+    after 60 s where the fixings prove the optimum in 11-25 s (2 workers, load 5-11);
+    layer_gnmt_training 3.1% at 60 s -> optimum in 12-37 s; op_resnet50_training 56% -> 10%
+    at 60 s (``benchmarks/RESULTS.md``, issue 21). ``encode`` renames a warm start the same way.
+
+    A proven lower bound from the *packing relaxation* (no communication, no memory;
+    ``formulations/throughput_bounds.py``) can be given as ``lower_bound``: it becomes ``L``'s
+    variable bound (a row on ``LF + LB`` with ``gpipe``). Where classes are coarse and
+    communication small it is far above the LP's (layer_bert24_inference: 17.69 in 2-4 s
+    against the LP's 15.15; optimum 17.7147); on the op graphs, where communication dominates,
+    it equals the LP's and costs only its time (about 1 s).
 
 Lemma 4.1's linearization is the split of "unit ``u`` on the device at ``j``" into ``a[u, j]``
 (it is an accelerator) and ``p[u, j]`` (a CPU core) with ``a <= 1 - c[j]``, ``p <= c[j]``:
@@ -210,14 +230,22 @@ class ThroughputIP:
             return None  # a unit split over devices
         values = np.zeros(self.model.num_vars)
         if self.space == "any":
-            loads = device_loads(graph, cluster, device, overlap=self.overlap)
-            # Interchangeable accelerators sorted by total load, as the symmetry-breaking rows require.
-            key = loads.compute.sum(axis=1)[:k] + loads.comm.sum(axis=1)[:k]
-            rename = np.empty(devices, dtype=np.int64)
-            typed = _types(cluster)
-            for group in [np.arange(k)] if typed is None else typed[0]:
-                rename[group[np.argsort(-key[group], kind="stable")]] = group
-            rename[k:] = np.arange(k, devices)
+            rename = np.arange(devices, dtype=np.int64)
+            rank = self.index.get("rank", np.zeros(0, np.int64))
+            if rank.size:
+                # Devices of each interchangeable set ordered by the rank of their heaviest class (empty last),
+                # as the symmetry fixings require.
+                first = np.full(devices, data.units, dtype=np.int64)
+                np.minimum.at(first, unit_device, rank)
+                for group in _interchangeable(cluster):
+                    rename[group[np.argsort(first[group], kind="stable")]] = group
+            else:
+                loads = device_loads(graph, cluster, device, overlap=self.overlap)
+                # Interchangeable accelerators sorted by total load, as the symmetry-breaking rows require.
+                key = loads.compute.sum(axis=1)[:k] + loads.comm.sum(axis=1)[:k]
+                typed = _types(cluster)
+                for group in [np.arange(k)] if typed is None else typed[0]:
+                    rename[group[np.argsort(-key[group], kind="stable")]] = group
             unit_device = rename[unit_device]
             values[self.index["y"][np.arange(data.units), unit_device]] = 1.0
             on_acc = unit_device < k
@@ -585,10 +613,14 @@ def _replicated_loads(m: Model, data: UnitData, sync: np.ndarray, k: int, a: np.
 
 
 def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, gpipe: bool = False,
-                     symmetry: bool = True) -> ThroughputIP:
+                     symmetry: bool | str = "first", lower_bound: float | None = None) -> ThroughputIP:
     """The assignment max-load IP over colour classes (module docstring).
 
-    ``symmetry=False`` leaves out the rows sorting accelerators by load (for measurements).
+    ``symmetry``: ``"first"`` (default, ``True``) fixes the ``i``-th heaviest class off all but the
+    first ``i + 1`` devices of each set of interchangeable devices; ``"load"`` instead sorts the
+    accelerators of a type by load (the rows before issue 21); ``False`` adds neither (for
+    measurements). ``lower_bound``: a proven lower bound on the objective (e.g.
+    :func:`~.throughput_bounds.packing_bound`), added as a row.
 
     >>> from exactplace import read_workload, workload_path
     >>> w = read_workload(workload_path("layer_bert24_inference"))
@@ -605,10 +637,21 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
         ub[~_fits_accelerator(data, cluster.memory_cap), :k] = 0.0  # unsupported or too big: only on CPU cores
     else:  # per accelerator: its own memory
         ub[:, :k] = _fits_accelerator(data, cluster.memory_limit)
+    interchangeable = _interchangeable(cluster)
+    mode = "first" if symmetry is True else symmetry
+    rank = np.empty(U, dtype=np.int64)
+    rank[np.argsort(-(data.acc.sum(axis=1) + data.cpu.sum(axis=1)), kind="stable")] = np.arange(U)
+    if mode == "first":
+        for group in interchangeable:
+            for position, d in enumerate(group.tolist()):
+                ub[rank < position, d] = 0.0
     y = m.add_vars((U, D), ub=ub.reshape(-1), kind=Kind.INTEGER, name="y: class on device")
     e = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses accelerator")
-    L = m.add_vars(2 if gpipe else 1, ub=_load_cap(data, 1.0 if typed is None else float(cluster.speed.min())),
-                   name="L: max load")
+    cap = _load_cap(data, 1.0 if typed is None else float(cluster.speed.min()))
+    # A proven bound on L is its variable bound (a row L >= b made HiGHS 1.x fail with kSolveError in
+    # its postsolve on 4 of 500 brute-force cases); with gpipe it is a row on LF + LB.
+    floor = float(lower_bound) if lower_bound is not None and lower_bound > 0 and not gpipe else 0.0
+    L = m.add_vars(2 if gpipe else 1, lb=min(floor, cap), ub=cap, name="L: max load")
     m.add_rows("assignment: each class on one device", U, lb=1.0, ub=1.0,
                rows=np.repeat(np.arange(U), D), cols=y.reshape(-1), vals=1.0)
     _communication(m, data, y[:, :k], e)
@@ -619,7 +662,7 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     # accelerators of different types would cut off optima.
     pairs = [(int(d), int(d_next)) for group in ([np.arange(k)] if typed is None else typed[0])
              for d, d_next in itertools.pairwise(group.tolist())]
-    if symmetry and pairs:
+    if mode == "load" and pairs:
         total_acc = data.acc.sum(axis=1)
         rows, cols, vals = [], [], []
         for row, pair in enumerate(pairs):
@@ -634,4 +677,16 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
         _objective_and_bounds(m, data, L, D, gpipe)
     else:
         _objective_and_bounds(m, data, L, D, gpipe, fastest=float(cluster.speed.max()))
-    return ThroughputIP(m, "any", graph, cluster, data, overlap, gpipe, {"y": y, "e": e, "L": L})
+    if lower_bound is not None and lower_bound > 0 and gpipe:
+        m.add_rows("lower bound: packing relaxation", 1, lb=float(lower_bound), rows=np.zeros(len(L), int), cols=L,
+                   vals=1.0)
+    return ThroughputIP(m, "any", graph, cluster, data, overlap, gpipe,
+                        {"y": y, "e": e, "L": L, "rank": rank if mode == "first" else np.zeros(0, np.int64)})
+
+
+def _interchangeable(cluster: Cluster) -> list[np.ndarray]:
+    """Sets of interchangeable devices: the accelerators of each type (all, when homogeneous), and the CPU cores."""
+    k = cluster.accelerators
+    typed = _types(cluster)
+    groups = [np.arange(k)] if typed is None else [np.asarray(g) for g in typed[0]]
+    return [g for g in [*groups, np.arange(k, cluster.num_devices)] if len(g) > 1]
