@@ -12,171 +12,40 @@
 #include <thread>
 
 #include "chain.hpp"
+#include "dp_model.hpp"
 #include "ideals.hpp"
 
 namespace exactplace {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+// The accelerator types of Options, normalized: the homogeneous form (no type_count) is one type of speed 1.
+struct Types {
+    int count = 0;
+    std::vector<int> size;            // accelerators of each type
+    std::vector<double> cap, speed;   // memory cap and speed of each type
 
-double seconds_since(Stopper::Clock::time_point start) {
-    return std::chrono::duration<double>(Stopper::Clock::now() - start).count();
-}
-
-// Instance data relabelled by the poset's topological labels, in the shape the walk needs.
-struct Model {
-    int n = 0;
-    std::vector<double> cpu, acc, mem;      // acc is 0 for unsupported units (they count in `unsupported`)
-    std::vector<std::uint8_t> unsupported;
-    std::vector<double> group_cost;
-    std::vector<int> group_degree;
-    std::vector<int> out_ptr, out_group;    // groups whose source is the unit
-    std::vector<int> in_ptr, in_group;      // groups that have the unit as a target
-
-    Model(const Instance& in, const Poset& poset) : n(in.units) {
-        cpu.resize(n);
-        acc.resize(n);
-        mem.resize(n);
-        unsupported.resize(n);
-        for (int label = 0; label < n; ++label) {
-            const int u = poset.node_of(label);
-            cpu[label] = in.cpu_time[u];
-            unsupported[label] = in.supported[u] ? 0 : 1;
-            acc[label] = in.supported[u] ? in.acc_time[u] : 0.0;
-            mem[label] = in.memory[u];
+    explicit Types(const Options& o) {
+        if (o.type_count.empty()) {
+            size = {o.accelerators};
+            cap = {o.memory_cap};
+            speed = {1.0};
+        } else {
+            for (const std::int64_t n : o.type_count) size.push_back(static_cast<int>(n));
+            cap = o.type_memory;
+            speed = o.type_speed;
         }
-        const std::size_t groups = in.group_cost.size();
-        group_cost = in.group_cost;
-        group_degree.resize(groups);
-        std::vector<std::pair<int, int>> outs, ins;
-        for (std::size_t g = 0; g < groups; ++g) {
-            group_degree[g] = static_cast<int>(in.group_ptr[g + 1] - in.group_ptr[g]);
-            outs.emplace_back(poset.label_of(static_cast<int>(in.group_source[g])), static_cast<int>(g));
-            for (std::int64_t t = in.group_ptr[g]; t < in.group_ptr[g + 1]; ++t) {
-                ins.emplace_back(poset.label_of(static_cast<int>(in.group_target[t])), static_cast<int>(g));
-            }
-        }
-        to_csr(outs, out_ptr, out_group);
-        to_csr(ins, in_ptr, in_group);
+        count = static_cast<int>(size.size());
     }
-
-private:
-    void to_csr(std::vector<std::pair<int, int>>& pairs, std::vector<int>& ptr, std::vector<int>& out) const {
-        std::sort(pairs.begin(), pairs.end());
-        ptr.assign(n + 1, 0);
-        for (const auto& p : pairs) ++ptr[p.first + 1];
-        for (int i = 0; i < n; ++i) ptr[i + 1] += ptr[i];
-        out.resize(pairs.size());
-        for (std::size_t i = 0; i < pairs.size(); ++i) out[i] = pairs[i].second;
-    }
-};
-
-// What a device holding a set of units computes, stores and communicates.
-struct Sums {
-    double cpu = 0.0, acc = 0.0, mem = 0.0, comm = 0.0;
-    int unsupported = 0;
-
-    double accelerator_load(bool overlap) const { return overlap ? std::max(acc, comm) : acc + comm; }
-};
-
-// The Sums of a set S of units, updated in O(degree) per unit. Communication is per group, from
-// how many of its targets are in S and whether its source is.
-//
-// Undoing a step restores the sums saved before it instead of subtracting: subtraction can
-// cancel (3.5 + 1e-38 - 3.5 == 0), and a set holding memory would then seem to fit in none.
-class SetCost {
-public:
-    explicit SetCost(const Model& model)
-        : m_(model), source_in_(model.group_cost.size(), 0), targets_in_(model.group_cost.size(), 0),
-          stamp_(model.group_cost.size(), 0) {}
-
-    // v joins S.
-    void add(int v) {
-        sums.cpu += m_.cpu[v];
-        sums.acc += m_.acc[v];
-        sums.mem += m_.mem[v];
-        sums.unsupported += m_.unsupported[v];
-        sums.comm += move(v, true);
-    }
-    // v leaves S. Only the bottom-up walk, whose S shrinks, subtracts (see walk_up).
-    void remove(int v) {
-        sums.cpu -= m_.cpu[v];
-        sums.acc -= m_.acc[v];
-        sums.mem -= m_.mem[v];
-        sums.unsupported -= m_.unsupported[v];
-        sums.comm += move(v, false);
-    }
-    // Reverse add(v) / remove(v), the sums going back to what they were before it.
-    void undo_add(int v, const Sums& before) {
-        move(v, false);
-        sums = before;
-    }
-    void undo_remove(int v, const Sums& before) {
-        move(v, true);
-        sums = before;
-    }
-
-    // Sums of S computed afresh (S must be the set `members`), in O(degree of S).
-    void recompute(const std::uint64_t* members, int words) {
-        sums = Sums{};
-        ++epoch_;
-        for (int w = 0; w < words; ++w) {
-            for (std::uint64_t word = members[w]; word != 0; word &= word - 1) {
-                const int v = (w << 6) + __builtin_ctzll(word);
-                sums.cpu += m_.cpu[v];
-                sums.acc += m_.acc[v];
-                sums.mem += m_.mem[v];
-                sums.unsupported += m_.unsupported[v];
-                for (int i = m_.out_ptr[v]; i < m_.out_ptr[v + 1]; ++i) count_once(m_.out_group[i]);
-                for (int i = m_.in_ptr[v]; i < m_.in_ptr[v + 1]; ++i) count_once(m_.in_group[i]);
-            }
-        }
-    }
-
-    Sums sums;
-
-private:
-    bool crossing(int g) const { return source_in_[g] ? targets_in_[g] < m_.group_degree[g] : targets_in_[g] > 0; }
-
-    // Updates the group counters for v joining or leaving S; returns the change in communication.
-    double move(int v, bool joining) {
-        double delta = 0.0;
-        for (int i = m_.out_ptr[v]; i < m_.out_ptr[v + 1]; ++i) {
-            const int g = m_.out_group[i];
-            const bool before = crossing(g);
-            source_in_[g] = joining ? 1 : 0;
-            if (before != crossing(g)) delta += before ? -m_.group_cost[g] : m_.group_cost[g];
-        }
-        for (int i = m_.in_ptr[v]; i < m_.in_ptr[v + 1]; ++i) {
-            const int g = m_.in_group[i];
-            const bool before = crossing(g);
-            targets_in_[g] += joining ? 1 : -1;
-            if (before != crossing(g)) delta += before ? -m_.group_cost[g] : m_.group_cost[g];
-        }
-        return delta;
-    }
-
-    void count_once(int g) {
-        if (stamp_[g] == epoch_) return;
-        stamp_[g] = epoch_;
-        if (crossing(g)) sums.comm += m_.group_cost[g];
-    }
-
-    const Model& m_;
-    std::vector<std::uint8_t> source_in_;
-    std::vector<int> targets_in_;
-    std::vector<std::uint32_t> stamp_;  // groups already counted by recompute()
-    std::uint32_t epoch_ = 0;
 };
 
 // Follows the enumeration DFS to record the cost of every ideal as one set (the DP's J = {} option).
 class IdealCosts : public IdealObserver {
 public:
-    IdealCosts(const Model& model, const Options& options, std::int64_t count)
-        : set_(model), options_(options) {
+    IdealCosts(const Model& model, const Options& options, const Types& types, std::int64_t count)
+        : set_(model), options_(options), types_(types) {
         cpu.reserve(count);
-        acc.reserve(count);
+        acc.reserve(static_cast<std::size_t>(count) * types.count);
     }
     void enter(int v) override {
         saved_.push_back(set_.sums);
@@ -189,88 +58,147 @@ public:
     bool visit(const IdealWalker&) override {
         const Sums& s = set_.sums;
         cpu.push_back(s.cpu);
-        const bool fits = s.unsupported == 0 && s.mem <= options_.memory_cap;
-        acc.push_back(fits ? s.accelerator_load(options_.overlap) : kInf);
+        for (int t = 0; t < types_.count; ++t) {
+            const bool fits = s.unsupported == 0 && s.mem <= types_.cap[t];
+            acc.push_back(fits ? s.accelerator_load(options_.overlap, types_.speed[t]) : kInf);
+        }
         return true;
     }
-    std::vector<double> cpu, acc;  // by DFS visit index
+    std::vector<double> cpu, acc;  // by DFS visit index (acc: [visit * types + type])
 
 private:
     SetCost set_;
     std::vector<Sums> saved_;  // the sums before each unit of the current DFS path
     const Options& options_;
+    const Types& types_;
 };
 
-// Walk layers in runs along which the bound cannot increase: accelerator layers (c, a..k) for
-// a fixed c, CPU layers (c..l, a) for a fixed a. `previous` is the layer-index offset of the
-// layer that gets one device fewer.
+// Walk layers in runs along which the bound cannot increase: for an accelerator type t, the
+// layers with every count but a_t fixed, a_t increasing (one type: (c, a..k) for a fixed c); CPU
+// layers (c..l, a) for fixed accelerator counts. `step` and `previous` are the layer-index offset
+// of one more device of the run's kind.
 struct LayerRun {
     int first, last, step, previous;
 };
 
-// The DP table and everything the workers share. Layer (c, a) = c * (k + 1) + a: c CPUs, a accelerators.
+// The DP table and everything the workers share. A layer is a device count per dimension: one
+// dimension per accelerator type t (a_t in 0..size[t]) and the last one for CPUs (c in 0..l).
+// Layer index = sum a_t * stride[t] + c * stride[types]; with one type, c * (k + 1) + a.
 class Table {
 public:
-    Table(const Model& model, const Lattice& lattice, const Options& options, std::vector<double> cost_cpu,
-          std::vector<double> cost_acc, Stopper& stop)
-        : model(model), lattice(lattice), options(options), stop(stop), k(options.accelerators),
-          l(options.cpus), layers((k + 1) * (l + 1)), top((k + 1) * (l + 1) - 1), count(lattice.count),
-          cost_cpu(std::move(cost_cpu)), cost_acc(std::move(cost_acc)),
+    Table(const Model& model, const Lattice& lattice, const Options& options, const Types& types,
+          std::vector<double> cost_cpu, std::vector<double> cost_acc, Stopper& stop)
+        : model(model), lattice(lattice), options(options), types(types), stop(stop), T(types.count),
+          l(options.cpus), stride(strides(types)), cpu_stride(stride[T]), layers(cpu_stride * (l + 1)),
+          top(layers - 1), count(lattice.count), cost_cpu(std::move(cost_cpu)), cost_acc(std::move(cost_acc)),
           value(static_cast<std::size_t>(count) * layers, kInf),
           choice(static_cast<std::size_t>(count) * layers, 0),
+          kind(T > 1 ? static_cast<std::size_t>(count) * layers : 0, 0),
           done(new std::atomic<std::uint8_t>[static_cast<std::size_t>(count)]) {
         for (std::int64_t i = 0; i < count; ++i) done[i].store(0, std::memory_order_relaxed);
+        const int dims = T + 1;
+        high.assign(types.size.begin(), types.size.end());
+        high.push_back(l);
+        coord.resize(static_cast<std::size_t>(layers) * dims);
+        for (int layer = 0; layer < layers; ++layer) {
+            for (int d = 0; d < dims; ++d) coord[static_cast<std::size_t>(layer) * dims + d] = layer / stride[d] % (high[d] + 1);
+        }
         // Layers with a single device take only J = {} (DP of a non-empty ideal on zero devices is
         // infinite); that option is applied before the walks, so the walks skip them. With
-        // `bottom_up`, the accelerator side of the layers (c >= 1, 1) is left to the bottom-up
-        // walk. The top layer (l, k) is only needed for the full ideal.
-        const int k1 = k + 1;
+        // `bottom_up`, the type-t side of the layers (c >= 1, one accelerator of type t) is left to
+        // the bottom-up walk. The top layer is only needed for the full ideal.
         for (int with_top = 0; with_top < 2; ++with_top) {
-            for (int c = 0; c <= l; ++c) {
-                const int a_last = (c == l && !with_top) ? k - 1 : k;
-                const int layer = c * k1 + 1;
-                const bool up = c >= 1 && k >= 1 && (with_top || layer != top);
-                if (up) up_layers[with_top].push_back(layer);
-                for (int bottom_up = 0; bottom_up < 2; ++bottom_up) {
-                    const int a_first = (bottom_up && up) ? 2 : std::max(1, 2 - c);
-                    if (a_first <= a_last) {
-                        acc_runs[with_top][bottom_up].push_back({c * k1 + a_first, c * k1 + a_last, 1, 1});
+            acc_runs[with_top].resize(2 * T);
+            up_layers[with_top].resize(T);
+            for (int t = 0; t < T; ++t) {
+                for (int base = 0; base < layers; ++base) {
+                    if (at(base, t) != 0) continue;
+                    int others = 0;         // devices of the other dimensions
+                    bool top_line = true;   // every other dimension at its maximum
+                    for (int d = 0; d < dims; ++d) {
+                        if (d == t) continue;
+                        others += at(base, d);
+                        top_line = top_line && at(base, d) == high[d];
+                    }
+                    const int c = at(base, T);
+                    const int a_last = (top_line && !with_top) ? high[t] - 1 : high[t];
+                    const int layer = base + stride[t];
+                    const bool up = c >= 1 && others == c && high[t] >= 1 && (with_top || layer != top);
+                    if (up) up_layers[with_top][t].push_back(layer);
+                    for (int bottom_up = 0; bottom_up < 2; ++bottom_up) {
+                        const int a_first = (bottom_up && up) ? 2 : std::max(1, 2 - others);
+                        if (a_first <= a_last) {
+                            acc_runs[with_top][2 * t + bottom_up].push_back(
+                                {base + a_first * stride[t], base + a_last * stride[t], stride[t], stride[t]});
+                        }
                     }
                 }
             }
-            for (int a = 0; a <= k; ++a) {
-                const int c_first = std::max(1, 2 - a), c_last = (a == k && !with_top) ? l - 1 : l;
+            for (int base = 0; base < cpu_stride; ++base) {
+                int accelerators = 0;
+                bool top_line = true;
+                for (int t = 0; t < T; ++t) {
+                    accelerators += at(base, t);
+                    top_line = top_line && at(base, t) == high[t];
+                }
+                const int c_first = std::max(1, 2 - accelerators), c_last = (top_line && !with_top) ? l - 1 : l;
                 if (c_first <= c_last) {
-                    cpu_runs[with_top].push_back({c_first * k1 + a, c_last * k1 + a, k1, k1});
+                    cpu_runs[with_top].push_back({c_first * cpu_stride + base, c_last * cpu_stride + base,
+                                                  cpu_stride, cpu_stride});
                 }
             }
         }
     }
 
+    // Devices of dimension d (a type, or T for CPUs) in a layer.
+    int at(int layer, int d) const { return coord[static_cast<std::size_t>(layer) * (T + 1) + d]; }
+
     const Model& model;
     const Lattice& lattice;
     const Options& options;
+    const Types& types;
     Stopper& stop;
-    const int k, l, layers, top;
+    const int T, l;
+    const std::vector<int> stride;            // per dimension (types, then CPUs)
+    const int cpu_stride, layers, top;
     const std::int64_t count;
-    std::vector<double> cost_cpu, cost_acc;   // by id: the ideal as one set
+    std::vector<int> high;                    // per dimension: the most devices (size[t], then l)
+    std::vector<int> coord;                   // [layer * (T + 1) + dimension]
+    std::vector<double> cost_cpu, cost_acc;   // by id: the ideal as one set (cost_acc: [id * T + type])
     std::vector<double> value;                // [id * layers + layer]
     std::vector<std::uint32_t> choice;        // sub-ideal id * 2 + (1: accelerator, 0: CPU)
+    std::vector<std::uint8_t> kind;           // the accelerator type of a choice (empty with one type)
     std::unique_ptr<std::atomic<std::uint8_t>[]> done;
-    std::vector<LayerRun> acc_runs[2][2];  // [is the full ideal][the bottom-up walk runs]
-    std::vector<LayerRun> cpu_runs[2];     // [is the full ideal]
-    std::vector<int> up_layers[2];         // layers (c >= 1, 1), for the bottom-up walk
+    std::vector<std::vector<LayerRun>> acc_runs[2];  // [is the full ideal][2 * type + the bottom-up walk runs]
+    std::vector<LayerRun> cpu_runs[2];               // [is the full ideal]
+    std::vector<std::vector<int>> up_layers[2];      // [is the full ideal][type]: layers (c >= 1, e_type)
     // Written once per ideal by every thread: kept off the cache lines the walks read.
     alignas(64) std::atomic<std::int64_t> next{1};
+
+private:
+    static std::vector<int> strides(const Types& types) {
+        std::vector<int> out;
+        int product = 1;
+        for (int t = 0; t < types.count; ++t) {
+            out.push_back(product);
+            product *= types.size[t] + 1;
+        }
+        out.push_back(product);
+        return out;
+    }
 };
 
 // One thread's share of the DP: takes ideals in id order and fills their rows. Cache-line
 // aligned so that two workers' counters, written at every step, never share a line.
+// `Typed` = false: one accelerator type of speed 1 (every homogeneous cluster), for which the
+// walks compile to the paper's DP with a single accelerator count and no per-type loops.
+template <bool Typed>
 class alignas(64) Worker {
 public:
     Worker(Table& table, bool owner)
         : t_(table), owner_(owner), set_(table.model), rest_(table.model), held_(table.lattice.words, 0),
-          best_(table.layers), bound_(table.layers), pick_(table.layers) {
+          best_(table.layers), bound_(table.layers), pick_(table.layers), kind_(table.layers),
+          acc_threshold_(table.T, kInf), up_(table.T, 0), live_(table.T, 0), low_(table.T + 1), at_(table.T + 1) {
         stack_.reserve(static_cast<std::size_t>(table.model.n) + 1);
     }
 
@@ -306,64 +234,121 @@ private:
             return true;
         }
         full_ = id == t_.count - 1;
+        const int T = t_.T;
+        const double* cost_acc = t_.cost_acc.data() + static_cast<std::size_t>(id) * T;
         std::fill(best_.begin(), best_.end(), kInf);
         std::fill(pick_.begin(), pick_.end(), 0u);
+        if constexpr (Typed) std::fill(kind_.begin(), kind_.end(), std::uint8_t{0});
         // J = {}: the whole ideal on one device (DP of the empty ideal is 0).
-        for (int c = 0; c <= t_.l; ++c) {
-            for (int a = 0; a <= t_.k; ++a) {
-                const int layer = c * (t_.k + 1) + a;
-                if (a > 0) offer_initial(layer, t_.cost_acc[id], 1);
-                if (c > 0) offer_initial(layer, t_.cost_cpu[id], 0);
+        if constexpr (!Typed) {
+            const int k = t_.high[0];
+            for (int c = 0; c <= t_.l; ++c) {
+                for (int a = 0; a <= k; ++a) {
+                    const int layer = c * (k + 1) + a;
+                    if (a > 0) offer_initial(layer, cost_acc[0], 1, 0);
+                    if (c > 0) offer_initial(layer, t_.cost_cpu[id], 0, 0);
+                }
             }
+        }
+        for (int layer = 0; Typed && layer < layers; ++layer) {
+            for (int t = 0; t < T; ++t) {
+                if (t_.at(layer, t) > 0) offer_initial(layer, cost_acc[t], 1, t);
+            }
+            if (t_.at(layer, T) > 0) offer_initial(layer, t_.cost_cpu[id], 0, 0);
         }
         // Bottom-up only pays when the whole ideal fits on one accelerator: otherwise S = I \ J
         // cannot fit until J is large, and the top-down walk's memory cut is the better bound.
-        up_ = !t_.up_layers[full_].empty() && t_.cost_acc[id] < kInf;
+        // Decided per type: the ideal may fit on one type's accelerators and not on another's.
+        bool any_up = false;
+        for (int t = 0; t < T; ++t) {
+            up_[t] = !t_.up_layers[full_][t].empty() && cost_acc[t] < kInf;
+            any_up = any_up || up_[t];
+        }
         refresh_bounds();
-        if (up_ && !walk_up(id)) return false;
+        if (any_up && !walk_up(id)) return false;
         if (!walk(id)) return false;
-        // Leaving a device empty: DP[c][a][I] may take DP[c-1][a][I] or DP[c][a-1][I].
-        for (int c = 0; c <= t_.l; ++c) {
-            for (int a = 0; a <= t_.k; ++a) {
-                const int layer = c * (t_.k + 1) + a;
-                double v = best_[layer];
-                std::uint32_t pick = pick_[layer];
-                if (layer == t_.top && !full_) v = kInf;  // only the full ideal needs every device
-                if (c > 0 && row[layer - (t_.k + 1)] <= v) {
-                    v = row[layer - (t_.k + 1)];
-                    pick = static_cast<std::uint32_t>(id) * 2u;
+        if constexpr (!Typed) {
+            // Leaving a device empty: DP[c][a][I] may take DP[c-1][a][I] or DP[c][a-1][I].
+            const int k = t_.high[0], k1 = k + 1;
+            for (int c = 0; c <= t_.l; ++c) {
+                for (int a = 0; a <= k; ++a) {
+                    const int layer = c * k1 + a;
+                    double v = best_[layer];
+                    std::uint32_t pick = pick_[layer];
+                    if (layer == t_.top && !full_) v = kInf;  // only the full ideal needs every device
+                    if (c > 0 && row[layer - k1] <= v) {
+                        v = row[layer - k1];
+                        pick = static_cast<std::uint32_t>(id) * 2u;
+                    }
+                    if (a > 0 && row[layer - 1] <= v) {
+                        v = row[layer - 1];
+                        pick = static_cast<std::uint32_t>(id) * 2u + 1u;
+                    }
+                    row[layer] = v;
+                    row_choice[layer] = pick;
                 }
-                if (a > 0 && row[layer - 1] <= v) {
-                    v = row[layer - 1];
-                    pick = static_cast<std::uint32_t>(id) * 2u + 1u;
-                }
-                row[layer] = v;
-                row_choice[layer] = pick;
             }
+            t_.done[id].store(1, std::memory_order_release);
+            return true;
+        }
+        // Leaving a device empty: DP[c][a][I] may take DP[c-1][a][I] or DP[c][a - e_t][I].
+        std::uint8_t* row_kind = T > 1 ? t_.kind.data() + static_cast<std::size_t>(id) * layers : nullptr;
+        for (int layer = 0; layer < layers; ++layer) {
+            double v = best_[layer];
+            std::uint32_t pick = pick_[layer];
+            std::uint8_t kind = kind_[layer];
+            if (layer == t_.top && !full_) v = kInf;  // only the full ideal needs every device
+            if (t_.at(layer, T) > 0 && row[layer - t_.cpu_stride] <= v) {
+                v = row[layer - t_.cpu_stride];
+                pick = static_cast<std::uint32_t>(id) * 2u;
+                kind = 0;
+            }
+            for (int t = 0; t < T; ++t) {
+                if (t_.at(layer, t) > 0 && row[layer - t_.stride[t]] <= v) {
+                    v = row[layer - t_.stride[t]];
+                    pick = static_cast<std::uint32_t>(id) * 2u + 1u;
+                    kind = static_cast<std::uint8_t>(t);
+                }
+            }
+            row[layer] = v;
+            row_choice[layer] = pick;
+            if (row_kind != nullptr) row_kind[layer] = kind;
         }
         t_.done[id].store(1, std::memory_order_release);
         return true;
     }
 
-    void offer_initial(int layer, double v, std::uint32_t kind) {
+    void offer_initial(int layer, double v, std::uint32_t code, int type) {
         if (v < best_[layer]) {
             best_[layer] = v;
-            pick_[layer] = kind;  // sub-ideal 0 (the empty set)
+            pick_[layer] = code;  // sub-ideal 0 (the empty set)
+            if constexpr (Typed) kind_[layer] = static_cast<std::uint8_t>(type);
         }
     }
 
     // bound_[c][a]: an upper bound on the final DP[c][a][I] (every candidate found so far for
     // fewer devices, since a device may stay empty). A candidate must beat it to matter.
     void refresh_bounds() {
-        const int k1 = t_.k + 1;
-        for (int c = 0; c <= t_.l; ++c) {
-            for (int a = 0; a <= t_.k; ++a) {
-                const int layer = c * k1 + a;
-                double v = best_[layer];
-                if (c > 0) v = std::min(v, bound_[layer - k1]);
-                if (a > 0) v = std::min(v, bound_[layer - 1]);
-                bound_[layer] = v;
+        if constexpr (!Typed) {
+            const int k = t_.high[0], k1 = k + 1;
+            for (int c = 0; c <= t_.l; ++c) {
+                for (int a = 0; a <= k; ++a) {
+                    const int layer = c * k1 + a;
+                    double v = best_[layer];
+                    if (c > 0) v = std::min(v, bound_[layer - k1]);
+                    if (a > 0) v = std::min(v, bound_[layer - 1]);
+                    bound_[layer] = v;
+                }
             }
+            refresh_thresholds();
+            return;
+        }
+        for (int layer = 0; layer < t_.layers; ++layer) {
+            double v = best_[layer];
+            for (int d = 0; d <= t_.T; ++d) {
+                if (t_.at(layer, d) > 0) v = std::min(v, bound_[layer - t_.stride[d]]);
+            }
+            bound_[layer] = v;
         }
         refresh_thresholds();
     }
@@ -371,21 +356,52 @@ private:
     // The largest bound a walk layer still has: below it nothing can improve. A run's first layer
     // has the run's largest bound.
     void refresh_thresholds() {
-        acc_threshold_ = -kInf;
-        for (const auto& run : t_.acc_runs[full_][up_]) acc_threshold_ = std::max(acc_threshold_, bound_[run.first]);
+        if constexpr (!Typed) {
+            double threshold = -kInf;
+            for (const auto& run : t_.acc_runs[full_][up_[0]]) threshold = std::max(threshold, bound_[run.first]);
+            acc_threshold_[0] = threshold;
+        }
+        for (int t = 0; Typed && t < t_.T; ++t) {
+            double threshold = -kInf;
+            for (const auto& run : t_.acc_runs[full_][2 * t + up_[t]]) threshold = std::max(threshold, bound_[run.first]);
+            acc_threshold_[t] = threshold;
+        }
         cpu_threshold_ = -kInf;
         for (const auto& run : t_.cpu_runs[full_]) cpu_threshold_ = std::max(cpu_threshold_, bound_[run.first]);
     }
 
-    void improve(int layer, double v, std::uint32_t pick) {
+    // A candidate v for `layer`: every layer with at least as many devices of each kind may take it.
+    void improve(int layer, double v, std::uint32_t pick, int type) {
         best_[layer] = v;
         pick_[layer] = pick;
-        const int k1 = t_.k + 1;
-        const int c0 = layer / k1, a0 = layer % k1;
-        for (int c = c0; c <= t_.l; ++c) {
-            for (int a = a0; a <= t_.k; ++a) {
-                double& b = bound_[c * k1 + a];
+        if constexpr (!Typed) {
+            const int k = t_.high[0], k1 = k + 1;
+            const int c0 = layer / k1, a0 = layer % k1;
+            for (int c = c0; c <= t_.l; ++c) {
+                for (int a = a0; a <= k; ++a) {
+                    double& b = bound_[c * k1 + a];
+                    b = std::min(b, v);
+                }
+            }
+        } else {  // an odometer over the box [coordinates of layer, high], dimension 0 fastest
+            kind_[layer] = static_cast<std::uint8_t>(type);
+            const int dims = t_.T + 1;
+            for (int d = 0; d < dims; ++d) low_[d] = at_[d] = t_.at(layer, d);
+            int index = layer;
+            while (true) {
+                double& b = bound_[index];
                 b = std::min(b, v);
+                int d = 0;
+                for (; d < dims; ++d) {
+                    if (at_[d] < t_.high[d]) {
+                        ++at_[d];
+                        index += t_.stride[d];
+                        break;
+                    }
+                    index -= (at_[d] - low_[d]) * t_.stride[d];
+                    at_[d] = low_[d];
+                }
+                if (d == dims) break;
             }
         }
         refresh_thresholds();
@@ -415,7 +431,8 @@ private:
     // (each J reached once) and a branch is cut once DP[J][c][0] reaches the layer's bound. The
     // top-down walk would have to go almost all the way down for these layers, since slow CPUs
     // take a small J. It only runs when all of I fits on one accelerator, so every S does and
-    // memory is never tested; S's sums shrink by subtraction, which only rounds the loads.
+    // memory is never tested; S's sums shrink by subtraction, which only rounds the loads. With
+    // several accelerator types, it serves the layers (c >= 1, e_t) of the types t that I fits on.
     bool walk_up(std::int64_t id) {
         const Lattice& lat = t_.lattice;
         hold(id);
@@ -452,7 +469,7 @@ private:
         return true;
     }
 
-    // Offers (I, J) to the layers (c >= 1, 1); returns whether a larger J may still help.
+    // Offers (I, J) to the layers (c >= 1, e_t) of the walk's types; returns whether a larger J may still help.
     bool evaluate_up(std::int64_t sub_id) {
         ++pairs;
         while (t_.done[sub_id].load(std::memory_order_acquire) == 0) {  // only ideals in flight on another thread
@@ -460,14 +477,30 @@ private:
             std::this_thread::yield();
         }
         const double* sub = t_.value.data() + static_cast<std::size_t>(sub_id) * t_.layers;
-        const double load = rest_.sums.accelerator_load(t_.options.overlap);
         bool alive = false;
-        for (const int layer : t_.up_layers[full_]) {
-            const double on_cpus = sub[layer - 1];
-            if (on_cpus >= bound_[layer]) continue;
-            alive = true;
-            const double candidate = std::max(on_cpus, load);
-            if (candidate < bound_[layer]) improve(layer, candidate, static_cast<std::uint32_t>(sub_id) * 2u + 1u);
+        if constexpr (!Typed) {
+            const double load = rest_.sums.accelerator_load(t_.options.overlap);
+            for (const int layer : t_.up_layers[full_][0]) {
+                const double on_cpus = sub[layer - 1];
+                if (on_cpus >= bound_[layer]) continue;
+                alive = true;
+                const double candidate = std::max(on_cpus, load);
+                if (candidate < bound_[layer]) improve(layer, candidate, static_cast<std::uint32_t>(sub_id) * 2u + 1u, 0);
+            }
+            return alive;
+        }
+        for (int t = 0; t < t_.T; ++t) {
+            if (!up_[t]) continue;
+            const double load = rest_.sums.accelerator_load(t_.options.overlap, t_.types.speed[t]);
+            for (const int layer : t_.up_layers[full_][t]) {
+                const double on_cpus = sub[layer - t_.stride[t]];
+                if (on_cpus >= bound_[layer]) continue;
+                alive = true;
+                const double candidate = std::max(on_cpus, load);
+                if (candidate < bound_[layer]) {
+                    improve(layer, candidate, static_cast<std::uint32_t>(sub_id) * 2u + 1u, t);
+                }
+            }
         }
         return alive;
     }
@@ -507,7 +540,16 @@ private:
     // Offers the pair (I, J) with S = I \ J to every layer; returns whether J's sub-ideals may still help.
     bool evaluate(std::int64_t child) {
         const Sums& s = set_.sums;
-        const bool acc_live = s.unsupported == 0 && s.mem <= t_.options.memory_cap && s.acc < acc_threshold_;
+        const Types& types = t_.types;
+        bool acc_live = false;
+        if constexpr (Typed) {
+            for (int t = 0; t < t_.T; ++t) {
+                live_[t] = s.unsupported == 0 && s.mem <= types.cap[t] && s.acc / types.speed[t] < acc_threshold_[t];
+                acc_live = acc_live || live_[t];
+            }
+        } else {
+            acc_live = s.unsupported == 0 && s.mem <= types.cap[0] && s.acc < acc_threshold_[0];
+        }
         const bool cpu_live = s.cpu < cpu_threshold_;
         if (!acc_live && !cpu_live) return false;
         ++pairs;
@@ -517,13 +559,26 @@ private:
         }
         const double* sub = t_.value.data() + static_cast<std::size_t>(child) * t_.layers;
         const std::uint32_t code = static_cast<std::uint32_t>(child) * 2u;
-        if (acc_live) {
-            const double load = s.accelerator_load(t_.options.overlap);
-            for (const auto& run : t_.acc_runs[full_][up_]) {
+        if constexpr (!Typed) {
+            if (acc_live) {
+                const double load = s.accelerator_load(t_.options.overlap);
+                for (const auto& run : t_.acc_runs[full_][up_[0]]) {
+                    // bound_ is non-increasing along a run, so the first layer it cannot beat ends the run.
+                    for (int layer = run.first; layer <= run.last && load < bound_[layer]; layer += run.step) {
+                        const double candidate = std::max(sub[layer - run.previous], load);
+                        if (candidate < bound_[layer]) improve(layer, candidate, code + 1u, 0);
+                    }
+                }
+            }
+        }
+        for (int t = 0; Typed && acc_live && t < t_.T; ++t) {
+            if (!live_[t]) continue;
+            const double load = s.accelerator_load(t_.options.overlap, types.speed[t]);
+            for (const auto& run : t_.acc_runs[full_][2 * t + up_[t]]) {
                 // bound_ is non-increasing along a run, so the first layer it cannot beat ends the run.
                 for (int layer = run.first; layer <= run.last && load < bound_[layer]; layer += run.step) {
                     const double candidate = std::max(sub[layer - run.previous], load);
-                    if (candidate < bound_[layer]) improve(layer, candidate, code + 1u);
+                    if (candidate < bound_[layer]) improve(layer, candidate, code + 1u, t);
                 }
             }
         }
@@ -532,7 +587,7 @@ private:
             for (const auto& run : t_.cpu_runs[full_]) {
                 for (int layer = run.first; layer <= run.last && load < bound_[layer]; layer += run.step) {
                     const double candidate = std::max(sub[layer - run.previous], load);
-                    if (candidate < bound_[layer]) improve(layer, candidate, code);
+                    if (candidate < bound_[layer]) improve(layer, candidate, code, 0);
                 }
             }
         }
@@ -547,11 +602,55 @@ private:
     std::vector<Frame> stack_;
     std::vector<double> best_, bound_;
     std::vector<std::uint32_t> pick_;
-    double acc_threshold_ = kInf, cpu_threshold_ = kInf;
+    std::vector<std::uint8_t> kind_;          // the accelerator type of pick_ (0 for CPU picks)
+    std::vector<double> acc_threshold_;       // per type
+    double cpu_threshold_ = kInf;
     bool full_ = false;
-    bool up_ = false;  // the bottom-up walk handles the accelerator side of layers (c >= 1, 1)
+    std::vector<std::uint8_t> up_;    // per type: the bottom-up walk handles the type's side of layers (c >= 1, e_t)
+    std::vector<std::uint8_t> live_;  // per type: evaluate()'s set may still improve a layer on that type
+    std::vector<int> low_, at_;       // improve()'s odometer
     std::uint32_t ticks_ = 0;
 };
+
+// Fills the table with `threads` workers (the calling thread is the first); returns the pairs they tried.
+template <bool Typed>
+std::int64_t run_workers(Table& table, int threads, Stopper& stop) {
+    std::vector<std::unique_ptr<Worker<Typed>>> workers;
+    for (int w = 0; w < threads; ++w) workers.push_back(std::make_unique<Worker<Typed>>(table, w == 0));
+    std::atomic<int> running{threads - 1};
+    std::mutex error_mutex;
+    std::exception_ptr error;
+    std::vector<std::thread> helpers;
+    for (int w = 1; w < threads; ++w) {
+        helpers.emplace_back([&, w] {
+            try {
+                workers[w]->run();
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(error_mutex);
+                error = std::current_exception();
+                stop.request(StopReason::interrupt);
+            }
+            running.fetch_sub(1);
+        });
+    }
+    try {
+        workers[0]->run();
+    } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        error = std::current_exception();
+        stop.request(StopReason::interrupt);
+    }
+    // Keep polling (Ctrl-C, deadline) while the helpers finish their last ideals.
+    while (running.load() > 0) {
+        stop.check_owner_now();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    for (auto& h : helpers) h.join();
+    if (error) std::rethrow_exception(error);
+    std::int64_t pairs = 0;
+    for (const auto& w : workers) pairs += w->pairs;
+    return pairs;
+}
 
 void check_instance(const Instance& in, const Options& options) {
     const auto n = static_cast<std::size_t>(in.units);
@@ -589,6 +688,50 @@ void check_instance(const Instance& in, const Options& options) {
     if (std::isnan(options.memory_cap) || options.memory_cap < 0) {
         throw std::invalid_argument("the memory cap must be non-negative");
     }
+    const std::size_t types = options.type_count.size();
+    if (types != 0) {
+        if (options.type_memory.size() != types || options.type_speed.size() != types) {
+            throw std::invalid_argument("type_count, type_memory and type_speed need one value per accelerator type");
+        }
+        std::int64_t total = 0;
+        for (std::size_t t = 0; t < types; ++t) {
+            if (options.type_count[t] < 1 || options.type_count[t] > options.accelerators) {
+                throw std::invalid_argument("accelerator type " + std::to_string(t) + " needs 1 to k accelerators");
+            }
+            if (std::isnan(options.type_memory[t]) || options.type_memory[t] < 0) {
+                throw std::invalid_argument("accelerator type " + std::to_string(t) + " has a negative or NaN memory");
+            }
+            if (!(std::isfinite(options.type_speed[t]) && options.type_speed[t] > 0)) {
+                throw std::invalid_argument("accelerator type " + std::to_string(t) + " needs a positive finite speed");
+            }
+            total += options.type_count[t];
+        }
+        if (total != options.accelerators) {
+            throw std::invalid_argument("the accelerator type counts must sum to the number of accelerators");
+        }
+        if (!in.order.empty()) {
+            throw std::invalid_argument("the chain DP (a non-empty order) takes one accelerator type: leave type_count empty");
+        }
+    }
+    const std::vector<std::int64_t> counts =
+        types != 0 ? options.type_count : std::vector<std::int64_t>{options.accelerators};
+    if (layer_count(counts, options.cpus) > std::numeric_limits<std::int32_t>::max()) {
+        throw std::invalid_argument("too many device-count combinations (cpus + 1) * prod(type count + 1) for one table");
+    }
+    if (!in.sync.empty()) {
+        if (in.sync.size() != n) throw std::invalid_argument("sync needs one value per unit, or none");
+        for (std::size_t u = 0; u < n; ++u) {
+            if (!(std::isfinite(in.sync[u]) && in.sync[u] >= 0)) {
+                throw std::invalid_argument("unit " + std::to_string(u) + " has a negative, NaN or infinite sync");
+            }
+        }
+    }
+    if (options.replication) {
+        if (types != 0 || options.overlap || !in.order.empty()) {
+            throw std::invalid_argument("replication takes one accelerator type, no overlap and no order");
+        }
+        if (options.accelerators > 65535) throw std::invalid_argument("replication takes at most 65535 accelerators");
+    }
     if (options.threads < 1) throw std::invalid_argument("threads must be at least 1");
     if (options.max_ideals < 1 || options.max_ideals > std::numeric_limits<std::int32_t>::max() / 2) {
         throw std::invalid_argument("max_ideals must be between 1 and 2**30");
@@ -597,15 +740,42 @@ void check_instance(const Instance& in, const Options& options) {
 
 }  // namespace
 
-std::int64_t memory_estimate(int units, int accelerators, int cpus, std::int64_t ideals, std::int64_t covers) {
+namespace {
+
+constexpr std::int64_t kSaturated = std::numeric_limits<std::int64_t>::max();
+
+// a * b and a + b for non-negative a and b, saturating at kSaturated.
+std::int64_t saturated_product(std::int64_t a, std::int64_t b) {
+    return (a != 0 && b > kSaturated / a) ? kSaturated : a * b;
+}
+std::int64_t saturated_sum(std::int64_t a, std::int64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
+
+}  // namespace
+
+std::int64_t layer_count(const std::vector<std::int64_t>& type_count, int cpus) {
+    std::int64_t layers = static_cast<std::int64_t>(cpus) + 1;
+    for (const std::int64_t n : type_count) layers = saturated_product(layers, n + 1);
+    return layers;
+}
+
+std::int64_t memory_estimate(int units, const std::vector<std::int64_t>& type_count, int cpus, std::int64_t ideals,
+                             std::int64_t covers) {
     const std::int64_t words = (units + 63) / 64;
-    const std::int64_t layers = static_cast<std::int64_t>(accelerators + 1) * (cpus + 1);
+    const std::int64_t types = static_cast<std::int64_t>(type_count.size());
+    const std::int64_t layers = layer_count(type_count, cpus);
     // Per ideal: members bitset, hash, size (x2), visit/id maps, cover offsets (x3), hash table
-    // (at most 4 slots), ideal costs by visit and by id, DP value + choice, done flag.
-    const std::int64_t per_ideal = 8 * words + 8 + 8 + 12 + 24 + 16 + 32 + 12 * layers + 1;
+    // (at most 4 slots), ideal costs (CPU, and one per accelerator type) by visit and by id, DP
+    // value + choice (+ the accelerator type of the choice, with several types), done flag.
+    const std::int64_t per_layer = types > 1 ? 13 : 12;
+    const std::int64_t per_ideal =
+        saturated_sum(8 * words + 8 + 8 + 12 + 24 + 16 + 16 * (1 + types) + 1, saturated_product(per_layer, layers));
     // Per cover: maximal-node list while building, down-cover node + child, up-cover node + parent.
     const std::int64_t per_cover = 20;
-    return ideals * per_ideal + covers * per_cover;
+    return saturated_sum(saturated_product(ideals, per_ideal), saturated_product(covers, per_cover));
+}
+
+std::int64_t memory_estimate(int units, int accelerators, int cpus, std::int64_t ideals, std::int64_t covers) {
+    return memory_estimate(units, std::vector<std::int64_t>{accelerators}, cpus, ideals, covers);
 }
 
 std::int64_t chain_memory_estimate(int units, int cpus, std::int64_t groups_members) {
@@ -635,62 +805,35 @@ Solution solve(const Instance& instance, const Options& options, Stopper& stop) 
     out.covers = counted.covers;
 
     const Model model(instance, poset);
+    const Types types(options);
+    const std::size_t T = static_cast<std::size_t>(types.count);
     Lattice lattice;
-    std::vector<double> cost_cpu(counted.ideals), cost_acc(counted.ideals);
+    std::vector<double> cost_cpu(counted.ideals), cost_acc(static_cast<std::size_t>(counted.ideals) * T);
     {
-        IdealCosts costs(model, options, counted.ideals);
+        IdealCosts costs(model, options, types, counted.ideals);
         if (!lattice.build(poset, counted, &costs, stop)) {
             out.stop_reason = stop.reason();
             return out;
         }
         for (std::int64_t d = 0; d < lattice.count; ++d) {
-            cost_cpu[lattice.id_of_visit[d]] = costs.cpu[d];
-            cost_acc[lattice.id_of_visit[d]] = costs.acc[d];
+            const std::size_t id = static_cast<std::size_t>(lattice.id_of_visit[d]);
+            cost_cpu[id] = costs.cpu[d];
+            for (std::size_t t = 0; t < T; ++t) cost_acc[id * T + t] = costs.acc[static_cast<std::size_t>(d) * T + t];
         }
         std::vector<std::int64_t>().swap(lattice.id_of_visit);
     }
     out.seconds_ideals = seconds_since(t0);
 
+    if (options.replication) return solve_replicated(instance, poset, lattice, options, stop, std::move(out));
     const auto t1 = Stopper::Clock::now();
-    Table table(model, lattice, options, std::move(cost_cpu), std::move(cost_acc), stop);
+    Table table(model, lattice, options, types, std::move(cost_cpu), std::move(cost_acc), stop);
+    const bool plain = types.count == 1 && types.speed[0] == 1.0;
     // A chain-like lattice (DPL) has one ideal per size: every ideal waits for the previous one,
     // so a second thread would only spin.
     const bool wide = lattice.count > 4 * (static_cast<std::int64_t>(model.n) + 1) && lattice.count > 256;
     out.threads_used = wide ? options.threads : 1;
 
-    std::vector<std::unique_ptr<Worker>> workers;
-    for (int w = 0; w < out.threads_used; ++w) workers.push_back(std::make_unique<Worker>(table, w == 0));
-    std::atomic<int> running{out.threads_used - 1};
-    std::mutex error_mutex;
-    std::exception_ptr error;
-    std::vector<std::thread> helpers;
-    for (int w = 1; w < out.threads_used; ++w) {
-        helpers.emplace_back([&, w] {
-            try {
-                workers[w]->run();
-            } catch (...) {
-                std::lock_guard<std::mutex> lock(error_mutex);
-                error = std::current_exception();
-                stop.request(StopReason::interrupt);
-            }
-            running.fetch_sub(1);
-        });
-    }
-    try {
-        workers[0]->run();
-    } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        error = std::current_exception();
-        stop.request(StopReason::interrupt);
-    }
-    // Keep polling (Ctrl-C, deadline) while the helpers finish their last ideals.
-    while (running.load() > 0) {
-        stop.check_owner_now();
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    for (auto& h : helpers) h.join();
-    if (error) std::rethrow_exception(error);
-    for (const auto& w : workers) out.pairs += w->pairs;
+    out.pairs = plain ? run_workers<false>(table, out.threads_used, stop) : run_workers<true>(table, out.threads_used, stop);
     out.seconds_dp = seconds_since(t1);
     if (stop.stopped()) {
         out.stop_reason = stop.reason();
@@ -704,16 +847,21 @@ Solution solve(const Instance& instance, const Options& options, Stopper& stop) 
         out.outcome = Outcome::infeasible;
         return out;
     }
+    // Accelerators are numbered by type: type t's come after those of types 0..t-1.
     std::vector<int> device_of_label(model.n, -1);
-    int next_acc = 0, next_cpu = options.accelerators;
+    std::vector<int> next_acc(T, 0), left(types.size);
+    for (std::size_t t = 1; t < T; ++t) next_acc[t] = next_acc[t - 1] + types.size[t - 1];
+    int next_cpu = options.accelerators;
     std::int64_t id = full;
-    int c = options.cpus, a = options.accelerators;
+    int c = options.cpus, layer = table.top;
     while (id != 0) {
-        const std::uint32_t pick = table.choice[static_cast<std::size_t>(id) * table.layers + c * (table.k + 1) + a];
+        const std::size_t at = static_cast<std::size_t>(id) * table.layers + layer;
+        const std::uint32_t pick = table.choice[at];
+        const int type = T > 1 ? table.kind[at] : 0;
         const std::int64_t sub = pick >> 1;
         const bool on_acc = (pick & 1u) != 0;
         if (sub != id) {
-            const int device = on_acc ? next_acc++ : next_cpu++;
+            const int device = on_acc ? next_acc[type]++ : next_cpu++;
             const std::uint64_t* mine = lattice.members(id);
             const std::uint64_t* theirs = lattice.members(sub);
             for (int w = 0; w < lattice.words; ++w) {
@@ -722,8 +870,14 @@ Solution solve(const Instance& instance, const Options& options, Stopper& stop) 
                 }
             }
         }
-        (on_acc ? a : c) -= 1;
-        if (a < 0 || c < 0) throw std::logic_error("the DP's choices use more devices than exist");
+        if (on_acc) {
+            left[type] -= 1;
+            layer -= table.stride[type];
+        } else {
+            c -= 1;
+            layer -= table.cpu_stride;
+        }
+        if (left[type] < 0 || c < 0) throw std::logic_error("the DP's choices use more devices than exist");
         id = sub;
     }
     out.device.assign(model.n, -1);

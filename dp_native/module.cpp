@@ -160,7 +160,7 @@ void array_field(py::class_<Request>& cls, const char* name, Field field) {
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "exactplace native core: ideals of a DAG and the max-load DP (C++17)";
-    m.attr("abi_version") = 3;  // bump on any change of this module's interface
+    m.attr("abi_version") = 5;  // bump on any change of this module's interface
 
     // TooManyIdeals(message, count, limit): the lattice is larger than max_ideals.
     PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> too_many;
@@ -197,6 +197,8 @@ PYBIND11_MODULE(_native, m) {
                       [](Request& r, double v) { r.options.memory_cap = v; })
         .def_property("overlap", [](const Request& r) { return r.options.overlap; },
                       [](Request& r, bool v) { r.options.overlap = v; })
+        .def_property("replication", [](const Request& r) { return r.options.replication; },
+                      [](Request& r, bool v) { r.options.replication = v; })
         .def_property("threads", [](const Request& r) { return r.options.threads; },
                       [](Request& r, int v) { r.options.threads = v; })
         .def_property("max_ideals", [](const Request& r) { return r.options.max_ideals; },
@@ -219,7 +221,14 @@ PYBIND11_MODULE(_native, m) {
                               [](Request& r) -> std::vector<std::int64_t>& { return r.instance.group_ptr; });
     array_field<std::int64_t>(request, "group_target",
                               [](Request& r) -> std::vector<std::int64_t>& { return r.instance.group_target; });
+    array_field<double>(request, "sync", [](Request& r) -> std::vector<double>& { return r.instance.sync; });
     array_field<std::int64_t>(request, "order", [](Request& r) -> std::vector<std::int64_t>& { return r.instance.order; });
+    array_field<std::int64_t>(request, "type_count",
+                              [](Request& r) -> std::vector<std::int64_t>& { return r.options.type_count; });
+    array_field<double>(request, "type_memory",
+                        [](Request& r) -> std::vector<double>& { return r.options.type_memory; });
+    array_field<double>(request, "type_speed",
+                        [](Request& r) -> std::vector<double>& { return r.options.type_speed; });
 
     using exactplace::Solution;
     py::class_<Solution>(m, "Solution", "The result of solve().")
@@ -232,6 +241,13 @@ PYBIND11_MODULE(_native, m) {
             for (py::ssize_t i = 0; i < view.shape(0); ++i) view(i) = s.device[i];
             return device;
         })
+        .def_property_readonly("replicas", [](const Solution& s) -> py::object {
+            if (s.replicas.empty()) return py::none();
+            py::array_t<std::int64_t> replicas(static_cast<py::ssize_t>(s.replicas.size()));
+            auto view = replicas.mutable_unchecked<1>();
+            for (py::ssize_t i = 0; i < view.shape(0); ++i) view(i) = s.replicas[i];
+            return replicas;
+        })
         .def_readonly("ideals", &Solution::ideals)
         .def_readonly("covers", &Solution::covers)
         .def_readonly("pairs", &Solution::pairs)
@@ -241,9 +257,18 @@ PYBIND11_MODULE(_native, m) {
 
     m.def("solve", &solve, py::arg("request"),
           "Run the max-load DP over the ideals of the unit DAG (over the prefixes of `order` when it is set).");
-    m.def("memory_estimate", &exactplace::memory_estimate, py::arg("units"), py::arg("accelerators"),
-          py::arg("cpus"), py::arg("ideals"), py::arg("covers"),
-          "Bytes solve() allocates for a lattice of the given size.");
+    m.def(
+        "memory_estimate",
+        [](int units, int accelerators, int cpus, std::int64_t ideals, std::int64_t covers,
+           const IntArray& type_count) {
+            const std::vector<std::int64_t> counts = to_vector(type_count, "type_count");
+            return counts.empty() ? exactplace::memory_estimate(units, accelerators, cpus, ideals, covers)
+                                  : exactplace::memory_estimate(units, counts, cpus, ideals, covers);
+        },
+        py::arg("units"), py::arg("accelerators"), py::arg("cpus"), py::arg("ideals"), py::arg("covers"),
+        py::arg("type_count") = IntArray(0),
+        "Bytes solve() allocates for a lattice of the given size (with `type_count`: one count per accelerator "
+        "type, which replaces `accelerators`); saturates at 2**63 - 1.");
     m.def("chain_memory_estimate", &exactplace::chain_memory_estimate, py::arg("units"), py::arg("cpus"),
           py::arg("group_members"), "Bytes solve() allocates for a request with an `order` (the chain DP).");
     m.def("latency_path_bound", &latency_path_bound, py::kw_only(), py::arg("units"), py::arg("edge_src"),

@@ -41,7 +41,15 @@ class Request:
     accelerators: int
     cpus: int
     memory_cap: float
+    # Accelerator types (empty: ``accelerators`` alike, of ``memory_cap``, speed 1); counts sum to ``accelerators``.
+    # Solution.device numbers accelerators by type. The chain DP (``order``) takes none.
+    type_count: npt.ArrayLike
+    type_memory: npt.ArrayLike
+    type_speed: npt.ArrayLike
     overlap: bool
+    # Replicated accelerator stages (paper Appendix C.2): one type, no overlap, no order; ``sync`` per unit.
+    replication: bool
+    sync: npt.ArrayLike
     threads: int
     time_limit: float
     max_ideals: int
@@ -52,6 +60,7 @@ class Solution:
     status: Status
     value: float
     device: np.ndarray | None
+    replicas: np.ndarray | None  # with ``replication``: per accelerator (1 when unused)
     ideals: int
     covers: int
     pairs: int
@@ -67,8 +76,11 @@ def count_ideals(
 def solve(request: Request) -> Solution:
     """Run the max-load DP (over the prefixes of ``request.order`` when it is set)."""
 
-def memory_estimate(units: int, accelerators: int, cpus: int, ideals: int, covers: int) -> int:
-    """Bytes ``solve`` allocates for a lattice of ``ideals`` ideals and ``covers`` cover pairs."""
+def memory_estimate(
+    units: int, accelerators: int, cpus: int, ideals: int, covers: int, type_count: npt.ArrayLike = ...
+) -> int:
+    """Bytes ``solve`` allocates for a lattice of ``ideals`` ideals and ``covers`` cover pairs (with
+    ``type_count``: one count per accelerator type, replacing ``accelerators``); saturates at 2**63 - 1."""
 
 def chain_memory_estimate(units: int, cpus: int, group_members: int) -> int:
     """Bytes ``solve`` allocates for a request with an ``order`` (the chain DP)."""

@@ -29,16 +29,16 @@ import math
 import os
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from exactplace.core.errors import InputFormatError, SolverUnavailableError
-from exactplace.core.placement import Limit
+from exactplace.core.placement import Limit, Placement
 
-__all__ = ["DEFAULT_TOLERANCE", "Finding", "Suite", "compare", "load_suite", "regress", "run_job", "run_suite",
-           "write_reports"]
+__all__ = ["DEFAULT_TOLERANCE", "Finding", "Suite", "compare", "finite", "load_suite", "markdown_table", "regress",
+           "run_job", "run_suite", "solve_job", "write_reports"]
 
 DEFAULT_TOLERANCE = {"value": 1e-6, "measured": 0.25}
 _REPLAY_KEYS = {"devices", "samples", "repeats"}
@@ -157,8 +157,12 @@ def _workload_data(reference: str, base: Path, where: str) -> dict[str, Any]:
     return load_json(candidate, "Workload")
 
 
-def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Solve (and replay) one job; returns a JSON-ready record. Errors become the record's ``error``."""
+def solve_job(job: dict[str, Any]) -> tuple[dict[str, Any], Placement | None]:
+    """Solve one job without replaying it; returns its JSON-ready record and its placement.
+
+    The placement is None when the solve failed (an ExactplaceError, in the record's ``error``).
+    A solve stopped by Ctrl-C raises KeyboardInterrupt: it stops the whole batch, not only this job.
+    """
     from exactplace.core.errors import ExactplaceError
     from exactplace.core.io import workload_from_dict
     from exactplace.methods import solve
@@ -173,27 +177,39 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         start = time.perf_counter()
         placement = solve(workload, objective=job["objective"], method=job["method"], time_limit=job["time_limit"],
                           **job["options"])
-        if placement.limit is Limit.INTERRUPT:  # Ctrl-C stops the suite, not only this job
-            raise KeyboardInterrupt
-        record["wall_seconds"] = time.perf_counter() - start
-        record["status"] = placement.status.value
-        record["value"] = _finite(placement.objective)
-        record["bound"] = _finite(placement.bound)
-        if job["replay"] is not None and placement.has_solution:
-            record.update(_replay(workload, placement, job["objective"], job["replay"]))
     except ExactplaceError as error:
         record["error"] = f"{type(error).__name__}: {error}"
+        return record, None
+    if placement.limit is Limit.INTERRUPT:  # Ctrl-C stops the suite, not only this job
+        raise KeyboardInterrupt
+    record["wall_seconds"] = time.perf_counter() - start
+    record["status"] = placement.status.value
+    record["value"] = finite(placement.objective)
+    record["bound"] = finite(placement.bound)
+    return record, placement
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Solve (and replay) one job; returns a JSON-ready record. Errors become the record's ``error``."""
+    from exactplace.core.errors import ExactplaceError
+
+    record, placement = solve_job(job)
+    if job["replay"] is not None and placement is not None and placement.has_solution:
+        try:
+            record.update(_replay(placement, job["objective"], job["replay"]))
+        except ExactplaceError as error:
+            record["error"] = f"{type(error).__name__}: {error}"
     return record
 
 
-def _replay(workload: Any, placement: Any, objective: str, settings: dict[str, Any]) -> dict[str, Any]:
+def _replay(placement: Placement, objective: str, settings: dict[str, Any]) -> dict[str, Any]:
     """Replay in the mode that measures the objective: pipelined for throughput, single for latency."""
     from exactplace.runtime import replay
 
     pipelined = objective == "throughput"
     samples = settings.get("samples", 16)
     try:
-        result = replay(workload, placement, devices=settings.get("devices", "auto"),
+        result = replay(placement.graph, placement, devices=settings.get("devices", "auto"),
                         mode="pipelined" if pipelined else "single",
                         samples=samples if pipelined else max(samples // 4, 3), repeats=settings.get("repeats", 3))
     except SolverUnavailableError as error:
@@ -202,7 +218,8 @@ def _replay(workload: Any, placement: Any, objective: str, settings: dict[str, A
             "noise": result.noise, "replay": result.devices}
 
 
-def _finite(value: float | None) -> float | None:
+def finite(value: float | None) -> float | None:
+    """``value`` as a float, None for None and for an infinite or NaN value (JSON has neither)."""
     return None if value is None or not math.isfinite(value) else float(value)
 
 
@@ -281,6 +298,20 @@ def compare(records: Sequence[dict[str, Any]], baseline: dict[str, Any], toleran
     return findings
 
 
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    r"""The lines of a markdown table; a float cell shows 6 significant digits, None an empty cell.
+
+    >>> markdown_table(["case", "value"], [["a", 2 / 3], ["b|c", None]])
+    ['| case | value |', '|---|---|', '| a | 0.666667 |', '| b\\|c |  |']
+    """
+    def cell(x: Any) -> str:
+        text = "" if x is None else f"{x:.6g}" if isinstance(x, float) else str(x)
+        return text.replace("|", "\\|")
+
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(cell(x) for x in row) + " |" for row in rows)]
+
+
 def write_reports(suite: Suite, records: Sequence[dict[str, Any]], findings: Sequence[Finding],
                   directory: Path) -> tuple[Path, Path]:
     """Write ``<suite>.report.json`` and ``<suite>.report.md`` (with ``<suite>.report.png`` when matplotlib is
@@ -296,17 +327,11 @@ def write_reports(suite: Suite, records: Sequence[dict[str, Any]], findings: Seq
     json_path = directory / f"{suite.name}.report.json"
     json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     verdict = "PASSED" if not regressions else f"FAILED: {len(regressions)} regression(s)"
-    lines = [f"# Regression report: {suite.name}", "", f"{verdict} ({report['time']}, {report['host']})", "",
-             "| case | status | value | baseline | measured | baseline measured | verdict |",
-             "|---|---|---|---|---|---|---|"]
-
-    def show(x: Any) -> str:
-        return "" if x is None else f"{x:.6g}" if isinstance(x, float) else str(x)
-
-    for f in findings:
-        lines.append(f"| {f.key} | {show(f.current.get('status'))} | {show(f.current.get('value'))} | "
-                     f"{show(f.baseline.get('value'))} | {show(f.current.get('measured'))} | "
-                     f"{show(f.baseline.get('measured'))} | {f.kind}: {f.message} |")
+    lines = [f"# Regression report: {suite.name}", "", f"{verdict} ({report['time']}, {report['host']})", ""]
+    lines += markdown_table(
+        ["case", "status", "value", "baseline", "measured", "baseline measured", "verdict"],
+        [[f.key, f.current.get("status"), f.current.get("value"), f.baseline.get("value"), f.current.get("measured"),
+          f.baseline.get("measured"), f"{f.kind}: {f.message}"] for f in findings])
     picture = _draw_against_baseline(suite, findings, directory)
     if picture is not None:
         lines += ["", f"![values against the baseline]({picture.name})"]

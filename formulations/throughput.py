@@ -20,11 +20,53 @@ Contiguous (:func:`contiguous_ip`, ``Space.CHAIN``)
     Identical accelerators are no longer interchangeable (their order in the chain is
     fixed by the data flow), which removes most of the ``k!`` symmetry Fig. 6 has.
 
+    Heterogeneous clusters (accelerators of differing memory or speed, grouped into *types*
+    of equal memory and speed by ``Cluster.accelerator_types``): binary ``h[j, t]`` says that
+    position ``j`` is an accelerator of type ``t`` (``sum_t h[j, t] + c[j] = 1``, exactly
+    ``count[t]`` positions of type ``t``), and ``a[t, u, j] <= h[j, t]`` replaces ``a``: the
+    position's compute is divided by its type's speed and its memory row uses its type's cap.
+    Decoding gives the positions of type ``t`` that type's accelerators in chain order
+    (identical devices, so any order scores the same). A homogeneous cluster builds the model
+    above unchanged.
+
+    Replication (``replication=True``, homogeneous clusters only; paper Appendix C.2): binary
+    ``rho[j, r]`` (``r = 0..k``) gives accelerator position ``j`` its ``r`` replicas, one value
+    per accelerator position (``sum_r rho[j, r] = 1 - c[j]``; ``r = 0``: the position holds
+    nothing), and ``sum_j sum_r r rho[j, r] <= k``. The load of position ``j``,
+    ``(X_j + sync_j (r-1)/r) / r`` (``X_j`` its compute plus communication, ``sync_j`` its units'
+    ``Node.sync``), is linear in disaggregated copies ``b[u, j, r] = a[u, j] rho[j, r]``
+    (``sum_r b = a``, ``b <= rho``) and ``f[g, j, r] >= e[g, j] + rho[j, r] - 1``: one row
+    ``L >= sum_r (...) / r`` per position, no big-M beyond 1 (a big-M row per ``r`` left HiGHS
+    with 1e-6 infeasibilities after postsolve). The plain accelerator load rows and the
+    "largest unit" bound (a unit may be split over replicas) are left out.
+
 Non-contiguous (:func:`noncontiguous_ip`, ``Space.ANY``)
     The units are the colour classes (forward and backward nodes of a colour share a device);
-    ``y[c, d] = 1`` puts class ``c`` on device ``d``. Accelerators are sorted by load (a
-    symmetry-breaking row per consecutive pair), and two lower bounds on ``L`` (the total
-    minimum work over the devices, and the largest single class) tighten the relaxation.
+    ``y[c, d] = 1`` puts class ``c`` on device ``d``, each accelerator with its own memory cap
+    and speed. Two lower bounds on ``L`` (the total minimum work over the devices, on the fastest
+    accelerator, and the largest single class) tighten the relaxation.
+
+    Symmetry (issue 21). The *interchangeable sets* are the accelerators of one type (all of
+    them when homogeneous) and the CPU cores. Rank the classes by total time (accelerator + CPU,
+    heaviest first, ties by index). The ``i``-th class (rank ``i``, from 0) is fixed off every
+    device at position ``> i`` of each set (``y = 0`` by variable bound). Valid: given any
+    placement, rename the devices of each set in the order of the lowest rank they hold (empty
+    devices last); renaming identical devices keeps every load, and the device at position
+    ``p`` then holds no class of rank ``< p`` (the ``p`` devices before it each hold a distinct
+    lower first rank), so every placement has a renamed copy satisfying the fixings. Sets of
+    different types are renamed separately (rows across types would cut off optima). The
+    rows used before (accelerators of a type sorted by load, ``symmetry="load"``) tie the
+    loads to the order and blind CP-SAT's search: on layer_gnmt_inference they left a 5% gap
+    after 60 s where the fixings prove the optimum in 11-25 s (2 workers, load 5-11);
+    layer_gnmt_training 3.1% at 60 s -> optimum in 12-37 s; op_resnet50_training 56% -> 10%
+    at 60 s (``benchmarks/RESULTS.md``, issue 21). ``encode`` renames a warm start the same way.
+
+    A proven lower bound from the *packing relaxation* (no communication, no memory;
+    ``formulations/throughput_bounds.py``) can be given as ``lower_bound``: it becomes ``L``'s
+    variable bound (a row on ``LF + LB`` with ``gpipe``). Where classes are coarse and
+    communication small it is far above the LP's (layer_bert24_inference: 17.69 in 2-4 s
+    against the LP's 15.15; optimum 17.7147); on the op graphs, where communication dominates,
+    it equals the LP's and costs only its time (about 1 s).
 
 Lemma 4.1's linearization is the split of "unit ``u`` on the device at ``j``" into ``a[u, j]``
 (it is an accelerator) and ``p[u, j]`` (a CPU core) with ``a <= 1 - c[j]``, ``p <= c[j]``:
@@ -47,7 +89,7 @@ Examples
 
 from __future__ import annotations
 
-import math
+import itertools
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -137,6 +179,16 @@ class ThroughputIP:
     bound_slack: float = 0.0
     """What the model may overstate an objective by (none: its loads are exact)."""
 
+    def decode_replicas(self, values: np.ndarray) -> np.ndarray | None:
+        """Replicas of every accelerator (1 when unused), as :meth:`decode` numbers them; None without replication."""
+        if "rho" not in self.index:
+            return None
+        is_cpu = values[self.index["c"]] > 0.5
+        chosen = np.argmax(values[self.index["rho"]], axis=1)[~is_cpu]  # accelerator positions, in chain order
+        replicas = np.ones(self.cluster.accelerators, dtype=np.int64)
+        replicas[:len(chosen)] = np.maximum(chosen, 1)
+        return replicas
+
     def objective_vars(self) -> np.ndarray:
         """The load variables the objective sums (``L``, or ``LF, LB`` with gpipe)."""
         return self.index["L"].reshape(-1)
@@ -152,17 +204,25 @@ class ThroughputIP:
             position = np.argmax(w, axis=1)                         # first ideal holding the unit
             is_cpu = values[self.index["c"]] > 0.5                  # (P,)
             device_of_position = np.empty(len(is_cpu), dtype=np.int64)
-            device_of_position[~is_cpu] = np.arange(int((~is_cpu).sum()))
+            if "h" in self.index:  # typed positions: each takes the next accelerator of its type
+                kind = np.argmax(values[self.index["h"]], axis=1)
+                devices = _types(self.cluster)[0]
+                for t, group in enumerate(devices):
+                    mine = np.flatnonzero(~is_cpu & (kind == t))
+                    device_of_position[mine] = group[:len(mine)]
+            else:
+                device_of_position[~is_cpu] = np.arange(int((~is_cpu).sum()))
             device_of_position[is_cpu] = k + np.arange(int(is_cpu.sum()))
             unit_device = device_of_position[position]
         return unit_device.astype(np.int64)[self.data.unit]
 
     # -- encoding (warm starts) --------------------------------------------------------------
-    def encode(self, device: np.ndarray) -> np.ndarray | None:
-        """Model values for a placement, or None when it lies outside this IP's space."""
+    def encode(self, device: np.ndarray, replicas: np.ndarray | None = None) -> np.ndarray | None:
+        """Model values for a placement (with ``replicas``, for an IP built with replication: none reads
+        as 1 each), or None when it lies outside this IP's space."""
         graph, cluster, data = self.graph, self.cluster, self.data
         k, devices = cluster.accelerators, cluster.num_devices
-        if check_feasibility(graph, cluster, device):
+        if check_feasibility(graph, cluster, device, replicas=replicas if "rho" in self.index else None):
             return None
         unit_device = np.full(data.units, -1, dtype=np.int64)
         unit_device[data.unit] = device
@@ -170,12 +230,22 @@ class ThroughputIP:
             return None  # a unit split over devices
         values = np.zeros(self.model.num_vars)
         if self.space == "any":
-            loads = device_loads(graph, cluster, device, overlap=self.overlap)
-            # Accelerators sorted by total load, as the symmetry-breaking rows require.
-            key = loads.compute.sum(axis=1)[:k] + loads.comm.sum(axis=1)[:k]
-            rename = np.empty(devices, dtype=np.int64)
-            rename[np.argsort(-key, kind="stable")] = np.arange(k)
-            rename[k:] = np.arange(k, devices)
+            rename = np.arange(devices, dtype=np.int64)
+            rank = self.index.get("rank", np.zeros(0, np.int64))
+            if rank.size:
+                # Devices of each interchangeable set ordered by the rank of their heaviest class (empty last),
+                # as the symmetry fixings require.
+                first = np.full(devices, data.units, dtype=np.int64)
+                np.minimum.at(first, unit_device, rank)
+                for group in _interchangeable(cluster):
+                    rename[group[np.argsort(first[group], kind="stable")]] = group
+            else:
+                loads = device_loads(graph, cluster, device, overlap=self.overlap)
+                # Interchangeable accelerators sorted by total load, as the symmetry-breaking rows require.
+                key = loads.compute.sum(axis=1)[:k] + loads.comm.sum(axis=1)[:k]
+                typed = _types(cluster)
+                for group in [np.arange(k)] if typed is None else typed[0]:
+                    rename[group[np.argsort(-key[group], kind="stable")]] = group
             unit_device = rename[unit_device]
             values[self.index["y"][np.arange(data.units), unit_device]] = 1.0
             on_acc = unit_device < k
@@ -193,7 +263,16 @@ class ThroughputIP:
             is_cpu = np.asarray(order) >= k
             values[self.index["c"]] = is_cpu
             on_acc = unit_device < k
-            values[self.index["a"][on_acc, position_of_unit[on_acc]]] = 1.0
+            if "h" in self.index:  # typed positions: the type of the accelerator at each one
+                type_of = np.empty(k, dtype=np.int64)
+                for t, group in enumerate(_types(cluster)[0]):
+                    type_of[group] = t
+                accelerators = np.arange(k)
+                values[self.index["h"][position[accelerators], type_of[accelerators]]] = 1.0
+                units = np.flatnonzero(on_acc)
+                values[self.index["a"][type_of[unit_device[units]], units, position_of_unit[units]]] = 1.0
+            else:
+                values[self.index["a"][on_acc, position_of_unit[on_acc]]] = 1.0
             values[self.index["p"][~on_acc, position_of_unit[~on_acc]]] = 1.0
             acc_slots = p_count
         # Communication: e[g, slot] = 1 when the group crosses that accelerator's boundary.
@@ -207,7 +286,14 @@ class ThroughputIP:
             for slot_array in (tgt_slot, src_of_pair):
                 hit = crossing & (slot_array >= 0) & (slot_array < acc_slots)
                 values[e[data.pair_group[hit], slot_array[hit]]] = 1.0
-        loads = device_loads(graph, cluster, device, overlap=self.overlap)
+        if "rho" in self.index:  # each accelerator position's replicas (0: empty position)
+            used = np.zeros(k, dtype=bool)
+            used[device[device < k]] = True
+            reps = np.ones(k, dtype=np.int64) if replicas is None else np.asarray(replicas, dtype=np.int64)
+            accelerator_positions = position[np.arange(k)]
+            values[self.index["rho"][accelerator_positions, np.where(used, reps, 0)]] = 1.0
+        loads = device_loads(graph, cluster, device, overlap=self.overlap,
+                             replicas=replicas if "rho" in self.index else None)
         if self.gpipe:
             values[self.index["L"]] = [loads.load(0).max(), loads.load(1).max()]
         else:
@@ -228,14 +314,17 @@ def _device_chain(edges: np.ndarray, unit_device: np.ndarray, devices: int) -> l
 
 
 def _loads(model: Model, data: UnitData, placed_acc: np.ndarray, placed_cpu: np.ndarray, e: np.ndarray,
-           L: np.ndarray, overlap: bool, gpipe: bool, name: str) -> None:
+           L: np.ndarray, overlap: bool, gpipe: bool, name: str, speed: np.ndarray | None = None) -> None:
     """Rows ``L >= load`` for every accelerator slot (``placed_acc`` (U, S)) and CPU slot (``placed_cpu``).
 
     ``e`` is (G, S): the communication of each group on each accelerator slot. With ``gpipe``
     there is one row per part and ``L = (LF, LB)``; with ``overlap`` compute and communication
-    get separate rows (load = max of the two).
+    get separate rows (load = max of the two). Heterogeneous accelerators: ``speed`` divides the
+    compute, broadcast against ``placed_acc``, which may be (T, U, S): one slot is then the sum
+    over the first axis (at most one of its T variables is 1: the slot's accelerator type).
     """
     U = data.units
+    placed = placed_acc if placed_acc.ndim == 3 else placed_acc[None]
     parts = (0, 1) if gpipe else (None,)
     for part in parts:
         lvar = L[part] if gpipe else L[0]
@@ -243,10 +332,13 @@ def _loads(model: Model, data: UnitData, placed_acc: np.ndarray, placed_cpu: np.
         cpu = data.cpu[:, part] if gpipe else data.cpu.sum(axis=1)
         cost = np.where(data.group_part == part, data.group_cost, 0.0) if gpipe else data.group_cost
         suffix = "" if part is None else ("[FW]", "[BW]")[part]
-        slots = placed_acc.shape[1]
+        slots = placed.shape[2]
         if slots:
             s = np.arange(slots)
-            compute = (np.broadcast_to(s, (U, slots)), placed_acc, np.broadcast_to(acc[:, None], (U, slots)))
+            coefficient = np.broadcast_to(acc[None, :, None], placed.shape)
+            if speed is not None:
+                coefficient = coefficient / np.broadcast_to(speed, placed_acc.shape).reshape(placed.shape)
+            compute = (np.broadcast_to(s, placed.shape), placed, coefficient)
             comm = (np.broadcast_to(s, e.shape), e, np.broadcast_to(cost[:, None], e.shape))
             bound = (s, np.full(slots, lvar), -np.ones(slots))
             blocks = [(compute, bound), (comm, bound)] if overlap else [(compute, comm, bound)]
@@ -267,94 +359,134 @@ def _loads(model: Model, data: UnitData, placed_acc: np.ndarray, placed_cpu: np.
 
 
 def _communication(model: Model, data: UnitData, placed: np.ndarray, e: np.ndarray) -> None:
-    """``e[g, s] >= |placed[t, s] - placed[src(g), s]|`` for every target ``t`` of ``g`` and slot ``s``."""
-    slots = placed.shape[1]
+    """``e[g, s] >= |placed[t, s] - placed[src(g), s]|`` for every target ``t`` of ``g`` and slot ``s``.
+
+    ``placed`` is (U, S), or (T, U, S) summed over its first axis (accelerator types).
+    """
+    placed = placed if placed.ndim == 3 else placed[None]
+    types, slots = placed.shape[0], placed.shape[2]
     if not data.groups or not slots:
         return
     pairs = len(data.pair_group)
     row = np.arange(pairs * slots).reshape(pairs, slots)
     s = np.broadcast_to(np.arange(slots), (pairs, slots))
     g = np.broadcast_to(data.pair_group[:, None], (pairs, slots))
-    tgt = placed[data.pair_target]
-    src = placed[data.group_source[data.pair_group]]
+    tgt = placed[:, data.pair_target]
+    src = placed[:, data.group_source[data.pair_group]]
+    n = types * pairs * slots
     for sign, label in ((1.0, "communication in"), (-1.0, "communication out")):
         # e - sign * (placed[t] - placed[src]) >= 0
         model.add_rows(label, pairs * slots, lb=0.0,
-                       rows=np.concatenate([row.reshape(-1)] * 3),
+                       rows=np.concatenate([row.reshape(-1)] * (1 + 2 * types)),
                        cols=np.concatenate([e[g, s].reshape(-1), tgt.reshape(-1), src.reshape(-1)]),
-                       vals=np.concatenate([np.ones(pairs * slots), np.full(pairs * slots, -sign),
-                                            np.full(pairs * slots, sign)]))
+                       vals=np.concatenate([np.ones(pairs * slots), np.full(n, -sign), np.full(n, sign)]))
 
 
-def _objective_and_bounds(model: Model, data: UnitData, L: np.ndarray, devices: int, gpipe: bool) -> None:
-    """Minimize L (LF + LB); add the valid lower bounds on L from the minimum work of each unit."""
-    cheapest = np.where(data.supported[:, None], np.minimum(data.acc, data.cpu), data.cpu)  # (U, 2)
+def _objective_and_bounds(model: Model, data: UnitData, L: np.ndarray, devices: int, gpipe: bool,
+                          fastest: float = 1.0, largest: bool = True) -> None:
+    """Minimize L (LF + LB); add the valid lower bounds on L from the minimum work of each unit
+    (accelerator time on the ``fastest`` accelerator); ``largest=False`` leaves out the largest
+    unit's (invalid when a unit may be split over replicas)."""
+    acc = data.acc if fastest == 1.0 else data.acc / fastest
+    cheapest = np.where(data.supported[:, None], np.minimum(acc, data.cpu), data.cpu)  # (U, 2)
     if not gpipe:
         cheapest = cheapest.sum(axis=1, keepdims=True)
     for part in range(cheapest.shape[1]):
         # devices * L >= total minimum work;  L >= the largest single unit's minimum work.
         model.add_rows("lower bound: total work", 1, lb=float(cheapest[:, part].sum()),
                        rows=[0], cols=[L[part]], vals=[float(devices)])
-        model.add_rows("lower bound: largest unit", 1, lb=float(cheapest[:, part].max(initial=0.0)),
-                       rows=[0], cols=[L[part]], vals=[1.0])
+        if largest:
+            model.add_rows("lower bound: largest unit", 1, lb=float(cheapest[:, part].max(initial=0.0)),
+                           rows=[0], cols=[L[part]], vals=[1.0])
     model.minimize(L, np.ones(len(L)))
 
 
-def _load_cap(data: UnitData) -> float:
-    """No device's load exceeds all compute anywhere plus every group paid by all its units (finite, for CP-SAT)."""
-    compute = float(np.maximum(data.cpu.sum(axis=1), data.acc.sum(axis=1)).sum())
+def _load_cap(data: UnitData, slowest: float = 1.0) -> float:
+    """No device's load exceeds all compute anywhere (accelerator time on the ``slowest`` accelerator) plus
+    every group paid by all its units (finite, for CP-SAT)."""
+    acc = data.acc.sum(axis=1) if slowest == 1.0 else data.acc.sum(axis=1) / slowest
+    compute = float(np.maximum(data.cpu.sum(axis=1), acc).sum())
     fanout = np.bincount(data.pair_group, minlength=data.groups) + 1
     return compute + float((data.group_cost * fanout).sum())
 
 
-def _fits_accelerator(data: UnitData, cluster: Cluster) -> np.ndarray:
-    """Units that may go on an accelerator: supported, and not alone over the memory cap.
+def _fits_accelerator(data: UnitData, cap: float | np.ndarray) -> np.ndarray:
+    """Units that may go on an accelerator of memory limit ``cap``: supported, and not alone over it
+    ((U,), or (U, S) for one cap per slot).
 
     Fixing the others off the accelerators (variable bounds, not the memory row) matters for
     tiny sizes: a solver's feasibility tolerance (1e-6 in HiGHS) would let a 1e-6-byte unit
     onto a 0-byte accelerator, which the referee (1e-9 slack) rejects.
     """
-    return data.supported & (data.memory <= cluster.memory_cap)
+    if np.ndim(cap) == 0:
+        return data.supported & (data.memory <= cap)
+    return data.supported[:, None] & (data.memory[:, None] <= np.asarray(cap)[None, :])
 
 
-def _memory(model: Model, data: UnitData, placed_acc: np.ndarray, cap: float, name: str) -> None:
-    """Memory of each accelerator slot at most the cap (no row when it cannot bind)."""
+def _memory(model: Model, data: UnitData, placed_acc: np.ndarray, cap: float | np.ndarray, name: str) -> None:
+    """Memory of each accelerator slot at most its cap (one for all, or one per slot; no row where it cannot bind)."""
     slots = placed_acc.shape[1]
-    if not slots or not math.isfinite(cap) or data.memory.sum() <= cap:
+    caps = np.broadcast_to(np.asarray(cap, dtype=np.float64), (slots,))
+    keep = np.flatnonzero(np.isfinite(caps) & (data.memory.sum() > caps))
+    if not len(keep):
         return
-    U = data.units
-    model.add_rows(name, slots, ub=cap, rows=np.broadcast_to(np.arange(slots), (U, slots)).reshape(-1),
-                   cols=placed_acc.reshape(-1), vals=np.broadcast_to(data.memory[:, None], (U, slots)).reshape(-1))
+    U, n = data.units, len(keep)
+    model.add_rows(name, n, ub=caps[keep], rows=np.broadcast_to(np.arange(n), (U, n)).reshape(-1),
+                   cols=placed_acc[:, keep].reshape(-1), vals=np.broadcast_to(data.memory[:, None], (U, n)).reshape(-1))
+
+
+def _types(cluster: Cluster) -> tuple[list[np.ndarray], np.ndarray, np.ndarray] | None:
+    """None for a homogeneous cluster; else the accelerator types (``Cluster.accelerator_types``), the memory
+    limit and the speed of each."""
+    if cluster.is_homogeneous:
+        return None
+    devices = cluster.accelerator_types()
+    first = np.array([d[0] for d in devices], dtype=np.int64)
+    return devices, cluster.memory_limit[first], cluster.speed[first]
 
 
 def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, overlap: bool = False,
-                  gpipe: bool = False) -> ThroughputIP:
+                  gpipe: bool = False, replication: bool = False) -> ThroughputIP:
     """The chain-of-ideals max-load IP over the contraction's units (module docstring).
 
     Parameters
     ----------
     graph, cluster : Graph, Cluster
-        The cluster must be homogeneous (accelerators interchangeable up to their chain position).
+        A heterogeneous cluster types each accelerator position (module docstring).
     contraction : Contraction
         ``Problem.contraction``: the units and the DAG on them.
     overlap, gpipe : bool
         The objective variants (Appendix C.1; max FW + max BW).
+    replication : bool
+        Replicated accelerator positions (module docstring); homogeneous clusters, neither variant.
     """
     data = unit_data(graph, contraction.unit)
     U, k, cpus = data.units, cluster.accelerators, cluster.cpus
     P = k + cpus
+    typed = _types(cluster)
+    if replication and (typed is not None or overlap or gpipe):
+        raise ValueError("contiguous_ip: replication takes a homogeneous cluster and neither overlap nor gpipe")
     m = Model("throughput, contiguous (chain of ideals)")
     # Variables.
     w = m.add_vars((U, P), lb=np.where(np.arange(P) == P - 1, 1.0, 0.0)[None, :].repeat(U, 0), ub=1.0,
                    kind=Kind.INTEGER, name="w: unit in ideal I_j")
     c = m.add_vars(P, lb=1.0 if k == 0 else 0.0, ub=0.0 if cpus == 0 else 1.0, kind=Kind.INTEGER,
                    name="c: position j is a CPU core")
-    a = m.add_vars((U, P), ub=np.repeat(_fits_accelerator(data, cluster).astype(float), P),
-                   kind=Kind.IMPLIED_INTEGER, name="a: unit at accelerator position j")
+    if typed is None:
+        a = m.add_vars((U, P), ub=np.repeat(_fits_accelerator(data, cluster.memory_cap).astype(float), P),
+                       kind=Kind.IMPLIED_INTEGER, name="a: unit at accelerator position j")
+    else:  # one a per accelerator type: a[t, u, j], unit u at position j, an accelerator of type t
+        devices, limit, speed = typed
+        fits = np.stack([_fits_accelerator(data, cap) for cap in limit])  # (T, U)
+        a = m.add_vars((len(devices), U, P), ub=np.repeat(fits.astype(float), P), kind=Kind.IMPLIED_INTEGER,
+                       name="a: unit at accelerator position j of type t")
     p = m.add_vars((U, P), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="p: unit at CPU position j")
     e = m.add_vars((data.groups, P), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses position j")
-    L = m.add_vars(2 if gpipe else 1, ub=_load_cap(data), name="L: max load")
+    L = m.add_vars(2 if gpipe else 1, ub=_load_cap(data, 1.0 if typed is None else float(speed.min())),
+                   name="L: max load")
     edges = np.stack([contraction.src, contraction.dst], axis=1) if len(contraction.src) else np.zeros((0, 2), int)
+    if typed is not None:
+        h = m.add_vars((P, len(devices)), ub=1.0, kind=Kind.INTEGER, name="h: position j is an accelerator of type t")
 
     # Chain: I_{j-1} ⊆ I_j.
     if P > 1:
@@ -370,33 +502,125 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
         m.add_rows("ideal: w[v, j] <= w[u, j] for u -> v", n, ub=0.0, rows=np.concatenate([r, r]),
                    cols=np.concatenate([w[edges[:, 1]].reshape(-1), w[edges[:, 0]].reshape(-1)]),
                    vals=np.concatenate([np.ones(n), -np.ones(n)]))
-    # Lemma 4.1: the unit at position j is on an accelerator or on a CPU: a + p = w_j - w_{j-1}.
+    # Lemma 4.1: the unit at position j is on an accelerator or on a CPU: a + p = w_j - w_{j-1}
+    # (with types, a is the sum of a[t] over the types).
     n = U * P
+    T = 1 if typed is None else len(devices)
     r = np.arange(n)
     prev = np.concatenate([np.full((U, 1), -1), w[:, :-1]], axis=1).reshape(-1)
     cols = np.concatenate([a.reshape(-1), p.reshape(-1), w.reshape(-1), prev[prev >= 0]])
-    rows = np.concatenate([r, r, r, r[prev >= 0]])
-    vals = np.concatenate([np.ones(n), np.ones(n), -np.ones(n), np.ones(int((prev >= 0).sum()))])
+    rows = np.concatenate([np.tile(r, T), r, r, r[prev >= 0]])
+    vals = np.concatenate([np.ones(T * n), np.ones(n), -np.ones(n), np.ones(int((prev >= 0).sum()))])
     m.add_rows("device: a + p = w[u, j] - w[u, j-1]", n, lb=0.0, ub=0.0, rows=rows, cols=cols, vals=vals)
     cj = np.broadcast_to(c[None, :], (U, P)).reshape(-1)
-    m.add_rows("type: a[u, j] <= 1 - c[j]", n, ub=1.0, rows=np.concatenate([r, r]),
-               cols=np.concatenate([a.reshape(-1), cj]), vals=np.ones(2 * n))
+    if typed is None:
+        m.add_rows("type: a[u, j] <= 1 - c[j]", n, ub=1.0, rows=np.concatenate([r, r]),
+                   cols=np.concatenate([a.reshape(-1), cj]), vals=np.ones(2 * n))
+    else:
+        # Each position is a CPU core or an accelerator of one type, with count[t] positions of type t;
+        # a unit sits on a position's type only. Positions of one type stay interchangeable only up to
+        # the chain order, as in the homogeneous IP; positions of different types are told apart.
+        rt = np.arange(T * n)
+        ht = np.broadcast_to(h.T[:, None, :], (T, U, P)).reshape(-1)
+        m.add_rows("type: a[t, u, j] <= h[j, t]", T * n, ub=0.0, rows=np.concatenate([rt, rt]),
+                   cols=np.concatenate([a.reshape(-1), ht]), vals=np.concatenate([np.ones(T * n), -np.ones(T * n)]))
+        m.add_rows("position: sum_t h[j, t] + c[j] = 1", P, lb=1.0, ub=1.0,
+                   rows=np.concatenate([np.repeat(np.arange(P), T), np.arange(P)]),
+                   cols=np.concatenate([h.reshape(-1), c]), vals=1.0)
+        m.add_rows("type t on count[t] positions", T, lb=[float(len(d)) for d in devices],
+                   ub=[float(len(d)) for d in devices], rows=np.repeat(np.arange(T), P), cols=h.T.reshape(-1),
+                   vals=1.0)
     m.add_rows("type: p[u, j] <= c[j]", n, ub=0.0, rows=np.concatenate([r, r]),
                cols=np.concatenate([p.reshape(-1), cj]), vals=np.concatenate([np.ones(n), -np.ones(n)]))
     m.add_rows("exactly l CPU positions", 1, lb=float(cpus), ub=float(cpus), rows=np.zeros(P, int), cols=c, vals=1.0)
     _communication(m, data, a, e)
-    _memory(m, data, a, cluster.memory_cap, "memory per accelerator position")
-    _loads(m, data, a, p, e, L, overlap, gpipe, "load")
-    _objective_and_bounds(m, data, L, P, gpipe)
+    if replication:
+        _memory(m, data, a, cluster.memory_cap, "memory per accelerator position")
+        rho = _replicated_loads(m, data, np.bincount(contraction.unit, weights=graph.sync, minlength=U), k, a, p,
+                                c, e, L)
+        _objective_and_bounds(m, data, L, P, gpipe, largest=False)
+        return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe,
+                            {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges, "rho": rho})
+    if typed is None:
+        _memory(m, data, a, cluster.memory_cap, "memory per accelerator position")
+        _loads(m, data, a, p, e, L, overlap, gpipe, "load")
+        _objective_and_bounds(m, data, L, P, gpipe)
+        return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe,
+                            {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges})
+    for t, cap in enumerate(limit):
+        _memory(m, data, a[t], cap, f"memory per accelerator position of type {t}")
+    _loads(m, data, a, p, e, L, overlap, gpipe, "load", speed=speed[:, None, None])
+    _objective_and_bounds(m, data, L, P, gpipe, fastest=float(speed.max()))
     return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe,
-                        {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges})
+                        {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges, "h": h})
+
+
+def _replicated_loads(m: Model, data: UnitData, sync: np.ndarray, k: int, a: np.ndarray, p: np.ndarray,
+                      c: np.ndarray, e: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """The replica variables ``rho[j, r]`` (r = 0..k) and their rows (module docstring); the CPU rows as usual."""
+    U, P = a.shape
+    R = k + 1
+    rho = m.add_vars((P, R), ub=1.0, kind=Kind.INTEGER, name="rho: accelerator position j on r replicas")
+    m.add_rows("replicas: sum_r rho[j, r] + c[j] = 1", P, lb=1.0, ub=1.0,
+               rows=np.concatenate([np.repeat(np.arange(P), R), np.arange(P)]),
+               cols=np.concatenate([rho.reshape(-1), c]), vals=1.0)
+    m.add_rows("replicas: sum_j sum_r r rho[j, r] <= k", 1, ub=float(k), rows=np.zeros(P * R, int),
+               cols=rho.reshape(-1), vals=np.tile(np.arange(R, dtype=float), P))
+    # An empty position (r = 0) holds nothing: a[u, j] <= 1 - rho[j, 0].
+    n = U * P
+    r_ = np.arange(n)
+    m.add_rows("replicas: a[u, j] <= 1 - rho[j, 0]", n, ub=1.0, rows=np.concatenate([r_, r_]),
+               cols=np.concatenate([a.reshape(-1), np.broadcast_to(rho[:, 0][None, :], (U, P)).reshape(-1)]),
+               vals=1.0)
+    # The position's units and crossing groups split by its replicas, without big-M beyond 1:
+    # b[u, j, r] = a[u, j] rho[j, r] (sum_r b = a, b <= rho) and f[g, j, r] >= e[g, j] + rho[j, r] - 1.
+    acc = data.acc.sum(axis=1)
+    G, K = data.groups, R - 1
+    b = m.add_vars((U, P, K), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="b: unit at position j on r replicas")
+    f = m.add_vars((G, P, K), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="f: group crosses position j on r replicas")
+    if K:
+        rows = np.arange(n)
+        m.add_rows("replicas: sum_r b[u, j, r] = a[u, j]", n, lb=0.0, ub=0.0,
+                   rows=np.concatenate([np.repeat(rows, K), rows]), cols=np.concatenate([b.reshape(-1), a.reshape(-1)]),
+                   vals=np.concatenate([np.ones(n * K), -np.ones(n)]))
+        nb = U * P * K
+        rb = np.arange(nb)
+        m.add_rows("replicas: b[u, j, r] <= rho[j, r]", nb, ub=0.0, rows=np.concatenate([rb, rb]),
+                   cols=np.concatenate([b.reshape(-1), np.broadcast_to(rho[None, :, 1:], (U, P, K)).reshape(-1)]),
+                   vals=np.concatenate([np.ones(nb), -np.ones(nb)]))
+        if G:
+            nf = G * P * K
+            rf = np.arange(nf)
+            m.add_rows("replicas: f[g, j, r] >= e[g, j] + rho[j, r] - 1", nf, lb=-1.0,
+                       rows=np.concatenate([rf, rf, rf]),
+                       cols=np.concatenate([f.reshape(-1), np.broadcast_to(e[:, :, None], (G, P, K)).reshape(-1),
+                                            np.broadcast_to(rho[None, :, 1:], (G, P, K)).reshape(-1)]),
+                       vals=np.concatenate([np.ones(nf), -np.ones(nf), -np.ones(nf)]))
+        r = np.arange(1, R, dtype=float)
+        # L >= sum_r (sum_u (acc_u + sync_u (r-1)/r) / r b[u, j, r] + sum_g cost_g / r f[g, j, r]) per position j.
+        ub_ = ((acc[:, None] + sync[:, None] * (r - 1) / r) / r)  # (U, K)
+        fb = data.group_cost[:, None] / r  # (G, K)
+        m.add_rows("load of a replicated accelerator position", P, ub=0.0,
+                   rows=np.concatenate([np.broadcast_to(np.arange(P)[None, :, None], (U, P, K)).reshape(-1),
+                                        np.broadcast_to(np.arange(P)[None, :, None], (G, P, K)).reshape(-1),
+                                        np.arange(P)]),
+                   cols=np.concatenate([b.reshape(-1), f.reshape(-1), np.full(P, L[0])]),
+                   vals=np.concatenate([np.broadcast_to(ub_[:, None, :], (U, P, K)).reshape(-1),
+                                        np.broadcast_to(fb[:, None, :], (G, P, K)).reshape(-1), -np.ones(P)]))
+    # CPU positions: the plain rows (no accelerator slot).
+    _loads(m, data, a[:, :0], p, e[:, :0], L, False, False, "load")
+    return rho
 
 
 def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, gpipe: bool = False,
-                     symmetry: bool = True) -> ThroughputIP:
+                     symmetry: bool | str = "first", lower_bound: float | None = None) -> ThroughputIP:
     """The assignment max-load IP over colour classes (module docstring).
 
-    ``symmetry=False`` leaves out the rows sorting accelerators by load (for measurements).
+    ``symmetry``: ``"first"`` (default, ``True``) fixes the ``i``-th heaviest class off all but the
+    first ``i + 1`` devices of each set of interchangeable devices; ``"load"`` instead sorts the
+    accelerators of a type by load (the rows before issue 21); ``False`` adds neither (for
+    measurements). ``lower_bound``: a proven lower bound on the objective (e.g.
+    :func:`~.throughput_bounds.packing_bound`), added as a row.
 
     >>> from exactplace import read_workload, workload_path
     >>> w = read_workload(workload_path("layer_bert24_inference"))
@@ -406,27 +630,63 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     data = unit_data(graph, graph.color)
     U, k, cpus = data.units, cluster.accelerators, cluster.cpus
     D = k + cpus
+    typed = _types(cluster)
     m = Model("throughput, non-contiguous (assignment)")
     ub = np.ones((U, D))
-    ub[~_fits_accelerator(data, cluster), :k] = 0.0  # unsupported or too big: only on CPU cores
+    if typed is None:
+        ub[~_fits_accelerator(data, cluster.memory_cap), :k] = 0.0  # unsupported or too big: only on CPU cores
+    else:  # per accelerator: its own memory
+        ub[:, :k] = _fits_accelerator(data, cluster.memory_limit)
+    interchangeable = _interchangeable(cluster)
+    mode = "first" if symmetry is True else symmetry
+    rank = np.empty(U, dtype=np.int64)
+    rank[np.argsort(-(data.acc.sum(axis=1) + data.cpu.sum(axis=1)), kind="stable")] = np.arange(U)
+    if mode == "first":
+        for group in interchangeable:
+            for position, d in enumerate(group.tolist()):
+                ub[rank < position, d] = 0.0
     y = m.add_vars((U, D), ub=ub.reshape(-1), kind=Kind.INTEGER, name="y: class on device")
     e = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses accelerator")
-    L = m.add_vars(2 if gpipe else 1, ub=_load_cap(data), name="L: max load")
+    cap = _load_cap(data, 1.0 if typed is None else float(cluster.speed.min()))
+    # A proven bound on L is its variable bound (a row L >= b made HiGHS 1.x fail with kSolveError in
+    # its postsolve on 4 of 500 brute-force cases); with gpipe it is a row on LF + LB.
+    floor = float(lower_bound) if lower_bound is not None and lower_bound > 0 and not gpipe else 0.0
+    L = m.add_vars(2 if gpipe else 1, lb=min(floor, cap), ub=cap, name="L: max load")
     m.add_rows("assignment: each class on one device", U, lb=1.0, ub=1.0,
                rows=np.repeat(np.arange(U), D), cols=y.reshape(-1), vals=1.0)
     _communication(m, data, y[:, :k], e)
-    _memory(m, data, y[:, :k], cluster.memory_cap, "memory per accelerator")
-    _loads(m, data, y[:, :k], y[:, k:], e, L, overlap, gpipe, "load")
-    # Symmetry: accelerators sorted by total (compute + communication) load, non-increasing.
-    if symmetry and k > 1:
+    _memory(m, data, y[:, :k], cluster.memory_cap if typed is None else cluster.memory_limit, "memory per accelerator")
+    _loads(m, data, y[:, :k], y[:, k:], e, L, overlap, gpipe, "load", speed=None if typed is None else cluster.speed)
+    # Symmetry: interchangeable accelerators (one type: equal memory and speed; all of them when
+    # homogeneous) sorted by total (compute + communication) load, non-increasing. Rows between
+    # accelerators of different types would cut off optima.
+    pairs = [(int(d), int(d_next)) for group in ([np.arange(k)] if typed is None else typed[0])
+             for d, d_next in itertools.pairwise(group.tolist())]
+    if mode == "load" and pairs:
         total_acc = data.acc.sum(axis=1)
         rows, cols, vals = [], [], []
-        for d in range(k - 1):
-            for sign, dev in ((1.0, d), (-1.0, d + 1)):
-                rows += [np.full(U + data.groups, d)]
+        for row, pair in enumerate(pairs):
+            rate = 1.0 if typed is None else float(cluster.speed[pair[0]])
+            for sign, dev in zip((1.0, -1.0), pair):
+                rows += [np.full(U + data.groups, row)]
                 cols += [np.concatenate([y[:, dev], e[:, dev]])]
-                vals += [sign * np.concatenate([total_acc, data.group_cost])]
-        m.add_rows("symmetry: accelerator loads non-increasing", k - 1, lb=0.0,
+                vals += [sign * np.concatenate([total_acc / rate if rate != 1.0 else total_acc, data.group_cost])]
+        m.add_rows("symmetry: accelerator loads non-increasing", len(pairs), lb=0.0,
                    rows=np.concatenate(rows), cols=np.concatenate(cols), vals=np.concatenate(vals))
-    _objective_and_bounds(m, data, L, D, gpipe)
-    return ThroughputIP(m, "any", graph, cluster, data, overlap, gpipe, {"y": y, "e": e, "L": L})
+    if typed is None:
+        _objective_and_bounds(m, data, L, D, gpipe)
+    else:
+        _objective_and_bounds(m, data, L, D, gpipe, fastest=float(cluster.speed.max()))
+    if lower_bound is not None and lower_bound > 0 and gpipe:
+        m.add_rows("lower bound: packing relaxation", 1, lb=float(lower_bound), rows=np.zeros(len(L), int), cols=L,
+                   vals=1.0)
+    return ThroughputIP(m, "any", graph, cluster, data, overlap, gpipe,
+                        {"y": y, "e": e, "L": L, "rank": rank if mode == "first" else np.zeros(0, np.int64)})
+
+
+def _interchangeable(cluster: Cluster) -> list[np.ndarray]:
+    """Sets of interchangeable devices: the accelerators of each type (all, when homogeneous), and the CPU cores."""
+    k = cluster.accelerators
+    typed = _types(cluster)
+    groups = [np.arange(k)] if typed is None else [np.asarray(g) for g in typed[0]]
+    return [g for g in [*groups, np.arange(k, cluster.num_devices)] if len(g) > 1]

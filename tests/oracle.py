@@ -260,3 +260,39 @@ def fits_only_on_the_slack(graph: Graph, cluster: Cluster) -> bool:
     cap, limit = float(cluster.memory[0]), float(cluster.memory_limit[0])
     return any(cap < sum(sizes[i] for i in range(len(sizes)) if mask >> i & 1) <= limit
                for mask in range(1, 2 ** len(sizes)))
+
+
+def replica_vectors(used: list[int], k: int) -> Iterator[dict[int, int]]:
+    """Every replica count (at least 1) of the accelerators ``used``, adding up to at most ``k``."""
+    def rec(i: int, left: int, chosen: dict[int, int]) -> Iterator[dict[int, int]]:
+        if i == len(used):
+            yield dict(chosen)
+            return
+        rest = len(used) - i - 1  # each later accelerator needs one
+        for r in range(1, left - rest + 1):
+            chosen[used[i]] = r
+            yield from rec(i + 1, left - r, chosen)
+        chosen.pop(used[i], None)
+
+    yield from rec(0, k, {})
+
+
+def brute_force_replicated(graph: Graph, cluster: Cluster) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """The best chain split (``is_unit_chain``) of a homogeneous cluster with every choice of replicas
+    per used accelerator (adding up to at most ``k``), scored by ``max_load(..., replicas=)``:
+    (value, device, replicas), or None when no chain split fits."""
+    k = cluster.accelerators
+    class_edges = class_graph_edges(graph)
+    best = None
+    for device in fitting_placements(graph, cluster):
+        if not is_unit_chain(graph, device, class_edges):
+            continue
+        used = sorted(set(device[device < k].tolist()))
+        for chosen in replica_vectors(used, k):
+            replicas = np.ones(k, dtype=np.int64)
+            for a, r in chosen.items():
+                replicas[a] = r
+            value = evaluate(graph, cluster, device, "throughput", replicas=replicas)
+            if best is None or value < best[0]:
+                best = (value, device.copy(), replicas)
+    return best

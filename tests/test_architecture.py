@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Lowest first: a module's layer is its subpackage (``exactplace.<layer>...``).
 LAYERS = ("core", "data", "evaluators", "formulations", "methods", "backends", "heuristics", "runtime",
-          "frontends", "export", "plot", "regress", "cli")
+          "frontends", "export", "plot", "regress", "paper", "cli")
 EXTENSION = ("exactplace.backends.native", "exactplace._native")
 #: The one arrow allowed upwards: ``Placement.plot()`` draws with the plot layer, imported when called
 #: (as ``pandas.DataFrame.plot`` loads its plotting backend); nothing else below ``plot`` may reach it.

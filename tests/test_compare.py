@@ -33,7 +33,7 @@ def test_rows_are_the_evaluators_values() -> None:
 def test_failures_become_rows_and_bad_arguments_raise() -> None:
     w = read_workload(workload_path(BERT))
     odd = Workload(w.graph, Cluster(6, memory=[17e9] * 5 + [1e9], cpus=1), "heterogeneous")
-    table = compare(odd, methods=["dp", "greedy"], objectives=("throughput",))
+    table = compare(odd, methods=["dpl", "greedy"], objectives=("throughput",))  # dpl's chain DP: one memory size
     assert table.loc[0, "status"] == "error" and "homogeneous" in table.loc[0, "note"]
     assert math.isnan(table.loc[0, "throughput"]) and table.loc[1, "status"] == "feasible"
     with pytest.raises(ParameterError, match="'methods'"):

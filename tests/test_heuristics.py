@@ -186,3 +186,33 @@ def test_pipedream_past_its_time_limit_returns_the_greedy_placement() -> None:
     p = solve(graph, Cluster(8, cpus=1), method="pipedream", time_limit=0.05)
     assert p.limit is not None and p.limit.value == "time" and p.device is not None
     assert p.info["returned"].startswith("greedy") and "path nodes in time" in p.info["reason"]
+
+
+def _backward_through_a_cpu_node() -> Graph:
+    """Two training classes whose subgraphs wait on each other through an unsupported backward node
+    (found by hypothesis): class 201 feeds class 200, class 200 feeds node 2000, which feeds class 201."""
+    nodes = [Node(0, 0.0, 0.0, memory=0.25, color=200), Node(1, 0.0, 0.0, memory=0.25, color=201),
+             Node(1000, 0.0, 0.0, color=200, backward=True), Node(1001, 0.0, 0.0, color=201, backward=True),
+             Node(2000, 0.0, None, backward=True)]
+    return Graph(nodes, [(0, 1000), (1, 1001), (1, 1000), (0, 2000), (2000, 1001)])
+
+
+def test_greedy_latency_moves_an_invocation_cycle_to_the_cpu() -> None:
+    graph = _backward_through_a_cpu_node()
+    cluster = Cluster(accelerators=2, memory=0.25, cpus=1)
+    p = solve(graph, cluster, objective="latency", method="greedy")
+    assert p.status is Status.FEASIBLE and p.info["moved_to_cpu"]
+    assert check_feasibility(graph, cluster, p.device, objective="latency") == []
+    assert p.objective == evaluate(graph, cluster, p.device, "latency")
+
+
+def test_greedy_latency_without_a_cpu_says_why() -> None:
+    """With node 2000 supported and a third accelerator instead of the CPU, the three subgraphs wait on each
+    other in a cycle and greedy has nowhere to break it: no placement, with the cycle named."""
+    graph = _backward_through_a_cpu_node()
+    nodes = [graph.node(i) for i in range(graph.n)]
+    nodes[-1] = Node(2000, 0.0, 0.0, backward=True)
+    graph = Graph(nodes, [(int(graph.ids[u]), int(graph.ids[v])) for u, v in zip(graph.src, graph.dst)])
+    p = solve(graph, Cluster(accelerators=3, memory=0.25, cpus=0), objective="latency", method="greedy")
+    assert p.status is Status.NO_SOLUTION and p.device is None
+    assert "No invocation order exists" in p.info["reason"] and "has none" in p.info["reason"]

@@ -43,8 +43,8 @@ def test_training_graph_mapping(tmp_path: Path) -> None:
     assert by_name["node2.backward"].backward and not by_name["node2"].backward
     names = {v.id: v.name for v in g.nodes()}
     edges = {(names[u], names[v]): c for u, v, c in g.edges()}
-    assert edges[("node2", "node3")] == 10.0 / 2.0
-    assert edges[("node3.backward", "node2.backward")] == 10.0 / 2.0
+    assert edges[("node2", "node3")] == 1e3 * 10.0 / 2.0  # bytes / (bytes per second), in ms
+    assert edges[("node3.backward", "node2.backward")] == 1e3 * 10.0 / 2.0
     assert edges[("node3", "node3.backward")] == 0.0
 
 

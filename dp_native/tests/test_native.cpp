@@ -163,13 +163,170 @@ void test_stop_before_start() {
     expect(s.status() == Status::time, "an expired deadline stops the chain DP with status time");
 }
 
+// Accelerator types (heterogeneous clusters): a hand-checked case, the numbering of the result and
+// input checks.
+void test_types_small_cases() {
+    const double inf = std::numeric_limits<double>::infinity();
+    // Two units of 4 s accelerator time, no communication; one fast (speed 4) and one slow accelerator.
+    Instance in = chain_instance({100.0, 100.0}, {4.0, 4.0}, 0.0);
+    Options o = options(2, 0, inf);
+    o.type_count = {1, 1};
+    o.type_memory = {inf, inf};
+    o.type_speed = {1.0, 4.0};
+    Stopper stop;
+    Solution s = solve(in, o, stop);
+    expect(s.status() == Status::optimal && s.value == 2.0, "both units on the fast accelerator: 8 / 4");
+    expect(s.device == std::vector<int>({1, 1}), "the fast accelerator is device 1 (type 1)");
+    // The fast one holds one unit only: one unit on each, the slow one's 4 s decide.
+    o.type_memory = {inf, 1.0};
+    s = solve(in, o, stop);
+    expect(s.status() == Status::optimal && s.value == 4.0, "memory of the fast type: 4");
+    expect(s.device.size() == 2 && s.device[0] != s.device[1], "one unit per accelerator");
+    // Neither type fits a unit and there is no CPU.
+    o.type_memory = {0.5, 0.5};
+    s = solve(in, o, stop);
+    expect(s.status() == Status::infeasible, "nothing fits on any type: infeasible");
+    // Malformed types are exceptions.
+    const auto rejected = [&](Options bad, const char* what) {
+        bool threw = false;
+        try {
+            solve(in, bad, stop);
+        } catch (const std::invalid_argument&) {
+            threw = true;
+        }
+        expect(threw, what);
+    };
+    Options bad = o;
+    bad.type_count = {1, 2};
+    rejected(bad, "type counts that do not sum to k are rejected");
+    bad = o;
+    bad.type_speed = {1.0, 0.0};
+    rejected(bad, "a zero speed is rejected");
+    bad = o;
+    bad.type_memory = {1.0};
+    rejected(bad, "one memory per type");
+    bad = options(40, 1, inf);
+    bad.type_count.assign(40, 1);
+    bad.type_memory.assign(40, inf);
+    bad.type_speed.assign(40, 1.0);
+    rejected(bad, "2**40 device-count combinations are rejected");
+    Instance ordered = in;
+    ordered.order = {0, 1};
+    bool threw = false;
+    try {
+        solve(ordered, o, stop);
+    } catch (const std::invalid_argument&) {
+        threw = true;
+    }
+    expect(threw, "the chain DP takes no accelerator types");
+    expect(layer_count({2, 1}, 1) == 12, "layers (1 + 1) * (2 + 1) * (1 + 1)");
+    expect(memory_estimate(10, std::vector<std::int64_t>(70, 1), 1, 5, 5) == std::numeric_limits<std::int64_t>::max(),
+           "the memory estimate saturates");
+    expect(memory_estimate(10, 3, 1, 5, 5) == memory_estimate(10, std::vector<std::int64_t>{3}, 1, 5, 5),
+           "one type is the homogeneous estimate");
+}
+
+// Random DAGs: accelerators split into types that are all alike give the homogeneous optimum;
+// speed s on every type equals accelerator times divided by s (powers of two: exact).
+void test_types_match_homogeneous() {
+    std::mt19937 rng(4242);
+    std::uniform_int_distribution<int> value(0, 8), size(2, 8), coin(0, 3), split(0, 1);
+    const double inf = std::numeric_limits<double>::infinity();
+    for (int round = 0; round < 150; ++round) {
+        const int n = size(rng);
+        std::vector<double> cpu(n), acc(n);
+        for (int u = 0; u < n; ++u) {
+            cpu[u] = value(rng);
+            acc[u] = value(rng) / 2.0;
+        }
+        Instance in = chain_instance(cpu, acc, value(rng) / 4.0);
+        // Drop some chain edges (keeping their communication groups) so the lattice is not a chain.
+        for (std::size_t e = in.edge_src.size(); e-- > 0;) {
+            if (coin(rng) == 0) {
+                in.edge_src.erase(in.edge_src.begin() + static_cast<std::ptrdiff_t>(e));
+                in.edge_dst.erase(in.edge_dst.begin() + static_cast<std::ptrdiff_t>(e));
+            }
+        }
+        for (int u = 0; u < n; ++u) {
+            if (coin(rng) == 0) in.supported[u] = 0;
+            in.memory[u] = value(rng) / 2.0;
+        }
+        const int k = 1 + coin(rng), l = coin(rng) % 3;
+        const double cap = coin(rng) == 0 ? inf : 2.0 + value(rng);
+        Options plain = options(k, l, cap);
+        plain.overlap = split(rng) != 0;
+        Options typed = plain;
+        // k accelerators in 1..k types of the same memory and speed 1.
+        for (int left = k; left > 0;) {
+            const int take = left == 1 || split(rng) ? 1 : left;
+            typed.type_count.push_back(take);
+            typed.type_memory.push_back(cap);
+            typed.type_speed.push_back(1.0);
+            left -= take;
+        }
+        Stopper stop;
+        const Solution a = solve(in, plain, stop);
+        const Solution b = solve(in, typed, stop);
+        expect(a.status() == b.status() && (a.status() != Status::optimal || a.value == b.value),
+               "alike types = one type, round " + std::to_string(round) + ": " + std::to_string(a.value) + " vs " +
+                   std::to_string(b.value));
+        bool placed = b.status() != Status::optimal || static_cast<int>(b.device.size()) == n;
+        for (int d : b.device) placed = placed && d >= 0 && d < k + l;
+        expect(placed, "typed DP places every unit on an existing device");
+        // Speed 2 on every type = accelerator times halved.
+        Options fast = typed;
+        fast.type_speed.assign(fast.type_speed.size(), 2.0);
+        Instance halved = in;
+        for (double& t : halved.acc_time) t /= 2.0;
+        const Solution c = solve(in, fast, stop);
+        const Solution d = solve(halved, plain, stop);
+        expect(c.status() == d.status() && (c.status() != Status::optimal || c.value == d.value),
+               "speed 2 = halved accelerator times, round " + std::to_string(round));
+    }
+}
+
 }  // namespace
+
+// Replicated stages: a stage on r accelerators has load (acc + comm + sync (r-1)/r) / r.
+void test_replication_small_cases() {
+    Stopper stop;
+    const double inf = std::numeric_limits<double>::infinity();
+    Instance one = chain_instance({12.0}, {12.0}, 0.0);
+    one.sync = {3.0};
+    Options o = options(4, 0, inf);
+    o.replication = true;
+    Solution s = solve(one, o, stop);
+    expect(s.status() == Status::optimal && s.value == (12.0 + 3.0 * 3 / 4) / 4 && s.replicas.size() == 4 &&
+               s.replicas[0] == 4, "one unit on four replicas");
+    // Two units (acc 3 and 2, sync 1 and 2) on 4 accelerators: 2 replicas each, max(1.75, 1.5).
+    Instance two = chain_instance({5.0, 1.0}, {3.0, 2.0}, 0.0);
+    two.sync = {1.0, 2.0};
+    s = solve(two, o, stop);
+    expect(s.status() == Status::optimal && s.value == 1.75, "two units on 2 + 2 replicas: 1.75");
+    // Without replication the same instance is the plain DP (3.0 on two accelerators).
+    o.replication = false;
+    s = solve(two, o, stop);
+    expect(s.status() == Status::optimal && s.value == 3.0 && s.replicas.empty(), "replication off: the plain DP");
+    // Replication refuses overlap and accelerator types.
+    o.replication = true;
+    o.overlap = true;
+    bool threw = false;
+    try {
+        solve(two, o, stop);
+    } catch (const std::invalid_argument&) {
+        threw = true;
+    }
+    expect(threw, "replication with overlap is rejected");
+}
 
 int main() {
     test_ideal_counts();
     test_dp_small_cases();
     test_chain_matches_general_dp();
     test_stop_before_start();
+    test_types_small_cases();
+    test_types_match_homogeneous();
+    test_replication_small_cases();
     if (failures != 0) {
         std::fprintf(stderr, "%d native test(s) failed\n", failures);
         return EXIT_FAILURE;

@@ -36,7 +36,26 @@ Options (``solve(..., option=value)``): ``overlap`` (accelerator load = max(comm
 compute), Appendix C.1), ``threads`` (default: the usable CPUs) and ``memory_budget``
 (bytes the DP's tables may take, default 2 GiB; beyond it :class:`TooManyIdealsError` is
 raised before any table is allocated). ``gpipe=True`` is rejected: the DP optimizes the
-PipeDream schedule (FW + BW per device). The cluster must be homogeneous.
+PipeDream schedule (FW + BW per device).
+
+Heterogeneous clusters (``dp`` only): the accelerators are grouped into *types* of equal
+memory and speed (:func:`accelerator_types`), and the DP's state counts the accelerators used
+of each type: ``(cpus + 1) * prod(count + 1)`` table entries per ideal instead of
+``(cpus + 1) * (k + 1)``. A device of type ``t`` holding ``S`` has load ``acc(S) / speed_t``
+plus its communication and must fit ``S`` in the type's memory; the result names the actual
+accelerator of each node. A homogeneous cluster is one type of speed 1: the DP of the paper,
+run exactly as before. Too many types for the memory budget raise :class:`TooManyIdealsError`.
+``dpl``'s chain DP treats the accelerators as identical, so it takes a homogeneous cluster only.
+
+Replication (``dp`` only, option ``replication=True``; paper Appendix C.2, PipeDream's data-parallel
+stages): a stage may run on ``r`` identical accelerators, with load
+``(compute + communication + sync * (r - 1) / r) / r`` (``Node.sync`` summed over the stage), and the
+replicas of all stages add up to at most the cluster's accelerators. The DP's accelerator count
+then counts replicas: DP[I][a] takes max(DP[J][a - r], load_r(I \\ J)) for every ``r <= a``, in a
+separate single-threaded walk (``dp_native/replicated.cpp``, ``ReplicatedDP``), so the plain DP is untouched.
+The result states ``Placement.replicas``. It needs a homogeneous cluster (the replicas are
+anonymous identical accelerators) and refuses ``overlap``; the accelerators are not capped at one
+per unit (a single unit may run on every accelerator).
 
 Examples
 --------
@@ -61,13 +80,14 @@ from exactplace.backends.ideals import count_unit_ideals
 from exactplace.core.cluster import Cluster
 from exactplace.core.contraction import Contraction, dfs_topological_order
 from exactplace.core.errors import ExactplaceError, ParameterError, TooManyIdealsError, check_param
-from exactplace.core.params import Option, Real
+from exactplace.core.params import Boolean, Option, Real
 from exactplace.core.placement import Limit, Space, Status
 from exactplace.evaluators import check_feasibility, max_load
 from exactplace.evaluators.feasibility import Guarantees, contiguity_violations, memory_summary
 from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
 
-__all__ = ["AUTO_MAX_IDEALS", "DEFAULT_MEMORY_BUDGET", "DP", "DPL", "ideal_capacity"]
+__all__ = ["AUTO_MAX_IDEALS", "DEFAULT_MEMORY_BUDGET", "DP", "DPL", "AcceleratorTypes", "accelerator_types",
+           "ideal_capacity"]
 
 #: Bytes the DP's tables may take unless the ``memory_budget`` option says otherwise.
 DEFAULT_MEMORY_BUDGET = 2 * 2**30
@@ -87,7 +107,79 @@ MEMORY_BUDGET = Option(
 )
 
 
-def ideal_capacity(contraction: Contraction, cluster: Cluster, memory_budget: float) -> int:
+REPLICATION = Option(
+    "replication", Boolean(), False,
+    "stages may run data-parallel on r identical accelerators (paper Appendix C.2): load "
+    "(compute + comm + sync (r-1)/r) / r; homogeneous clusters, no overlap",
+)
+
+#: The most accelerators the replicated DP takes (its replica counts are 16-bit).
+MAX_REPLICATED_ACCELERATORS = 65535
+
+
+@dataclasses.dataclass(frozen=True)
+class AcceleratorTypes:
+    """A cluster's accelerators grouped by (memory, speed) (``Cluster.accelerator_types``), as the DP sees them.
+
+    ``devices[t]`` lists the accelerators of type ``t`` (at most one per unit: a placement never
+    uses more), ``memory[t]`` their memory limit (with the shared rounding slack,
+    ``Cluster.memory_limit``) and ``speed[t]`` their speed.
+    """
+
+    devices: tuple[np.ndarray, ...]
+    memory: np.ndarray
+    speed: np.ndarray
+
+    @property
+    def counts(self) -> list[int]:
+        """Accelerators per type."""
+        return [len(d) for d in self.devices]
+
+    @property
+    def accelerators(self) -> np.ndarray:
+        """The accelerators in the native core's numbering (type 0's, then type 1's, ...): its device -> ours."""
+        return np.concatenate([*self.devices, np.zeros(0, dtype=np.int64)])
+
+
+def accelerator_types(cluster: Cluster, units: int) -> AcceleratorTypes:
+    """The DP's accelerator types of ``cluster`` for a graph of ``units`` units.
+
+    >>> t = accelerator_types(Cluster(4, memory=[8.0, 4.0, 8.0, 8.0], speed=[1.0, 1.0, 1.0, 2.0], cpus=1), 1)
+    >>> [d.tolist() for d in t.devices], t.speed.tolist()
+    ([[0], [1], [3]], [1.0, 1.0, 2.0])
+    """
+    devices = tuple(cluster.accelerator_types(per_type=units))
+    first = np.array([d[0] for d in devices], dtype=np.int64)
+    return AcceleratorTypes(devices, cluster.memory_limit[first], cluster.speed[first])
+
+
+def replicated_cluster(cluster: Cluster, units: int) -> Cluster:
+    """The cluster the replicated DP sees: every accelerator (replicas may outnumber the units),
+    at most one CPU per unit.
+
+    >>> replicated_cluster(Cluster(8, memory=4.0, cpus=5), 2)
+    Cluster(accelerators=8, memory=4.0, cpus=2)
+    """
+    cpus = min(cluster.cpus, units)
+    return cluster if cpus == cluster.cpus else Cluster(cluster.accelerators, cluster.memory, cpus, cluster.speed)
+
+
+def _estimate(units: int, cluster: Cluster, ideals: int, covers: int, replication: bool = False) -> int:
+    """Bytes the native DP allocates for ``ideals`` ideals and ``covers`` covers on ``cluster``."""
+    from exactplace.backends.native import load
+
+    if replication:  # value, choice and a 2-byte replica count per layer: 14 bytes where the plain DP has 12
+        used = replicated_cluster(cluster, units)
+        return load().memory_estimate(units, used.accelerators, used.cpus, ideals, covers) * 14 // 12
+    if cluster.is_homogeneous:
+        used = cluster.for_nodes(units)
+        return load().memory_estimate(units, used.accelerators, used.cpus, ideals, covers)
+    counts = accelerator_types(cluster, units).counts
+    return load().memory_estimate(units, sum(counts), min(cluster.cpus, units), ideals, covers, type_count=counts)
+
+
+def ideal_capacity(contraction: Contraction, cluster: Cluster, memory_budget: float,
+                   replication: bool = False) -> int:
     """The most ideals whose DP tables fit in ``memory_budget`` bytes (ignoring the lattice's edges).
 
     >>> from exactplace.core.contraction import contract
@@ -96,10 +188,7 @@ def ideal_capacity(contraction: Contraction, cluster: Cluster, memory_budget: fl
     >>> ideal_capacity(contract(g), Cluster(2, cpus=1), 2**20) > 1000
     True
     """
-    from exactplace.backends.native import load
-
-    cluster = cluster.for_nodes(contraction.num_units)
-    per_ideal = load().memory_estimate(contraction.num_units, cluster.accelerators, cluster.cpus, 1, 0)
+    per_ideal = _estimate(contraction.num_units, cluster, 1, 0, replication)
     return int(min(memory_budget // per_ideal, _NATIVE_MAX_IDEALS))
 
 
@@ -159,16 +248,38 @@ class _NativeDP(Method):
 
     @classmethod
     def check(cls, problem: Problem) -> None:
-        """A homogeneous cluster and the PipeDream schedule (no ``gpipe``)."""
+        """The PipeDream schedule (no ``gpipe``); for ``dpl``, a homogeneous cluster."""
         check_param(
-            problem.cluster.is_homogeneous, "cluster", "solve",
-            f"a homogeneous cluster (one accelerator memory size, speed 1) for method {cls.name!r}", problem.cluster,
+            problem.cluster.is_homogeneous or not cls.linear, "cluster", "solve",
+            f"a homogeneous cluster (one accelerator memory size, speed 1) for method {cls.name!r} (its chain DP "
+            "treats the accelerators as identical; methods 'dp' and 'mip' take heterogeneous clusters)",
+            problem.cluster,
         )
         check_param(
             not problem.option("gpipe"), "gpipe", "solve",
             f"False for method {cls.name!r} (it optimizes the PipeDream schedule, FW + BW per device)",
             problem.option("gpipe"),
         )
+        if problem.options.get("replication"):
+            check_param(
+                problem.objective == "throughput", "objective", "solve",
+                "'throughput' with replication=True (the latency and makespan simulators run one device per stage)",
+                problem.objective,
+            )
+            check_param(
+                problem.cluster.is_homogeneous, "cluster", "solve",
+                f"a homogeneous cluster with replication=True for method {cls.name!r} (the replicas of a stage are "
+                "anonymous identical accelerators; one memory size, speed 1)", problem.cluster,
+            )
+            check_param(
+                not problem.option("overlap"), "overlap", "solve",
+                f"False with replication=True for method {cls.name!r} (a replicated stage's load is "
+                "(compute + communication + sync (r-1)/r) / r, paper Appendix C.2)", problem.option("overlap"),
+            )
+            check_param(
+                problem.cluster.accelerators <= MAX_REPLICATED_ACCELERATORS, "cluster", "solve",
+                f"at most {MAX_REPLICATED_ACCELERATORS} accelerators with replication=True", problem.cluster,
+            )
 
     def _budget(self, problem: Problem, contraction: Contraction) -> tuple[int, int]:
         """(ideals, covers), or TooManyIdealsError before anything big is allocated."""
@@ -176,7 +287,9 @@ class _NativeDP(Method):
 
         _native = load()
         budget = float(self.setting(problem, "memory_budget"))
-        cluster = problem.cluster.for_nodes(contraction.num_units)
+        replication = bool(problem.options.get("replication")) and not self.linear
+        cluster = (replicated_cluster(problem.cluster, contraction.num_units) if replication
+                   else problem.cluster.for_nodes(contraction.num_units))
         if self.linear:  # the chain DP: memory linear in the units
             need = _native.chain_memory_estimate(contraction.num_units, cluster.cpus, len(contraction.group_target))
             if need > budget:
@@ -187,7 +300,20 @@ class _NativeDP(Method):
                 )
             return contraction.num_units + 1, contraction.num_units
         advice = "use method='dpl' (the linearized DP: one ideal per unit) or raise the 'memory_budget' option"
-        capacity = ideal_capacity(contraction, cluster, budget)
+        if not problem.cluster.is_homogeneous:
+            counts = accelerator_types(problem.cluster, contraction.num_units).counts
+            need = _estimate(contraction.num_units, problem.cluster, 2, 1)  # the fewest ideals: {} and all units
+            if need > budget:
+                combinations = math.prod(c + 1 for c in counts) * (cluster.cpus + 1)
+                raise TooManyIdealsError(
+                    f"Method {self.name!r} keeps {combinations:,} device counts per ideal ((cpus + 1) times the "
+                    f"product of (count + 1) over the {len(counts)} accelerator types {counts}): even 2 ideals need "
+                    f"{_gib(need)}, more than its memory budget of {_gib(budget)}; group the accelerators into fewer "
+                    "types (equal memory and speed) or raise the 'memory_budget' option.",
+                    2, 0,
+                )
+            advice = "raise the 'memory_budget' option"
+        capacity = ideal_capacity(contraction, cluster, budget, replication)
         counted = _count(problem, contraction, capacity)
         if counted is None:
             raise TooManyIdealsError(
@@ -196,7 +322,7 @@ class _NativeDP(Method):
                 capacity + 1, capacity,
             )
         ideals, covers = counted
-        need = _native.memory_estimate(contraction.num_units, cluster.accelerators, cluster.cpus, ideals, covers)
+        need = _estimate(contraction.num_units, problem.cluster, ideals, covers, replication)
         if need > budget:
             raise TooManyIdealsError(
                 f"Method {self.name!r} would enumerate {ideals:,} ideals, needing {_gib(need)}, more than its "
@@ -219,7 +345,10 @@ class _NativeDP(Method):
         info: dict = {"units": contraction.num_units, "orphans": contraction.orphans, "fused": contraction.fused,
                       "merged": contraction.merged}
         # More devices than units is the same problem as one device per unit: the tables are sized by the graph.
-        used = cluster.for_nodes(contraction.num_units)
+        # Not with replication: a unit may run on every accelerator.
+        replication = bool(problem.options.get("replication")) and not self.linear
+        used = (replicated_cluster(cluster, contraction.num_units) if replication
+                else cluster.for_nodes(contraction.num_units))
         incumbent = None
         try:
             clock = time.perf_counter()
@@ -237,8 +366,25 @@ class _NativeDP(Method):
             # DPL: the prefixes of a depth-first order are its ideals. A unit DAG whose ideals are
             # already just its prefixes (a chain) is the same problem for the exact DP. Either way the
             # native chain DP, given the order, solves it in near-linear time instead of over all pairs.
-            chain = self.linear or ideals == contraction.num_units + 1
+            # The chain DP has one accelerator type: a heterogeneous cluster takes the general DP. (DPL
+            # only meets one as the incumbent above: every accelerator given the smallest memory and
+            # scored by the evaluator at its true speed, a feasible split.)
+            hetero = not self.linear and not cluster.is_homogeneous
+            chain = self.linear or (ideals == contraction.num_units + 1 and not hetero and not replication)
             order = dfs_topological_order(contraction.num_units, contraction.src, contraction.dst) if chain else []
+            if hetero:
+                types = accelerator_types(cluster, contraction.num_units)
+                accelerators = types.accelerators  # the native core numbers them by type
+                devices = {"accelerators": len(accelerators), "memory_cap": float(types.memory.min()),
+                           "type_count": types.counts, "type_memory": types.memory, "type_speed": types.speed}
+                info["accelerator_types"] = [{"devices": d.tolist(), "memory": float(cluster.memory[d[0]]),
+                                              "speed": float(cluster.speed[d[0]])} for d in types.devices]
+            else:
+                accelerators = np.arange(used.accelerators)
+                devices = {"accelerators": used.accelerators, "memory_cap": cluster.memory_cap}
+            if replication:
+                devices.update(replication=True, sync=(contraction.sync if contraction.sync is not None
+                                                       else np.zeros(contraction.num_units)))
             remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
             if remaining <= 0:
                 return _stopped(problem, Limit.TIME, info, timings, incumbent)
@@ -247,8 +393,8 @@ class _NativeDP(Method):
                 memory=contraction.memory, supported=contraction.supported, edge_src=contraction.src,
                 edge_dst=contraction.dst, group_cost=contraction.group_cost, group_source=contraction.group_source,
                 group_ptr=contraction.group_ptr, group_target=contraction.group_target, order=order,
-                accelerators=used.accelerators, cpus=used.cpus, memory_cap=cluster.memory_cap, overlap=overlap,
-                threads=int(threads), time_limit=remaining, max_ideals=ideals,
+                cpus=used.cpus, overlap=overlap, threads=int(threads), time_limit=remaining, max_ideals=ideals,
+                **devices,
             ))
         except KeyboardInterrupt:
             return _stopped(problem, Limit.INTERRUPT, info, timings, incumbent)
@@ -268,9 +414,18 @@ class _NativeDP(Method):
         if stopped is not None and out.device is None:
             return _stopped(problem, stopped, info, timings, incumbent)
 
+        # The native core's devices -> the cluster's: accelerators by type, then the CPUs.
         device = np.asarray(out.device, dtype=np.int64)
-        device = np.where(device >= used.accelerators, device - used.accelerators + cluster.accelerators, device)
+        on_acc = device < len(accelerators)
+        device = np.where(on_acc, accelerators[np.where(on_acc, device, 0)] if len(accelerators) else device,
+                          device - len(accelerators) + cluster.accelerators)
         device = device[contraction.unit]
+        replicas = None
+        if replication:
+            replicas = np.ones(cluster.accelerators, dtype=np.int64)
+            replicas[:used.accelerators] = np.asarray(out.replicas, dtype=np.int64)
+            info["replicas"] = {f"acc{a}": int(r) for a, r in enumerate(replicas.tolist())
+                                if r > 1 and np.any(device == a)}
         label = device * 2 + graph.backward.astype(np.int64)
         broken = {lab for lab, _ in contiguity_violations(graph, label)}
         info.update(dp_value=out.value, backward_contiguous=not broken)
@@ -278,13 +433,14 @@ class _NativeDP(Method):
             return MethodResult(device, Status.FEASIBLE, limit=stopped, solver=SOLVER, timings=timings, info=info)
         # Optimal for the chain-split model; the bound is the evaluator's value of the optimum itself,
         # after checking that the native table and the independent evaluator agree on it.
-        bound = max_load(graph, cluster, device, overlap=overlap)
+        bound = max_load(graph, cluster, device, overlap=overlap, replicas=replicas)
         if not math.isclose(bound, out.value, rel_tol=1e-9, abs_tol=1e-12):
             raise ExactplaceError(
                 f"Method {self.name!r}: the DP's value {out.value!r} differs from the evaluator's {bound!r} "
                 "for its own placement. This is a bug; please report it."
             )
-        return MethodResult(device, Status.OPTIMAL, bound=bound, solver=SOLVER, timings=timings, info=info)
+        return MethodResult(device, Status.OPTIMAL, bound=bound, solver=SOLVER, timings=timings, info=info,
+                            replicas=replicas)
 
 
 class DP(_NativeDP):
@@ -293,6 +449,7 @@ class DP(_NativeDP):
     name = "dp"
     exact = True
     space = Space.CHAIN
+    options = {**_NativeDP.options, "replication": REPLICATION}
     description = "exact max-load DP over ideals (optimal among chain splits); needs few enough ideals"
 
     @classmethod

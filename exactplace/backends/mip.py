@@ -14,6 +14,11 @@ non-contiguous result is never above the contiguous optimum), else DPL, else gre
 greedy split that is not a chain) is dropped and ``info["warm_start"]`` says so.
 ``warm_start=None`` starts from nothing.
 
+Non-contiguous bound (issue 21): before the IP, up to 5% of the time (at most 30 s) goes to the
+packing relaxation's proven bound (:mod:`exactplace.backends.packing`; option ``packing_bound``),
+which becomes ``L``'s lower bound; ``info["packing_bound"]`` and ``timings["packing_bound"]`` say
+what it gave and took. The DP's chain optimum is only the warm start, never a bound of any split.
+
 How a formulation plugs in: build a ``Model`` in ``formulations/`` with ``decode`` /
 ``encode`` / ``bound_slack`` as :class:`~exactplace.formulations.throughput.ThroughputIP` and
 :class:`~exactplace.formulations.latency.LatencyIP` do, then call
@@ -55,6 +60,12 @@ SOLVER_NAMES = ("auto", "highs", "cpsat", "scip", "cbc", "gurobi")
 #: benchmarks/bench_time_limits.py). It refuses such an input at once, saying what to use instead.
 MAX_NONZEROS = 2_000_000
 
+#: At most this many seconds go to the packing relaxation's bound before a non-contiguous solve.
+PACKING_SECONDS = 30.0
+
+#: ... and at most this fraction of the time left (the packing phase delays the IP itself).
+PACKING_FRACTION = 0.05
+
 
 def estimated_nonzeros(problem: Problem, q: int, contiguous: bool) -> int:
     """About how many nonzeros the program for ``problem`` has (an upper estimate from n, m and the devices)."""
@@ -62,7 +73,11 @@ def estimated_nonzeros(problem: Problem, q: int, contiguous: bool) -> int:
     k, devices = problem.cluster.accelerators, problem.cluster.num_devices
     if problem.objective == "latency":
         return k * q * (12 * n + 20 * m)
-    return devices * (12 * n + 9 * m) if contiguous else devices * (3 * n + 7 * m)
+    if not contiguous:
+        return devices * (3 * n + 7 * m)
+    # Heterogeneous: the contiguous IP has one accelerator variable per type at every position.
+    types = 1 if problem.cluster.is_homogeneous else len(problem.cluster.accelerator_types())
+    return devices * ((4 + 8 * types) * n + (3 + 6 * types) * m)
 
 
 #: Seconds a MIP runs when the caller gave no ``time_limit`` (hard instances never close their gap);
@@ -110,6 +125,12 @@ class MIP(Method):
         "solver": Option("solver", Choice(SOLVER_NAMES), "auto", "the solver ('auto': the fastest installed)"),
         "contiguous": Option("contiguous", Boolean(), True,
                              "True: chain splits (the DP's space); False: any split of the colour classes"),
+        "replication": Option("replication", Boolean(), False,
+                              "throughput, contiguous: stages may run on r identical accelerators (paper Appendix "
+                              "C.2), load (compute + comm + sync (r-1)/r) / r; homogeneous clusters"),
+        "packing_bound": Option("packing_bound", Boolean(), True,
+                                "contiguous=False: first bound the max load by the packing relaxation (no "
+                                "communication, no memory) for up to 5% of the time, and add it as a row"),
         "threads": THREADS,
         "log": Option("log", Boolean(), False, "stream the solver's log to stderr"),
         "progress": Option("progress", Boolean(), False, "print incumbent, bound and gap on stderr as they move"),
@@ -117,8 +138,7 @@ class MIP(Method):
 
     @classmethod
     def check(cls, problem: Problem) -> None:
-        """Throughput: a homogeneous cluster (the IP treats accelerators as identical).
-        Latency: ``q`` rather than ``contiguous``."""
+        """A program of a size it builds. Throughput: no latency options. Latency: ``q`` rather than ``contiguous``."""
         size = estimated_nonzeros(problem, int(cls.setting(problem, "q")), bool(cls.setting(problem, "contiguous")))
         if size > MAX_NONZEROS:
             raise TooLargeError(
@@ -126,10 +146,16 @@ class MIP(Method):
                 f"{size:,} nonzeros, more than the {MAX_NONZEROS:,} it builds (no solver reaches a useful bound at "
                 "that size); use " + ("method 'greedy'." if problem.objective == "latency"
                                       else "method 'dp' or 'dpl' (exact over chain splits), or 'greedy'."))
+        check_param(not problem.options.get("replication") or problem.objective == "throughput", "objective", "solve",
+                    "'throughput' with replication=True (the latency and makespan simulators run one device per stage)",
+                    problem.objective)
         if problem.objective == "latency":
             from exactplace.backends.latency_mip import check_latency
 
             check_latency(problem.options)
+            check_param("packing_bound" not in problem.options, "packing_bound", "solve",
+                        "left out for objective 'latency' (it bounds the non-contiguous max-load IP)",
+                        problem.options.get("packing_bound"))
             return
         check_param(
             "q" not in problem.options, "q", "solve", "left out for objective 'throughput' (it is the latency "
@@ -138,10 +164,17 @@ class MIP(Method):
         check_param("path_bound" not in problem.options, "path_bound", "solve",
                     "left out for objective 'throughput' (it bounds the latency program)",
                     problem.options.get("path_bound"))
-        check_param(
-            problem.cluster.is_homogeneous, "cluster", "solve",
-            f"a homogeneous cluster (one accelerator memory size, speed 1) for method {cls.name!r}", problem.cluster,
-        )
+        if problem.options.get("replication"):
+            check_param(bool(cls.setting(problem, "contiguous")), "contiguous", "solve",
+                        "True with replication=True (only the contiguous IP replicates stages)",
+                        problem.options.get("contiguous"))
+            check_param(problem.cluster.is_homogeneous, "cluster", "solve",
+                        "a homogeneous cluster with replication=True (the replicas of a stage are anonymous identical "
+                        "accelerators; one memory size, speed 1)", problem.cluster)
+            for name in ("overlap", "gpipe"):
+                check_param(not problem.option(name), name, "solve",
+                            "False with replication=True (a replicated stage's load is "
+                            "(compute + communication + sync (r-1)/r) / r, paper Appendix C.2)", problem.option(name))
 
     @classmethod
     def promises(cls, problem: Problem) -> Guarantees:
@@ -180,18 +213,37 @@ class MIP(Method):
                 timings["warm_start"] = time.perf_counter() - clock
                 info["warm_start"] = origin
             clock = time.perf_counter()
+            lower = None
             if contiguous:
-                ip = contiguous_ip(problem.graph, problem.cluster, problem.contraction, overlap=overlap, gpipe=gpipe)
+                ip = contiguous_ip(problem.graph, problem.cluster, problem.contraction, overlap=overlap, gpipe=gpipe,
+                                   replication=bool(self.setting(problem, "replication")))
             else:
-                ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe)
+                if self.setting(problem, "packing_bound"):
+                    lower = self._packing_bound(problem, gpipe, info, timings)
+                    clock = time.perf_counter()
+                ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe, lower_bound=lower)
             timings["build"] = time.perf_counter() - clock
             info.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
             threads = self.setting(problem, "threads") or usable_cpus()
-            result, out = solve_ip(
-                problem, ip, self.setting(problem, "solver"), warm=warm, threads=int(threads),
-                log=bool(self.setting(problem, "log")), progress=bool(self.setting(problem, "progress")),
-                space=Space.CHAIN if contiguous else Space.ANY, info=info, timings=timings,
-            )
+
+            def run(ip: Any) -> tuple[MethodResult, Any]:
+                return solve_ip(
+                    problem, ip, self.setting(problem, "solver"), warm=warm, threads=int(threads),
+                    log=bool(self.setting(problem, "log")), progress=bool(self.setting(problem, "progress")),
+                    space=Space.CHAIN if contiguous else Space.ANY, info=info, timings=timings,
+                )
+
+            try:
+                result, out = run(ip)
+            except ExactplaceError as error:
+                # HiGHS 1.x can end in kSolveError (postsolve) when L's lower bound sits a hair below the
+                # optimum (4 of 500 brute-force cases; the same model with the bound 1e-16 lower solves):
+                # solve again without the packing bound rather than fail.
+                if contiguous or lower is None or "error status" not in str(error):
+                    raise
+                info["packing_bound"] = f"{lower!r} (dropped: {error})"
+                ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe)
+                result, out = run(ip)
         except KeyboardInterrupt:
             # Ctrl-C before the solver ran (warm start, build, translation): return the start, if any.
             status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
@@ -199,8 +251,33 @@ class MIP(Method):
                                 space=Space.CHAIN if contiguous else Space.ANY, timings=timings,
                                 info={**info, "returned": "warm start" if warm is not None else "nothing"})
         if result.device is not None and out.values is not None:
+            result.replicas = ip.decode_replicas(out.values)
             self._agree(problem, result, out, overlap, gpipe)
         return result
+
+    def _packing_bound(self, problem: Problem, gpipe: bool, info: dict, timings: dict) -> float | None:
+        """The packing relaxation's proven bound (:mod:`exactplace.backends.packing`), within 5% of the
+        time left (at most :data:`PACKING_SECONDS`), on the method's solver."""
+        from exactplace.backends.packing import packing_bound
+        from exactplace.formulations.throughput import unit_data
+
+        left = problem.deadline - time.monotonic() if problem.deadline is not None else float("inf")
+        budget = min(PACKING_SECONDS, PACKING_FRACTION * left)
+        if not budget > 0.05:
+            return None
+        solver = self.setting(problem, "solver")
+        threads = int(self.setting(problem, "threads") or usable_cpus())
+        try:
+            found = packing_bound(unit_data(problem.graph, problem.graph.color), problem.cluster, gpipe=gpipe,
+                                  time_limit=budget, threads=threads, solver=solver)
+        except ExactplaceError as error:  # a solver failing on the relaxation costs the bound, not the solve
+            info["packing_bound"] = f"none ({error})"
+            return None
+        if found is None:
+            return None
+        timings["packing_bound"] = found.seconds
+        info["packing_bound"] = found.value
+        return found.value
 
     @staticmethod
     def _agree(problem: Problem, result: MethodResult, out: Any, overlap: bool, gpipe: bool) -> None:
@@ -208,7 +285,8 @@ class MIP(Method):
 
         (The solver's may exceed the evaluator's: a load variable need not be tight at a non-optimal point.)
         """
-        value = max_load(problem.graph, problem.cluster, result.device, overlap=overlap, gpipe=gpipe)
+        value = max_load(problem.graph, problem.cluster, result.device, overlap=overlap, gpipe=gpipe,
+                         replicas=result.replicas)
         # CP-SAT's coefficients are rounded at about 2**-20 of the largest one (backends/solvers/cpsat.py).
         tol = 1e-5 * max(1.0, abs(value))
         if not value <= out.objective + tol:

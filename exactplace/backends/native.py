@@ -27,7 +27,7 @@ from exactplace.core.errors import SolverUnavailableError
 __all__ = ["ABI_VERSION", "load", "request"]
 
 #: The interface version of ``exactplace._native`` this Python code speaks (module.cpp sets it).
-ABI_VERSION = 3
+ABI_VERSION = 5
 
 _REBUILD = "rebuild it with `pip install -e .` (or `python setup.py build_ext --inplace`) in the source tree"
 
@@ -59,7 +59,8 @@ def request(**fields: Any) -> Any:
     """A ``_native.Request`` with the given fields (unit arrays, cluster, limits); the rest keep defaults.
 
     Defaults: no edges, no communication groups, ``time_limit=inf``, ``threads=1``,
-    ``max_ideals=2**30 - 1``, no ``order`` (the general DP over every ideal).
+    ``max_ideals=2**30 - 1``, no ``order`` (the general DP over every ideal), no accelerator
+    types (``type_count``, ``type_memory``, ``type_speed``: one type, speed 1).
     """
     native = load()
     r = native.Request()

@@ -1,4 +1,5 @@
-"""``exactplace solve | evaluate | info | compare | methods`` (and ``replay | regress``, from replay_commands).
+"""``exactplace solve | evaluate | info | compare | methods`` (``replay | regress`` from replay_commands,
+``paper-tables`` from paper_command).
 
 Exit status: 0 success; 1 the run produced no placement (solve) or the split violates a
 constraint (evaluate); 2 bad input or usage (one line on stderr, never a traceback); 130
@@ -167,11 +168,17 @@ def _command_evaluate(args: argparse.Namespace) -> int:
         options["subgraph"] = plan.subgraph
     if objective == "makespan" and plan.order is not None:
         options["order"] = plan.order
+    replicas = plan.replicas
+    if replicas is not None and objective != "throughput":
+        raise ParameterError(f"The plan replicates stages ('replicas'), which only the throughput objective "
+                             f"scores, not {objective!r}.")
+    if replicas is not None:
+        options["replicas"] = replicas
     violations = check_feasibility(graph, cluster, plan.device, objective=objective, space=space, q=q,
-                                   subgraph=plan.subgraph)
+                                   subgraph=plan.subgraph, replicas=replicas)
     value = _score(graph, cluster, plan.device, objective, options, violations)
     print(f"{objective}: {value:.6f}")
-    used = [k for k, v in options.items() if v is True]
+    used = [k for k, v in options.items() if v is True] + (["replicas"] if replicas is not None else [])
     rules = _rules(objective, space, q) + (f"; scored with {', '.join(used)}" if used else "")
     print(_device_table(graph, cluster, plan.device, objective, options, violations))
     if not violations:
@@ -222,7 +229,8 @@ def _device_table(graph: Graph, cluster: Cluster, device: np.ndarray, objective:
     from exactplace.evaluators.latency import latency_schedule
 
     if objective != "latency":
-        loads = device_loads(graph, cluster, device, overlap=bool(options.get("overlap"))).to_frame(cluster)
+        loads = device_loads(graph, cluster, device, overlap=bool(options.get("overlap")),
+                             replicas=options.get("replicas")).to_frame(cluster)
         return loads[loads["compute"] > 0].to_string(float_format=lambda x: f"{x:.6g}")
     if any(v.kind in ("order", "subgraphs") and "more than q" not in v.message for v in violations):
         return "(no schedule: the subgraphs cannot be invoked)"
@@ -432,9 +440,11 @@ def build_parser() -> argparse.ArgumentParser:
     methods = commands.add_parser("methods", help="list the placement methods")
     methods.set_defaults(run=_command_methods)
 
+    from exactplace.cli.paper_command import add_command
     from exactplace.cli.replay_commands import add_commands
 
     add_commands(commands, workload_help)
+    add_command(commands, _positive)
     return parser
 
 

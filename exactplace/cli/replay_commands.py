@@ -9,11 +9,16 @@ from typing import Any
 
 def _command_replay(args: argparse.Namespace) -> int:
     from exactplace.cli.inputs import load_workload
-    from exactplace.core.io import read_placement
+    from exactplace.core.errors import ParameterError
+    from exactplace.core.io import read_split_file
     from exactplace.runtime import replay
 
     workload = load_workload(args.workload)
-    device = read_placement(args.plan, workload.graph, workload.cluster)
+    plan = read_split_file(args.plan, workload.graph, workload.cluster)
+    if plan.replicas is not None and bool((plan.replicas > 1).any()):
+        raise ParameterError("replay runs one device per stage: it does not replay replicated stages "
+                             "(the plan's 'replicas'); solve without replication=True to replay it.")
+    device = plan.device
     result = replay(workload, device, devices=args.devices, mode=args.mode, samples=args.samples,
                     repeats=args.repeats)
     what = "time per sample" if args.mode == "pipelined" else "latency"

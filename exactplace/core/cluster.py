@@ -38,8 +38,9 @@ class Cluster:
         Number of CPU cores l (no memory cap, no communication cost).
     speed : float or sequence of float
         Relative speed of each accelerator: a node's accelerator time is divided by it.
-        The paper's model is homogeneous (speed 1); per-device values make room for
-        heterogeneous clusters without changing any caller.
+        The paper's model is homogeneous (speed 1). Per-device memory and speed are honoured
+        by the evaluators and by the exact methods ``dp`` and ``mip`` (see
+        :meth:`accelerator_types`); ``dpl`` and ``pipedream`` take homogeneous clusters only.
 
     Examples
     --------
@@ -94,6 +95,29 @@ class Cluster:
         if (k, min(self.cpus, n)) == (self.accelerators, self.cpus):
             return self
         return Cluster(k, self.memory[:k], min(self.cpus, n), self.speed[:k])
+
+    def accelerator_types(self, per_type: int | None = None) -> list[np.ndarray]:
+        """The accelerators grouped into *types* of equal memory and speed (interchangeable devices).
+
+        Each type lists its accelerators in ascending order (only the first ``per_type`` when
+        given); types are ordered by their first accelerator. A homogeneous cluster has one type.
+
+        >>> c = Cluster(4, memory=[8.0, 4.0, 8.0, 8.0], speed=[1.0, 1.0, 1.0, 2.0])
+        >>> [t.tolist() for t in c.accelerator_types()]
+        [[0, 2], [1], [3]]
+        >>> [t.tolist() for t in Cluster(10**9, memory=1e9).accelerator_types(per_type=2)]
+        [[0, 1]]
+        """
+        k = self.accelerators
+        if k == 0:
+            return []
+        limit = k if per_type is None else min(k, per_type)
+        if _uniform(self.memory) and _uniform(self.speed):
+            return [np.arange(limit, dtype=np.int64)]
+        pairs = np.stack([self.memory, self.speed], axis=1)
+        _, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        return [np.flatnonzero(inverse == t)[:limit] for t in np.argsort(first, kind="stable")]
 
     @property
     def max_memory(self) -> float:
@@ -158,8 +182,19 @@ class Cluster:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        memory = self.memory[0] if self.accelerators and self.is_homogeneous else list(self.memory)
-        return f"Cluster(accelerators={self.accelerators}, memory={memory}, cpus={self.cpus})"
+        """The constructor call that rebuilds this cluster (per-device lists only where devices differ)."""
+        def shown(values: np.ndarray, default: float | None) -> str | None:
+            if self.accelerators == 0 or _uniform(values):
+                first = float(values[0]) if len(values) else default
+                return None if first == default else repr(first)
+            return repr([float(v) for v in values])
+
+        parts = [f"accelerators={self.accelerators}"]
+        for name, values, default in (("memory", self.memory, None), ("speed", self.speed, 1.0)):
+            text = shown(values, default)
+            if text is not None:
+                parts.append(f"{name}={text}")
+        return f"Cluster({', '.join(parts)}, cpus={self.cpus})"
 
 
 def _uniform(values: np.ndarray) -> bool:

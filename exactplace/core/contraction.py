@@ -77,6 +77,9 @@ class Contraction:
         Colour classes absorbed by cycle fusion (step 3).
     merged : int
         Trivial merges performed (step 4).
+    sync : numpy array of float, shape (num_units,), or None
+        Sums of ``Node.sync`` over each unit's nodes (None from callers that build units by hand:
+        read as zeros).
     """
 
     unit: np.ndarray
@@ -93,6 +96,7 @@ class Contraction:
     orphans: int = 0
     fused: int = 0
     merged: int = 0
+    sync: np.ndarray | None = None
 
     @property
     def num_units(self) -> int:
@@ -157,7 +161,9 @@ def contract(graph: Graph, memory: float = math.inf) -> Contraction:
     # Step 4: trivial merges, on the components, with a union-find.
     parent = np.arange(components)
     node_component = component[color]
-    time = np.bincount(node_component, weights=graph.cpu_time + np.where(graph.supported, graph.acc_time, 0.0),
+    # A unit with a synchronisation cost is not free to move: a replicated stage pays for it.
+    time = np.bincount(node_component,
+                       weights=graph.cpu_time + np.where(graph.supported, graph.acc_time, 0.0) + graph.sync,
                        minlength=components)
     unsupported = np.bincount(node_component, weights=~graph.supported, minlength=components) > 0
     size = np.bincount(node_component, weights=graph.memory, minlength=components)
@@ -245,6 +251,7 @@ def contract(graph: Graph, memory: float = math.inf) -> Contraction:
         orphans=int(orphan.sum()),
         fused=int(fused),
         merged=merged,
+        sync=np.bincount(unit, weights=graph.sync, minlength=units),
     )
 
 

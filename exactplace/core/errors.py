@@ -33,6 +33,15 @@ class PlacementError(ExactplaceError, ValueError):
     """A placement does not match its graph or cluster (unknown node, unknown device, ...)."""
 
 
+class InvocationCycleError(PlacementError):
+    """A latency placement's accelerator subgraphs wait on each other in a cycle; ``devices`` lists the
+    devices of one such cycle (accelerators and CPUs, device numbers)."""
+
+    def __init__(self, message: str, devices: list[int]) -> None:
+        super().__init__(message)
+        self.devices = devices
+
+
 class ParameterError(ExactplaceError, ValueError):
     """A function was called with an invalid parameter value."""
 

@@ -44,6 +44,11 @@ class Node:
         True for a backward-pass (gradient) node of a training graph.
     name : str or None
         A human-readable name, kept for reports.
+    sync : float
+        Time to all-reduce this node's parameters among the replicas of a data-parallel stage
+        (PipeDream's ``4 P / B`` for ``P`` parameter bytes and bandwidth ``B``). A stage on ``r``
+        replicas pays ``sync_total * (r - 1) / r`` (paper Appendix C.2); 0 (the default) makes
+        replication free of synchronisation. Unused without replication.
     """
 
     id: int
@@ -54,6 +59,7 @@ class Node:
     color: int | None = None
     backward: bool = False
     name: str | None = None
+    sync: float = 0.0
 
 
 EdgeSpec = tuple[int, int] | tuple[int, int, float]
@@ -117,6 +123,7 @@ class Graph:
         "names",
         "src",
         "supported",
+        "sync",
         "topological_order",
     )
 
@@ -147,6 +154,7 @@ class Graph:
         self.memory = _frozen(np.array([float(v.memory) for v in nodes]))
         self.comm = _frozen(np.array([float(v.comm) for v in nodes]))
         self.backward = _frozen(np.array([bool(v.backward) for v in nodes]))
+        self.sync = _frozen(np.array([float(v.sync) for v in nodes]))
         self.color_labels = tuple(None if v.color is None else int(v.color) for v in nodes)
         # Colocation classes as dense indices 0..C-1; an uncolored node is its own class.
         class_of: dict[object, int] = {}
@@ -243,6 +251,11 @@ class Graph:
         """True when the graph has backward nodes."""
         return bool(self.backward.any())
 
+    @property
+    def has_sync(self) -> bool:
+        """True when some node has a parameter-synchronisation cost (``Node.sync``)."""
+        return bool(self.sync.any())
+
     @cached_property
     def has_uniform_edge_costs(self) -> bool:
         """True when every node's outgoing edges share one cost (no subdivision needed)."""
@@ -261,7 +274,7 @@ class Graph:
             id=int(self.ids[i]), cpu_time=float(self.cpu_time[i]),
             acc_time=float(self.acc_time[i]) if self.supported[i] else None,
             memory=float(self.memory[i]), comm=float(self.comm[i]), color=self.color_labels[i],
-            backward=bool(self.backward[i]), name=self.names[i],
+            backward=bool(self.backward[i]), name=self.names[i], sync=float(self.sync[i]),
         )
 
     def describe(self, i: int) -> str:
@@ -326,7 +339,7 @@ _MAX_SUM = 1e300
 
 def _check_sums(graph: Graph) -> None:
     columns = {"cpu_time": graph.cpu_time, "acc_time": graph.acc_time[graph.supported], "memory": graph.memory,
-               "comm": graph.comm}
+               "comm": graph.comm, "sync": graph.sync}
     for field, values in columns.items():
         if not sum(values.tolist(), 0.0) <= _MAX_SUM:  # a plain float sum: inf on overflow, no warning
             raise GraphError(
@@ -345,6 +358,7 @@ def _adjacency(a: np.ndarray, b: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
 def _check_values(node: Node) -> None:
     fields: Sequence[tuple[str, object]] = (
         ("cpu_time", node.cpu_time), ("acc_time", node.acc_time), ("memory", node.memory), ("comm", node.comm),
+        ("sync", node.sync),
     )
     for field, value in fields:
         if value is None and field == "acc_time":

@@ -35,6 +35,7 @@ from exactplace.core.graph import Graph, Node
 from exactplace.core.onnx_import import onnx_to_dict, parse_model
 from exactplace.core.pipedream import looks_like_pipedream, pipedream_stages, pipedream_to_dict
 from exactplace.core.placement import Space
+from exactplace.core.placement_array import as_replicas_array
 
 __all__ = [
     "SplitFile",
@@ -291,6 +292,7 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
                 backward=f.boolean("isBackwardNode", _REQUIRED),
                 color=f.optional_integer("colorClass"),
                 name=str(raw["name"]) if raw.get("name") is not None else None,
+                sync=f.number("syncLatency", 0.0),
             )
         )
     edges = []
@@ -304,6 +306,7 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
         "cpuLatency": [v.cpu_time for v in nodes],
         "fpgaLatency and cost": [v.acc_time for v in nodes if v.acc_time is not None] + [c for *_, c in edges],
         "size": [v.memory for v in nodes],
+        "syncLatency": [v.sync for v in nodes],
     })
     # A node's own comm cost is the cost of its outgoing edges (they normally agree);
     # it matters only for writing and for nodes given without per-edge costs.
@@ -439,6 +442,8 @@ def workload_to_dict(workload: Workload) -> dict[str, Any]:
             entry["colorClass"] = v.color
         if v.name != str(v.id):
             entry["name"] = v.name
+        if v.sync:
+            entry["syncLatency"] = v.sync
         nodes.append(entry)
     memory = cluster.max_memory if cluster.accelerators else 0.0
     return {
@@ -546,7 +551,8 @@ class SplitFile:
     ``objective``, ``space`` and ``q`` are the plan's (None for a reference split);
     ``subgraph`` each accelerator node's subgraph index (latency plans with ``q >= 2``);
     ``options`` the scoring options it was solved with (``overlap``, ``gpipe``, ``contention``);
-    ``order`` the execution order (node positions) a makespan plan was scored with.
+    ``order`` the execution order (node positions) a makespan plan was scored with;
+    ``replicas`` each accelerator's replicas (a throughput plan solved with ``replication=True``).
     """
 
     device: np.ndarray
@@ -556,6 +562,7 @@ class SplitFile:
     subgraph: np.ndarray | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     order: list[int] | None = None
+    replicas: np.ndarray | None = None
 
 
 def _plan_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str) -> SplitFile:
@@ -608,8 +615,16 @@ def _plan_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str) ->
     order = info.get("order")
     if order is not None and not (isinstance(order, list) and all(isinstance(i, int) for i in order)):
         raise InputFormatError(f"{where}: field 'info.order' must be a list of node positions.")
+    replicas = None
+    if top.data.get("replicas") is not None:
+        raw = top.array("replicas")
+        if len(raw) != cluster.accelerators or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 1
+                                                       for r in raw):
+            raise InputFormatError(f"{where}: field 'replicas' must list one integer >= 1 per accelerator "
+                                   f"({cluster.accelerators}). Got {_shown(raw)} instead.")
+        replicas = as_replicas_array(graph, cluster, device, np.array(raw, dtype=np.int64))
     return SplitFile(device, objective, None if space is None else Space(space), q,
-                     subgraph if stated.any() else None, options, order)
+                     subgraph if stated.any() else None, options, order, replicas)
 
 
 def split_file_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str = "The split") -> SplitFile:

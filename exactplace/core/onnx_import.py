@@ -26,6 +26,9 @@ deliberate):
   per second), in milliseconds; the default ``bandwidth=inf`` makes transfers free, as the PipeDream
   importer. The graph model sends one copy per distinct cost of a node's out-edges (the paper's
   subdivision), which is exact for the usual node with a single output tensor.
+* Parameter synchronisation (replicated stages, ``solve(..., replication=True)``): ``Node.sync`` =
+  ``4 x`` the bytes of the initializers the node reads ``/ bandwidth``, in milliseconds (PipeDream's
+  all-reduce model); free with the default ``bandwidth=inf``. A weight read by several nodes counts on each.
 * Memory: the bytes of the initializers (and ``Constant`` tensors) the node reads, plus the bytes of
   its output tensors. A weight read by several nodes counts on each (two of them on one device count it
   twice: an over-estimate, never an under-estimate). Graph inputs cost nothing: the data is there, as
@@ -448,14 +451,16 @@ def onnx_to_dict(
 
     flops: list[float] = []
     sizes: list[float] = []
+    parameters: list[int] = []
     sent: dict[tuple[int, int], int] = {}
     for i in kept:
         node = onnx_nodes[i]
         where = f"ONNX node {names[i]!r} ({node.op_type})"
-        weight_bytes = 0
+        weight_bytes = parameter_bytes = 0
         for tensor in reads[i]:
             if tensor in weights or tensor in constants:
                 weight_bytes += types.nbytes(tensor, f"{where}: input")
+                parameter_bytes += types.nbytes(tensor, f"{where}: input") if tensor in weights else 0
             elif tensor in producer:
                 pair = (producer[tensor], i)
                 sent[pair] = sent.get(pair, 0) + types.nbytes(tensor, f"{where}: input")
@@ -469,6 +474,7 @@ def onnx_to_dict(
             raise InputFormatError(f"{where}: its input shapes {in_shapes} do not fit the operator.") from None
         flops.append(count)
         sizes.append(float(weight_bytes + out_bytes))
+        parameters.append(parameter_bytes)
 
     if profile:
         measured = _profile(onnx, fixed, types, path, runs, source)
@@ -478,7 +484,9 @@ def onnx_to_dict(
         acc = [f / accelerator_rate * 1e3 for f in flops]
     out_nodes = [
         {"id": k, "name": names[i], "supportedOnFpga": True, "cpuLatency": cpu[k], "fpgaLatency": acc[k],
-         "isBackwardNode": False, "size": sizes[k]}
+         "isBackwardNode": False, "size": sizes[k],
+         **({"syncLatency": 4 * parameters[k] / bandwidth * 1e3} if parameters[k] and math.isfinite(bandwidth)
+            else {})}
         for k, i in enumerate(kept)
     ]
     out_edges = [

@@ -12,8 +12,15 @@ Mapping choices (each one deliberate):
   backward node (time B) sharing one colour class, so both halves land on the same device, as PipeDream's
   stages do. Forward edges ``u -> v`` are mirrored as backward edges ``bw(v) -> bw(u)`` and each
   forward node feeds its own backward node. ``training=False`` keeps the forward pass only.
-* Edge cost = bytes / ``bandwidth`` (activation bytes of the source forward, the same bytes of
-  gradient backward); the default ``bandwidth=inf`` makes transfers free, PipeDream's optimizer default.
+* Edge cost = bytes / ``bandwidth`` (bytes per second, as PipeDream's ``-b``) in milliseconds, the
+  profile's unit: ``1000 * bytes / bandwidth`` (activation bytes of the source forward, the same bytes
+  of gradient backward); the default ``bandwidth=inf`` makes transfers free, PipeDream's optimizer default.
+* Parameter synchronisation (data-parallel replication, paper Appendix C.2): the forward node's
+  ``Node.sync`` = ``4 P / sync_bandwidth`` (PipeDream's all-reduce model: a stage replicated ``r`` times
+  pays ``4 (r - 1) P / (r B)``), bytes per second again, in milliseconds; ``sync_bandwidth`` defaults to
+  ``bandwidth``, so ``bandwidth=inf`` makes replication free (PipeDream's ``-b 1e30``). PipeDream's
+  optimizer ignores activation transfers (without a compression ratio) but prices the all-reduce:
+  ``bandwidth=inf, sync_bandwidth=B`` is that model.
 * Memory: parameters ``P`` plus the activation ``A`` on the forward node; when training the
   backward node adds gradients and optimizer state (``2 P``). One version of each: PipeDream's
   hierarchical optimizer multiplies a stage's activations and parameters by the number of
@@ -24,7 +31,8 @@ Mapping choices (each one deliberate):
 * A list activation ``[a; b]`` is summed.
 * ``stage_id=K`` fields (a profile PipeDream's optimizer partitioned) are ignored by the workload and
   read as a split by :func:`pipedream_stages`: stage ``K`` runs on accelerator ``K``, a node's backward
-  half with its forward half. A replicated stage is read as one device (replication is not modelled).
+  half with its forward half. A replicated stage is read as one device (the profile does not say how
+  many replicas it has).
 
 Malformed files raise :class:`InputFormatError` naming the line number and field.
 """
@@ -35,7 +43,10 @@ import math
 import re
 from typing import Any
 
-from exactplace.core.errors import InputFormatError
+from exactplace.core.errors import InputFormatError, check_param
+
+#: Bandwidths are in bytes per second (PipeDream's ``-b``); the profile's times, and so every cost, in ms.
+MS_PER_S = 1e3
 
 _NODE = re.compile(r"^(node\w+) -- (.*) -- (.*)$")
 _EDGE = re.compile(r"^\t(node\w+) -- (node\w+)\s*$")
@@ -136,9 +147,14 @@ def _kept(nodes: dict[str, dict[str, Any]], edges: list[tuple[str, str]]) -> lis
 
 def pipedream_to_dict(
     text: str, *, training: bool = True, bandwidth: float = math.inf, accelerators: int = 4,
-    memory: float = math.inf, cpus: int = 0,
+    memory: float = math.inf, cpus: int = 0, sync_bandwidth: float | None = None,
 ) -> dict[str, Any]:
     """Convert a PipeDream profile to the dnn-partitioning dictionary (see the module docstring)."""
+    if sync_bandwidth is None:
+        sync_bandwidth = bandwidth
+    check_param(isinstance(sync_bandwidth, (int, float)) and not isinstance(sync_bandwidth, bool)
+                and sync_bandwidth > 0, "sync_bandwidth", "read_workload",
+                "a positive number of bytes per second, or inf", sync_bandwidth)
     nodes, edges = parse_pipedream(text)
     kept = _kept(nodes, edges)
     kept_set = set(kept)
@@ -152,15 +168,18 @@ def pipedream_to_dict(
         fw = 0.0 if source else f["forward_compute_time"]
         bw = 0.0 if source else f["backward_compute_time"]
         mem = 0.0 if source else f["parameter_size"] + f["activation_size"]
+        sync = MS_PER_S * 4 * f["parameter_size"] / sync_bandwidth if not source and math.isfinite(sync_bandwidth) \
+            else 0.0
         out_nodes.append({"id": ids[n], "name": n, "supportedOnFpga": True, "cpuLatency": fw, "fpgaLatency": fw,
-                          "isBackwardNode": False, "size": mem, "colorClass": ids[n]})
+                          "isBackwardNode": False, "size": mem, "colorClass": ids[n],
+                          **({"syncLatency": sync} if sync else {})})
         if training:
             out_nodes.append({"id": offset + ids[n], "name": f"{n}.backward", "supportedOnFpga": True,
                               "cpuLatency": bw, "fpgaLatency": bw, "isBackwardNode": True,
                               "size": 0.0 if source else 2 * f["parameter_size"], "colorClass": ids[n]})
     out_edges = []
     for u, v in edges:
-        cost = nodes[u]["activation_size"] / bandwidth if math.isfinite(bandwidth) else 0.0
+        cost = MS_PER_S * nodes[u]["activation_size"] / bandwidth if math.isfinite(bandwidth) else 0.0
         out_edges.append({"sourceId": ids[u], "destId": ids[v], "cost": cost})
         if training:
             out_edges.append({"sourceId": offset + ids[v], "destId": offset + ids[u], "cost": cost})

@@ -137,6 +137,10 @@ class Placement:
         Time spent solving.
     timings, info : mapping
         Per-phase seconds, and method-specific facts (ideal counts, options used, ...).
+    replicas : numpy array of int, or None
+        Throughput with replication (``replication=True``, paper Appendix C.2): ``replicas[a]``
+        identical accelerators run accelerator ``a``'s part data-parallel (1 for unused ones);
+        the replicas in use add up to at most ``cluster.accelerators``. None: no replication.
     """
 
     graph: Graph
@@ -156,10 +160,13 @@ class Placement:
     q: int | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
     info: Mapping[str, Any] = field(default_factory=dict)
+    replicas: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.device is not None:
             self.device.setflags(write=False)
+        if self.replicas is not None:
+            self.replicas.setflags(write=False)
         if self.subgraph is not None:
             self.subgraph.setflags(write=False)
         if self.limit is not None:
@@ -201,22 +208,25 @@ class Placement:
         }
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per node: id, name, device, backward, times and memory."""
+        """One row per node: id, name, device, backward, times and memory (and, for a replicated
+        plan, the replicas of the node's device and its ``sync`` time)."""
         import pandas as pd  # here, not at module level: ``import exactplace`` stays light
 
         g = self.graph
         names = self.cluster.device_names()
-        return pd.DataFrame(
-            {
-                "id": g.ids,
-                "name": g.names,
-                "device": [names[d] for d in self.device] if self.device is not None else None,
-                "backward": g.backward,
-                "cpu_time": g.cpu_time,
-                "acc_time": np.where(g.supported, g.acc_time, np.nan),
-                "memory": g.memory,
-            }
-        ).set_index("id")
+        columns: dict[str, Any] = {
+            "id": g.ids,
+            "name": g.names,
+            "device": [names[d] for d in self.device] if self.device is not None else None,
+            "backward": g.backward,
+            "cpu_time": g.cpu_time,
+            "acc_time": np.where(g.supported, g.acc_time, np.nan),
+            "memory": g.memory,
+        }
+        if self.replicas is not None and self.device is not None:
+            per_device = np.concatenate([self.replicas, np.ones(self.cluster.cpus, dtype=np.int64)])
+            columns.update(replicas=per_device[self.device], sync=g.sync)
+        return pd.DataFrame(columns).set_index("id")
 
     def plot(self, **options: Any) -> Any:
         """The placement drawn on its graph: :func:`exactplace.plot.placement_graph` (a matplotlib Figure).
@@ -262,6 +272,7 @@ class Placement:
             "info": _jsonable(self.info),
             "trace": [[p.seconds, p.incumbent, p.bound] for p in self.trace],
             "placement": placement,
+            **({} if self.replicas is None else {"replicas": [int(r) for r in self.replicas]}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -300,8 +311,10 @@ class Placement:
         if "not_optimal" in self.info:
             lines.append(f"not called optimal: {self.info['not_optimal']}")
         lines.append(f"wall time: {self.wall_seconds:.3f} s")
+        replicas = {} if self.replicas is None else dict(zip(self.cluster.device_names(), self.replicas.tolist()))
         for name, ids in self.devices_used().items():
-            lines.append(f"  {name}: {len(ids)} nodes")
+            times = replicas.get(name, 1)
+            lines.append(f"  {name}: {len(ids)} nodes" + (f" x {times} replicas" if times > 1 else ""))
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -32,13 +32,16 @@ def evaluate(
 ) -> float:
     """Score a placement under ``objective`` (``"throughput"``: max-load; ``"latency"``; ``"makespan"``).
 
-    ``options`` are passed to the objective's evaluator (``overlap``, ``gpipe`` for throughput;
+    ``options`` are passed to the objective's evaluator (``overlap``, ``gpipe``, ``replicas`` for throughput;
     ``subgraph`` for latency; ``contention``, ``order`` for makespan). It scores, it does not
     judge: :func:`check_feasibility` says which rules of the objective a placement breaks.
     """
     check_param(isinstance(graph, Graph), "graph", "evaluate", "a Graph", type(graph).__name__)
     check_param(isinstance(cluster, Cluster), "cluster", "evaluate", "a Cluster", cluster)
     check_param(objective in OBJECTIVES, "objective", "evaluate", f"one of {list(OBJECTIVES)}", objective)
+    check_param(options.get("replicas") is None or objective == "throughput", "objective", "evaluate",
+                "'throughput' for a plan with replicas (the latency and makespan simulators run one device per "
+                "stage, not replicated stages)", objective)
     if objective == "throughput":
         return max_load(graph, cluster, device, **options)
     if objective == "makespan":

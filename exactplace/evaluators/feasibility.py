@@ -31,11 +31,11 @@ import networkx as nx
 import numpy as np
 
 from exactplace.core.cluster import Cluster
-from exactplace.core.errors import PlacementError, check_param
+from exactplace.core.errors import ParameterError, PlacementError, check_param
 from exactplace.core.graph import Graph
 from exactplace.core.objectives import OBJECTIVES
 from exactplace.core.placement import Space
-from exactplace.core.placement_array import as_device_array, as_subgraph_array
+from exactplace.core.placement_array import as_device_array, as_replicas_array, as_subgraph_array
 
 __all__ = [
     "Guarantees", "Violation", "accelerator_memory", "check_feasibility", "check_fits", "contiguity_violations",
@@ -199,6 +199,7 @@ def check_feasibility(
     q: int | None = None,
     subgraph: Sequence[int] | np.ndarray | None = None,
     guarantees: Guarantees | None = None,
+    replicas: Sequence[int] | np.ndarray | None = None,
 ) -> list[Violation]:
     """Every constraint the placement breaks under the rules of ``objective`` and ``space`` (empty: feasible).
 
@@ -222,6 +223,10 @@ def check_feasibility(
         evaluator's cut, :func:`exactplace.evaluators.latency.contiguous_pieces`).
     guarantees : Guarantees, optional
         Check exactly this structure instead of ``space``'s (the referee checks what a method promises).
+    replicas : array of int, optional
+        Throughput with replication: each accelerator's replicas (paper Appendix C.2). The replicas
+        of the accelerators in use must add up to at most the cluster's accelerators (each replica
+        holds the whole part, so memory is checked per accelerator as without replication).
 
     Returns
     -------
@@ -273,6 +278,16 @@ def check_feasibility(
                 "colocation",
                 f"{graph.describe(i)} is on {names[d]} but {graph.describe(other)} "
                 f"of the same color class is on {names[dev[other]]}", d,
+            ))
+    reps = as_replicas_array(graph, cluster, dev, replicas)
+    if reps is not None and objective != "throughput":
+        raise ParameterError(f"Replicas apply to the throughput objective only, not {objective!r}.")
+    if reps is not None:
+        on = np.unique(dev[dev < k])
+        if int(reps[on].sum()) > k:
+            violations.append(Violation(
+                "replicas", f"the accelerators in use run {int(reps[on].sum())} replicas in all, more than the "
+                f"cluster's {k} accelerators", int(on[np.argmax(reps[on])]),
             ))
     violations += _structure_violations(graph, names, dev, guarantees or Guarantees.of_space(space))
     if objective == "latency":

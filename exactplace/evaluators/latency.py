@@ -14,7 +14,8 @@ accelerator runs them, as the latency program with ``q >= 2`` returns them); wit
 non-contiguous accelerator set is split into contiguous subgraphs by the reference
 implementation's rule: a node's piece is one plus the number of times a path into it left
 the set (:func:`contiguous_pieces`). A subgraph that is not contiguous, or subgraphs that
-wait on each other in a cycle, have no invocation order: :class:`PlacementError`.
+wait on each other in a cycle, have no invocation order:
+:class:`~exactplace.core.errors.InvocationCycleError` (a PlacementError).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import networkx as nx
 import numpy as np
 
 from exactplace.core.cluster import Cluster
-from exactplace.core.errors import PlacementError
+from exactplace.core.errors import InvocationCycleError
 from exactplace.core.graph import Graph
 from exactplace.core.placement_array import as_device_array, as_subgraph_array
 
@@ -99,7 +100,7 @@ def invocation_blocks(graph: Graph, cluster: Cluster, dev: np.ndarray,
 
     Raises
     ------
-    PlacementError
+    InvocationCycleError
         The accelerator subgraphs wait on each other in a cycle (no invocation order exists).
     """
     k = cluster.accelerators
@@ -135,8 +136,9 @@ def invocation_blocks(graph: Graph, cluster: Cluster, dev: np.ndarray,
         cycle = nx.find_cycle(waits)
         names = cluster.device_names()
         shown = " -> ".join(names[block_device[b]] for b, _ in cycle)
-        raise PlacementError(
-            f"No invocation order exists: accelerator subgraphs wait on each other in a cycle ({shown})."
+        raise InvocationCycleError(
+            f"No invocation order exists: accelerator subgraphs wait on each other in a cycle ({shown}).",
+            [block_device[b] for b, _ in cycle],
         ) from None
     return InvocationBlocks(block, block_device, waits, order)
 

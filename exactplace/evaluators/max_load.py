@@ -9,6 +9,12 @@ subgraph, so its load is FW + BW (PipeDream); ``gpipe=True`` scores the GPipe
 schedule instead, max FW + max BW. ``overlap=True`` assumes communication overlaps
 computation, so an accelerator's load is max(communication, computation) (paper
 Appendix C.1).
+
+Replication (paper Appendix C.2, PipeDream's data-parallel stages): ``replicas[a]`` identical
+accelerators run accelerator ``a``'s part, each on ``1 / r`` of the samples, and all-reduce its
+parameters, so its load is ``(compute + communication + sync * (r - 1) / r) / r`` where ``sync`` is
+the sum of its nodes' ``Node.sync`` (PipeDream's ``4 P / B``). ``replicas`` is refused with
+``overlap`` and ``gpipe``, which the paper and PipeDream do not combine with it.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.errors import ParameterError
 from exactplace.core.graph import Graph
-from exactplace.core.placement_array import as_device_array
+from exactplace.core.placement_array import as_device_array, as_replicas_array
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,18 +38,34 @@ __all__ = ["DeviceLoads", "device_loads", "max_load"]
 
 @dataclass(frozen=True)
 class DeviceLoads:
-    """Per-device breakdown; arrays have shape (num_devices, 2): column 0 forward, 1 backward."""
+    """Per-device breakdown; arrays have shape (num_devices, 2): column 0 forward, 1 backward.
+
+    With replication, ``replicas`` (shape (num_devices,), 1 on CPUs) and ``sync`` (the all-reduce
+    time of each device's parameters, ``Node.sync`` summed) are set; otherwise both are None.
+    """
 
     compute: np.ndarray
     comm: np.ndarray
     memory: np.ndarray
     overlap: bool
+    replicas: np.ndarray | None = None
+    sync: np.ndarray | None = None
 
     def load(self, part: int | None = None) -> np.ndarray:
-        """Load of every device, of one part (0 forward, 1 backward) or of both."""
+        """Load of every device, of one part (0 forward, 1 backward) or of both.
+
+        A replicated device's load is divided by its replicas; the all-reduce of its parameters
+        (``sync * (r - 1) / r``) counts in the load of both parts only.
+        """
         compute = self.compute.sum(axis=1) if part is None else self.compute[:, part]
         comm = self.comm.sum(axis=1) if part is None else self.comm[:, part]
-        return np.maximum(compute, comm) if self.overlap else compute + comm
+        load = np.maximum(compute, comm) if self.overlap else compute + comm
+        if self.replicas is None:
+            return load
+        r = self.replicas.astype(np.float64)
+        if part is None:
+            load = load + self.sync * (r - 1) / r
+        return load / r
 
     def to_frame(self, cluster: Cluster) -> pd.DataFrame:
         """One row per device: compute, communication, load, memory."""
@@ -55,12 +78,14 @@ class DeviceLoads:
                 "communication": self.comm.sum(axis=1),
                 "load": self.load(),
                 "memory": self.memory,
+                **({} if self.replicas is None else {"replicas": self.replicas, "sync": self.sync}),
             }
         ).set_index("device")
 
 
 def device_loads(
-    graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray, *, overlap: bool = False
+    graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray, *, overlap: bool = False,
+    replicas: Sequence[int] | np.ndarray | None = None,
 ) -> DeviceLoads:
     """Compute, communication and memory of every device under a placement.
 
@@ -71,6 +96,8 @@ def device_loads(
         ``device[i]`` is the device of the node at position ``i``.
     overlap : bool
         Communication overlapped with compute (load = max instead of sum).
+    replicas : array of int, optional
+        Replicas of each accelerator's part (see the module docstring); None: no replication.
 
     Returns
     -------
@@ -79,9 +106,16 @@ def device_loads(
     Raises
     ------
     PlacementError
-        ``device`` has the wrong length or names a device that does not exist.
+        ``device`` has the wrong length or names a device that does not exist, or ``replicas``
+        is malformed (:func:`~exactplace.core.placement_array.as_replicas_array`).
+    ParameterError
+        ``replicas`` with ``overlap=True``.
     """
     dev = as_device_array(graph, cluster, device)
+    reps = as_replicas_array(graph, cluster, dev, replicas)
+    if reps is not None and overlap:
+        raise ParameterError("Replicas with overlap=True are not modelled (paper Appendix C.2 replicates the "
+                             "sequential load, compute + communication); score without overlap.")
     k, num_devices = cluster.accelerators, cluster.num_devices
     on_acc = dev < k
     speed = np.ones(graph.n)
@@ -105,7 +139,11 @@ def device_loads(
     comm[k:] = 0.0  # CPUs read RAM directly: no communication cost
 
     memory = np.bincount(dev[on_acc], weights=graph.memory[on_acc], minlength=num_devices)
-    return DeviceLoads(compute=compute, comm=comm, memory=memory, overlap=overlap)
+    if reps is None:
+        return DeviceLoads(compute=compute, comm=comm, memory=memory, overlap=overlap)
+    sync = np.bincount(dev[on_acc], weights=graph.sync[on_acc], minlength=num_devices)
+    replicas_all = np.concatenate([reps, np.ones(cluster.cpus, dtype=np.int64)])
+    return DeviceLoads(compute=compute, comm=comm, memory=memory, overlap=overlap, replicas=replicas_all, sync=sync)
 
 
 def max_load(
@@ -115,6 +153,7 @@ def max_load(
     *,
     overlap: bool = False,
     gpipe: bool = False,
+    replicas: Sequence[int] | np.ndarray | None = None,
 ) -> float:
     """Time per sample of pipelined execution: the maximum device load.
 
@@ -129,6 +168,9 @@ def max_load(
     gpipe : bool, default False
         Training only: score max FW load + max BW load (GPipe) instead of
         max (FW + BW) (PipeDream).
+    replicas : array of int, optional
+        Replicas of each accelerator's part: its load is
+        ``(compute + communication + sync * (r - 1) / r) / r`` (module docstring).
 
     Returns
     -------
@@ -147,8 +189,14 @@ def max_load(
     3.0
     >>> max_load(g, c, [2, 0])          # the CPU pays no communication
     5.0
+    >>> g = Graph([Node(1, 5.0, 3.0, sync=1.0)], [])
+    >>> max_load(g, Cluster(accelerators=2, cpus=0), [0], replicas=[2, 1])   # (3 + 1 * 1/2) / 2
+    1.75
     """
-    loads = device_loads(graph, cluster, device, overlap=overlap)
+    if gpipe and replicas is not None:
+        raise ParameterError("Replicas with gpipe=True are not modelled (PipeDream's replicated stages run its "
+                             "own schedule, FW + BW per device); score without gpipe.")
+    loads = device_loads(graph, cluster, device, overlap=overlap, replicas=replicas)
     if gpipe:
         return float(loads.load(0).max() + loads.load(1).max())
     return float(loads.load().max())

@@ -14,15 +14,25 @@
 A block sent to the CPU between two blocks of one accelerator breaks that accelerator's
 run, so the placements are not guaranteed contiguous; the method promises only memory,
 support and colocation.
+
+4. Latency only: the accelerator subgraphs must be invocable in some order. Blocks follow
+   forward edges, but a backward edge through a CPU node (or a memory repair) can still make
+   them wait on each other in a cycle; then the highest-numbered accelerator of the cycle
+   moves its nodes to the CPU (CPU nodes run one by one, so they break the cycle), until
+   an order exists. Without a CPU core no such repair exists and the result says so.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from exactplace.core.cluster import Cluster
 from exactplace.core.contraction import Contraction
 from exactplace.core.dag import strong_components, topological_order
+from exactplace.core.errors import InvocationCycleError
 from exactplace.core.graph import Graph
+from exactplace.core.placement import Status
+from exactplace.evaluators.latency import invocation_blocks
 from exactplace.heuristics.memory import settle_memory
 from exactplace.methods.base import Method, MethodResult, Problem
 
@@ -84,4 +94,29 @@ class Greedy(Method):
                 device[block] = cpu
             else:  # accelerators full and no CPU: the last one, overfull, for settle_memory to repair or refute
                 device[block] = cluster.accelerators - 1
-        return settle_memory(graph, cluster, device, deadline=problem.deadline)
+        result = settle_memory(graph, cluster, device, deadline=problem.deadline)
+        if problem.objective == "latency" and result.device is not None:
+            return _invocable(graph, cluster, result)
+        return result
+
+
+def _invocable(graph: Graph, cluster: Cluster, result: MethodResult) -> MethodResult:
+    """Step 4 of the module docstring: accelerators of an invocation cycle moved to the CPU until none is left."""
+    device = result.device.copy()
+    moved = []
+    while True:
+        try:
+            invocation_blocks(graph, cluster, device)
+        except InvocationCycleError as cycle:
+            if not cluster.cpus:
+                return MethodResult(None, Status.NO_SOLUTION, solver=result.solver, info={
+                    **result.info, "reason": f"{cycle} Greedy moves such accelerators to a CPU core; "
+                    "this cluster has none."})
+            culprit = max(d for d in cycle.devices if d < cluster.accelerators)
+            device[device == culprit] = cluster.accelerators
+            moved.append(cluster.device_name(culprit))
+            continue
+        if moved:
+            result = MethodResult(device, result.status, solver=result.solver,
+                                  info={**result.info, "moved_to_cpu": moved})
+        return result

@@ -104,6 +104,7 @@ class MethodResult:
     ``bound`` is a dual bound over ``space`` (None: the method's class default space);
     ``trace`` records (seconds, incumbent, bound) as the solve progressed. Latency programs
     state their ``q`` and, for ``q >= 2``, each accelerator node's ``subgraph`` (run order).
+    Methods run with ``replication=True`` state each accelerator's ``replicas``.
     """
 
     device: np.ndarray | None
@@ -117,6 +118,7 @@ class MethodResult:
     q: int | None = None
     timings: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    replicas: np.ndarray | None = None
 
 
 class Method(ABC):

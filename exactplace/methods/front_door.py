@@ -25,7 +25,7 @@ from exactplace.core.io import Workload
 from exactplace.core.objectives import OBJECTIVES, SCORE_ONLY, SCORING_OPTIONS
 from exactplace.core.params import Real, validate_options
 from exactplace.core.placement import Limit, Placement, Status
-from exactplace.core.placement_array import as_device_array, as_subgraph_array
+from exactplace.core.placement_array import as_device_array, as_replicas_array, as_subgraph_array
 from exactplace.evaluators import check_feasibility, evaluate
 from exactplace.evaluators.feasibility import Guarantees, check_fits
 from exactplace.methods.base import DEFAULT_REL_GAP, OBJECTIVE_OPTIONS, Method, MethodResult, Problem
@@ -316,14 +316,18 @@ def _referee(
                          if k in problem.options}
     objective_value = None
     device, subgraph, status, info = result.device, None, result.status, dict(result.info)
+    replicas = None
     if device is not None:
         device = as_device_array(graph, cluster, device).copy()
         if result.subgraph is not None:
             subgraph = as_subgraph_array(graph, cluster, device, result.subgraph).copy()
+        if result.replicas is not None and "returned" not in result.info:  # a fallback has no replicas
+            replicas = as_replicas_array(graph, cluster, device, result.replicas).copy()
+            evaluator_options["replicas"] = replicas
         # A fallback or warm start kept by a stopped method carries only the basic guarantees.
         promised = cls.promises(problem) if "returned" not in result.info else Guarantees()
         violations = check_feasibility(graph, cluster, device, objective=problem.objective, q=result.q,
-                                       subgraph=subgraph, guarantees=promised)
+                                       subgraph=subgraph, guarantees=promised, replicas=replicas)
         if violations:
             raise ExactplaceError(
                 f"Method {cls.name!r} returned an infeasible placement ({len(violations)} violations), "
@@ -353,7 +357,7 @@ def _referee(
         solver=result.solver or cls.engine,
         bound=result.bound, limit=result.limit, space=result.space or cls.space, wall_seconds=wall,
         trace=tuple(result.trace), subgraph=subgraph, q=result.q, timings=result.timings,
-        info={**info, **extra, "options": dict(problem.options)},
+        info={**info, **extra, "options": dict(problem.options)}, replicas=replicas,
     )
 
 
