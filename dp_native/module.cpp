@@ -278,7 +278,4 @@ PYBIND11_MODULE(_native, m) {
           py::arg("path_ptr"), py::arg("path_node"), py::arg("max_ideals"), py::arg("memory_budget"),
           py::arg("time_limit"),
           "The latency path bound's DP over the ideals of the reduced graph (see path.hpp); a dict.");
-    m.def("path_memory_estimate", &exactplace::path_memory_estimate, py::arg("units"), py::arg("accelerators"),
-          py::arg("paths"), py::arg("ideals"), py::arg("covers"),
-          "Bytes latency_path_bound() allocates for a lattice of the given size.");
 }

@@ -115,6 +115,3 @@ def latency_path_bound(
     accelerator subgraph)``, or None without a chain), ``ideals``, ``covers``, ``pairs``, ``bytes``,
     ``seconds_ideals``, ``seconds_dp``.
     """
-
-def path_memory_estimate(units: int, accelerators: int, paths: int, ideals: int, covers: int) -> int:
-    """Bytes ``latency_path_bound`` allocates for a lattice of ``ideals`` ideals and ``covers`` cover pairs."""

@@ -92,7 +92,7 @@ __all__ = ["DEFAULT_MEMORY_BUDGET", "MAX_IDEALS", "PathBound", "path_bound"]
 #: Ideals of the reduced graph beyond which no bound is computed.
 MAX_IDEALS = 1_000_000
 
-#: Bytes the lattice and the DP's tables may take (``path_memory_estimate``); past it, no bound.
+#: Bytes the lattice and the DP's tables may take (estimated before they exist); past it, no bound.
 DEFAULT_MEMORY_BUDGET = 2 * 2**30
 
 
