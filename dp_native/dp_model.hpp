@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "csr.hpp"
 #include "dp.hpp"
 #include "ideals.hpp"
 #include "stop.hpp"
@@ -69,19 +70,10 @@ struct Model {
                 ins.emplace_back(poset.label_of(static_cast<int>(in.group_target[t])), static_cast<int>(g));
             }
         }
-        to_csr(outs, out_ptr, out_group);
-        to_csr(ins, in_ptr, in_group);
+        pairs_to_csr(outs, n, out_ptr, out_group);
+        pairs_to_csr(ins, n, in_ptr, in_group);
     }
 
-private:
-    void to_csr(std::vector<std::pair<int, int>>& pairs, std::vector<int>& ptr, std::vector<int>& out) const {
-        std::sort(pairs.begin(), pairs.end());
-        ptr.assign(n + 1, 0);
-        for (const auto& p : pairs) ++ptr[p.first + 1];
-        for (int i = 0; i < n; ++i) ptr[i + 1] += ptr[i];
-        out.resize(pairs.size());
-        for (std::size_t i = 0; i < pairs.size(); ++i) out[i] = pairs[i].second;
-    }
 };
 
 // What a device holding a set of units computes, stores and communicates.
