@@ -40,6 +40,9 @@ Contiguous (:func:`contiguous_ip`, ``Space.CHAIN``)
     with 1e-6 infeasibilities after postsolve). The plain accelerator load rows and the
     "largest unit" bound (a unit may be split over replicas) are left out.
 
+Two-level clusters (``Cluster.is_two_level``, paper Appendix C.3) take the contiguous program of
+:mod:`~exactplace.formulations.two_level`, built from this module's row builders.
+
 Non-contiguous (:func:`noncontiguous_ip`, ``Space.ANY``)
     The units are the colour classes (forward and backward nodes of a colour share a device);
     ``y[c, d] = 1`` puts class ``c`` on device ``d``, each accelerator with its own memory cap
@@ -313,11 +316,13 @@ def _device_chain(edges: np.ndarray, unit_device: np.ndarray, devices: int) -> l
         return None
 
 
-def _loads(model: Model, data: UnitData, placed_acc: np.ndarray, placed_cpu: np.ndarray, e: np.ndarray,
-           L: np.ndarray, overlap: bool, gpipe: bool, name: str, speed: np.ndarray | None = None) -> None:
+def load_rows(model: Model, data: UnitData, placed_acc: np.ndarray, placed_cpu: np.ndarray, e: np.ndarray,
+           L: np.ndarray, overlap: bool, gpipe: bool, name: str, speed: np.ndarray | None = None,
+           premium: tuple[np.ndarray, float] | None = None) -> None:
     """Rows ``L >= load`` for every accelerator slot (``placed_acc`` (U, S)) and CPU slot (``placed_cpu``).
 
-    ``e`` is (G, S): the communication of each group on each accelerator slot. With ``gpipe``
+    ``e`` is (G, S): the communication of each group on each accelerator slot; ``premium`` = (``q``,
+    ``factor``) adds ``factor`` times each group's cost for ``q`` (G, S) (two-level clusters). With ``gpipe``
     there is one row per part and ``L = (LF, LB)``; with ``overlap`` compute and communication
     get separate rows (load = max of the two). Heterogeneous accelerators: ``speed`` divides the
     compute, broadcast against ``placed_acc``, which may be (T, U, S): one slot is then the sum
@@ -339,9 +344,12 @@ def _loads(model: Model, data: UnitData, placed_acc: np.ndarray, placed_cpu: np.
             if speed is not None:
                 coefficient = coefficient / np.broadcast_to(speed, placed_acc.shape).reshape(placed.shape)
             compute = (np.broadcast_to(s, placed.shape), placed, coefficient)
-            comm = (np.broadcast_to(s, e.shape), e, np.broadcast_to(cost[:, None], e.shape))
+            comm = [(np.broadcast_to(s, e.shape), e, np.broadcast_to(cost[:, None], e.shape))]
+            if premium is not None:
+                q, factor = premium
+                comm.append((np.broadcast_to(s, q.shape), q, np.broadcast_to(cost[:, None] * factor, q.shape)))
             bound = (s, np.full(slots, lvar), -np.ones(slots))
-            blocks = [(compute, bound), (comm, bound)] if overlap else [(compute, comm, bound)]
+            blocks = [(compute, bound), (*comm, bound)] if overlap else [(compute, *comm, bound)]
             for i, terms in enumerate(blocks):
                 label = f"{name} accelerator {'compute' if overlap and i == 0 else 'comm' if overlap else 'load'}"
                 model.add_rows(label + suffix, slots, ub=0.0,
@@ -358,7 +366,7 @@ def _loads(model: Model, data: UnitData, placed_acc: np.ndarray, placed_cpu: np.
                                                 -np.ones(cpu_slots)]))
 
 
-def _communication(model: Model, data: UnitData, placed: np.ndarray, e: np.ndarray) -> None:
+def communication_rows(model: Model, data: UnitData, placed: np.ndarray, e: np.ndarray) -> None:
     """``e[g, s] >= |placed[t, s] - placed[src(g), s]|`` for every target ``t`` of ``g`` and slot ``s``.
 
     ``placed`` is (U, S), or (T, U, S) summed over its first axis (accelerator types).
@@ -382,7 +390,7 @@ def _communication(model: Model, data: UnitData, placed: np.ndarray, e: np.ndarr
                        vals=np.concatenate([np.ones(pairs * slots), np.full(n, -sign), np.full(n, sign)]))
 
 
-def _objective_and_bounds(model: Model, data: UnitData, L: np.ndarray, devices: int, gpipe: bool,
+def objective_and_bounds(model: Model, data: UnitData, L: np.ndarray, devices: int, gpipe: bool,
                           fastest: float = 1.0, largest: bool = True) -> None:
     """Minimize L (LF + LB); add the valid lower bounds on L from the minimum work of each unit
     (accelerator time on the ``fastest`` accelerator); ``largest=False`` leaves out the largest
@@ -401,7 +409,7 @@ def _objective_and_bounds(model: Model, data: UnitData, L: np.ndarray, devices: 
     model.minimize(L, np.ones(len(L)))
 
 
-def _load_cap(data: UnitData, slowest: float = 1.0) -> float:
+def load_cap(data: UnitData, slowest: float = 1.0) -> float:
     """No device's load exceeds all compute anywhere (accelerator time on the ``slowest`` accelerator) plus
     every group paid by all its units (finite, for CP-SAT)."""
     acc = data.acc.sum(axis=1) if slowest == 1.0 else data.acc.sum(axis=1) / slowest
@@ -410,7 +418,7 @@ def _load_cap(data: UnitData, slowest: float = 1.0) -> float:
     return compute + float((data.group_cost * fanout).sum())
 
 
-def _fits_accelerator(data: UnitData, cap: float | np.ndarray) -> np.ndarray:
+def fits_accelerator(data: UnitData, cap: float | np.ndarray) -> np.ndarray:
     """Units that may go on an accelerator of memory limit ``cap``: supported, and not alone over it
     ((U,), or (U, S) for one cap per slot).
 
@@ -423,7 +431,7 @@ def _fits_accelerator(data: UnitData, cap: float | np.ndarray) -> np.ndarray:
     return data.supported[:, None] & (data.memory[:, None] <= np.asarray(cap)[None, :])
 
 
-def _memory(model: Model, data: UnitData, placed_acc: np.ndarray, cap: float | np.ndarray, name: str) -> None:
+def memory_rows(model: Model, data: UnitData, placed_acc: np.ndarray, cap: float | np.ndarray, name: str) -> None:
     """Memory of each accelerator slot at most its cap (one for all, or one per slot; no row where it cannot bind)."""
     slots = placed_acc.shape[1]
     caps = np.broadcast_to(np.asarray(cap, dtype=np.float64), (slots,))
@@ -473,16 +481,16 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
     c = m.add_vars(P, lb=1.0 if k == 0 else 0.0, ub=0.0 if cpus == 0 else 1.0, kind=Kind.INTEGER,
                    name="c: position j is a CPU core")
     if typed is None:
-        a = m.add_vars((U, P), ub=np.repeat(_fits_accelerator(data, cluster.memory_cap).astype(float), P),
+        a = m.add_vars((U, P), ub=np.repeat(fits_accelerator(data, cluster.memory_cap).astype(float), P),
                        kind=Kind.IMPLIED_INTEGER, name="a: unit at accelerator position j")
     else:  # one a per accelerator type: a[t, u, j], unit u at position j, an accelerator of type t
         devices, limit, speed = typed
-        fits = np.stack([_fits_accelerator(data, cap) for cap in limit])  # (T, U)
+        fits = np.stack([fits_accelerator(data, cap) for cap in limit])  # (T, U)
         a = m.add_vars((len(devices), U, P), ub=np.repeat(fits.astype(float), P), kind=Kind.IMPLIED_INTEGER,
                        name="a: unit at accelerator position j of type t")
     p = m.add_vars((U, P), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="p: unit at CPU position j")
     e = m.add_vars((data.groups, P), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses position j")
-    L = m.add_vars(2 if gpipe else 1, ub=_load_cap(data, 1.0 if typed is None else float(speed.min())),
+    L = m.add_vars(2 if gpipe else 1, ub=load_cap(data, 1.0 if typed is None else float(speed.min())),
                    name="L: max load")
     edges = np.stack([contraction.src, contraction.dst], axis=1) if len(contraction.src) else np.zeros((0, 2), int)
     if typed is not None:
@@ -533,24 +541,24 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
     m.add_rows("type: p[u, j] <= c[j]", n, ub=0.0, rows=np.concatenate([r, r]),
                cols=np.concatenate([p.reshape(-1), cj]), vals=np.concatenate([np.ones(n), -np.ones(n)]))
     m.add_rows("exactly l CPU positions", 1, lb=float(cpus), ub=float(cpus), rows=np.zeros(P, int), cols=c, vals=1.0)
-    _communication(m, data, a, e)
+    communication_rows(m, data, a, e)
     if replication:
-        _memory(m, data, a, cluster.memory_cap, "memory per accelerator position")
+        memory_rows(m, data, a, cluster.memory_cap, "memory per accelerator position")
         rho = _replicated_loads(m, data, np.bincount(contraction.unit, weights=graph.sync, minlength=U), k, a, p,
                                 c, e, L)
-        _objective_and_bounds(m, data, L, P, gpipe, largest=False)
+        objective_and_bounds(m, data, L, P, gpipe, largest=False)
         return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe,
                             {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges, "rho": rho})
     if typed is None:
-        _memory(m, data, a, cluster.memory_cap, "memory per accelerator position")
-        _loads(m, data, a, p, e, L, overlap, gpipe, "load")
-        _objective_and_bounds(m, data, L, P, gpipe)
+        memory_rows(m, data, a, cluster.memory_cap, "memory per accelerator position")
+        load_rows(m, data, a, p, e, L, overlap, gpipe, "load")
+        objective_and_bounds(m, data, L, P, gpipe)
         return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe,
                             {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges})
     for t, cap in enumerate(limit):
-        _memory(m, data, a[t], cap, f"memory per accelerator position of type {t}")
-    _loads(m, data, a, p, e, L, overlap, gpipe, "load", speed=speed[:, None, None])
-    _objective_and_bounds(m, data, L, P, gpipe, fastest=float(speed.max()))
+        memory_rows(m, data, a[t], cap, f"memory per accelerator position of type {t}")
+    load_rows(m, data, a, p, e, L, overlap, gpipe, "load", speed=speed[:, None, None])
+    objective_and_bounds(m, data, L, P, gpipe, fastest=float(speed.max()))
     return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe,
                         {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges, "h": h})
 
@@ -608,7 +616,7 @@ def _replicated_loads(m: Model, data: UnitData, sync: np.ndarray, k: int, a: np.
                    vals=np.concatenate([np.broadcast_to(ub_[:, None, :], (U, P, K)).reshape(-1),
                                         np.broadcast_to(fb[:, None, :], (G, P, K)).reshape(-1), -np.ones(P)]))
     # CPU positions: the plain rows (no accelerator slot).
-    _loads(m, data, a[:, :0], p, e[:, :0], L, False, False, "load")
+    load_rows(m, data, a[:, :0], p, e[:, :0], L, False, False, "load")
     return rho
 
 
@@ -634,9 +642,9 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     m = Model("throughput, non-contiguous (assignment)")
     ub = np.ones((U, D))
     if typed is None:
-        ub[~_fits_accelerator(data, cluster.memory_cap), :k] = 0.0  # unsupported or too big: only on CPU cores
+        ub[~fits_accelerator(data, cluster.memory_cap), :k] = 0.0  # unsupported or too big: only on CPU cores
     else:  # per accelerator: its own memory
-        ub[:, :k] = _fits_accelerator(data, cluster.memory_limit)
+        ub[:, :k] = fits_accelerator(data, cluster.memory_limit)
     interchangeable = _interchangeable(cluster)
     mode = "first" if symmetry is True else symmetry
     rank = np.empty(U, dtype=np.int64)
@@ -647,16 +655,17 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
                 ub[rank < position, d] = 0.0
     y = m.add_vars((U, D), ub=ub.reshape(-1), kind=Kind.INTEGER, name="y: class on device")
     e = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses accelerator")
-    cap = _load_cap(data, 1.0 if typed is None else float(cluster.speed.min()))
+    cap = load_cap(data, 1.0 if typed is None else float(cluster.speed.min()))
     # A proven bound on L is its variable bound (a row L >= b made HiGHS 1.x fail with kSolveError in
     # its postsolve on 4 of 500 brute-force cases); with gpipe it is a row on LF + LB.
     floor = float(lower_bound) if lower_bound is not None and lower_bound > 0 and not gpipe else 0.0
     L = m.add_vars(2 if gpipe else 1, lb=min(floor, cap), ub=cap, name="L: max load")
     m.add_rows("assignment: each class on one device", U, lb=1.0, ub=1.0,
                rows=np.repeat(np.arange(U), D), cols=y.reshape(-1), vals=1.0)
-    _communication(m, data, y[:, :k], e)
-    _memory(m, data, y[:, :k], cluster.memory_cap if typed is None else cluster.memory_limit, "memory per accelerator")
-    _loads(m, data, y[:, :k], y[:, k:], e, L, overlap, gpipe, "load", speed=None if typed is None else cluster.speed)
+    communication_rows(m, data, y[:, :k], e)
+    memory_rows(m, data, y[:, :k], cluster.memory_cap if typed is None else cluster.memory_limit,
+                "memory per accelerator")
+    load_rows(m, data, y[:, :k], y[:, k:], e, L, overlap, gpipe, "load", speed=None if typed is None else cluster.speed)
     # Symmetry: interchangeable accelerators (one type: equal memory and speed; all of them when
     # homogeneous) sorted by total (compute + communication) load, non-increasing. Rows between
     # accelerators of different types would cut off optima.
@@ -674,9 +683,9 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
         m.add_rows("symmetry: accelerator loads non-increasing", len(pairs), lb=0.0,
                    rows=np.concatenate(rows), cols=np.concatenate(cols), vals=np.concatenate(vals))
     if typed is None:
-        _objective_and_bounds(m, data, L, D, gpipe)
+        objective_and_bounds(m, data, L, D, gpipe)
     else:
-        _objective_and_bounds(m, data, L, D, gpipe, fastest=float(cluster.speed.max()))
+        objective_and_bounds(m, data, L, D, gpipe, fastest=float(cluster.speed.max()))
     if lower_bound is not None and lower_bound > 0 and gpipe:
         m.add_rows("lower bound: packing relaxation", 1, lb=float(lower_bound), rows=np.zeros(len(L), int), cols=L,
                    vals=1.0)

@@ -18,7 +18,9 @@ test_latency check against naive references). Feasibility notions, from loosest 
     edges plus, for each backward edge ``ub -> vb`` touching a backward-only (orphaned) class,
     the mirrored edge ``class(vb) -> class(ub)``.
 
-Then ``any <= contiguous <= chain``. On inference graphs ``units == chain``.
+Then ``any <= contiguous <= chain``. On inference graphs ``units == chain``. On a two-level
+cluster (``Cluster.is_two_level``) ``chain`` and ``units`` also ask the same of the hosts
+(``Cluster.hosts``): each machine takes consecutive stages.
 
 For the step-time simulator, :func:`replay_makespan` recomputes a schedule's makespan for a
 fixed execution order from the README-level rule alone (a node starts when its device is free
@@ -136,7 +138,9 @@ def brute_force_optima(graph: Graph, cluster: Cluster, objective: str, **options
         except PlacementError:  # latency: the subgraphs wait on each other forever
             continue
         record("any", value)
-        if is_unit_chain(graph, device, class_edges):
+        # On a two-level cluster a chain split also chains the hosts (each machine's stages consecutive).
+        host = device if not cluster.is_two_level else cluster.hosts[device]
+        if is_unit_chain(graph, device, class_edges) and is_unit_chain(graph, host, class_edges):
             record("units", value)
         label = [int(device[i]) * 2 + int(graph.backward[i]) for i in range(n)]
         masks: dict[int, int] = {}
@@ -144,7 +148,7 @@ def brute_force_optima(graph: Graph, cluster: Cluster, objective: str, **options
             masks[lab] = masks.get(lab, 0) | 1 << i
         if all(contiguous(mask) for mask in masks.values()):
             record("contiguous", value)
-            if _acyclic({(int(device[u]), int(device[v])) for u, v in forward if device[u] != device[v]}):
+            if all(_acyclic({(int(x[u]), int(x[v])) for u, v in forward if x[u] != x[v]}) for x in (device, host)):
                 record("chain", value)
     return Optima(**best)
 

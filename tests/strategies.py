@@ -291,14 +291,14 @@ def placed_instances(
 def canonical_placements(graph: Graph, cluster: Cluster) -> Iterator[np.ndarray]:
     """Every colocation-respecting placement, up to renaming interchangeable devices.
 
-    Accelerators are interchangeable when the cluster is homogeneous (else every one is tried);
+    Accelerators are interchangeable when the cluster is homogeneous and one-level (else every one is tried);
     CPU cores always are. Classes are assigned in order; a class may open an interchangeable
     accelerator ``j`` (CPU ``j``) only when ``0..j-1`` are already used, so every placement is
     equivalent to exactly one yielded array. Placements that break colocation are never
     optimal-feasible, so they are not generated.
     """
     k, cpus = cluster.accelerators, cluster.cpus
-    interchangeable = cluster.is_homogeneous
+    interchangeable = cluster.is_homogeneous and not cluster.is_two_level
     classes = int(graph.color.max()) + 1
     members = [np.flatnonzero(graph.color == c) for c in range(classes)]
     device = np.empty(graph.n, dtype=np.int64)

@@ -57,6 +57,12 @@ The result states ``Placement.replicas``. It needs a homogeneous cluster (the re
 anonymous identical accelerators) and refuses ``overlap``; the accelerators are not capped at one
 per unit (a single unit may run on every accelerator).
 
+Two-level clusters (``dp`` only, ``Cluster.machines`` with ``inter_machine_cost > 1``; paper Appendix
+C.3): a stage's communication then depends on which machine its partners are on, so the native
+DP's per-stage loads do not apply. ``dp`` runs the two-level DP of
+:mod:`exactplace.backends.two_level` instead (blocks of consecutive stages per machine, in Python,
+for lattices of at most ``two_level.MAX_IDEALS`` ideals); ``dpl`` refuses such clusters.
+
 Examples
 --------
 >>> from exactplace import read_workload, solve, workload_path
@@ -77,6 +83,7 @@ import time
 import numpy as np
 
 from exactplace.backends.ideals import count_unit_ideals
+from exactplace.backends.two_level import StageTable, stage_table, two_level_dp
 from exactplace.core.cluster import Cluster
 from exactplace.core.contraction import Contraction, dfs_topological_order
 from exactplace.core.errors import ExactplaceError, ParameterError, TooManyIdealsError, check_param
@@ -100,6 +107,8 @@ _NATIVE_MAX_IDEALS = 2**30 - 1
 
 #: The native core's name, as ``Placement.solver`` reports it.
 SOLVER = "native-dp"
+#: The two-level DP runs in Python (:mod:`exactplace.backends.two_level`).
+TWO_LEVEL_SOLVER = "python-two-level-dp"
 
 MEMORY_BUDGET = Option(
     "memory_budget", Real(low=2**12), DEFAULT_MEMORY_BUDGET,
@@ -248,7 +257,16 @@ class _NativeDP(Method):
 
     @classmethod
     def check(cls, problem: Problem) -> None:
-        """The PipeDream schedule (no ``gpipe``); for ``dpl``, a homogeneous cluster."""
+        """The PipeDream schedule (no ``gpipe``); for ``dpl``, a homogeneous one-level cluster; on a
+        two-level cluster, identical accelerators and no replication."""
+        if problem.cluster.is_two_level:
+            check_param(
+                not cls.linear and problem.cluster.is_homogeneous and not problem.options.get("replication"),
+                "cluster", "solve", f"a one-level cluster for method {cls.name!r}" + (
+                    " (its chain DP prices communication per stage alone)" if cls.linear else
+                    " with replication=True or accelerators of differing memory or speed (the two-level DP "
+                    "takes identical accelerators, one device per stage)"), problem.cluster,
+            )
         check_param(
             problem.cluster.is_homogeneous or not cls.linear, "cluster", "solve",
             f"a homogeneous cluster (one accelerator memory size, speed 1) for method {cls.name!r} (its chain DP "
@@ -452,9 +470,21 @@ class DP(_NativeDP):
     options = {**_NativeDP.options, "replication": REPLICATION}
     description = "exact max-load DP over ideals (optimal among chain splits); needs few enough ideals"
 
+    def run(self, problem: Problem) -> MethodResult:
+        if problem.cluster.is_two_level:
+            return _run_two_level(problem)
+        return super().run(problem)
+
     @classmethod
     def unsuited(cls, problem: Problem) -> str | None:
-        """More than ``AUTO_MAX_IDEALS`` ideals, or tables beyond the memory budget."""
+        """More than ``AUTO_MAX_IDEALS`` ideals, or tables beyond the memory budget (on a two-level
+        cluster: a lattice beyond the Python DP's limits)."""
+        if problem.cluster.is_two_level:
+            try:
+                _two_level_table(problem)
+            except TooManyIdealsError as error:
+                return str(error)
+            return None
         budget = float(cls.setting(problem, "memory_budget"))
         contraction = problem.contraction
         limit = min(AUTO_MAX_IDEALS, ideal_capacity(contraction, problem.cluster, budget))
@@ -480,3 +510,40 @@ class DPL(_NativeDP):
         if load().chain_memory_estimate(units, cpus, problem.graph.m) > float(cls.setting(problem, "memory_budget")):
             return "its tables exceed the memory budget"
         return None
+
+
+def _two_level_table(problem: Problem) -> StageTable:
+    """The two-level DP's stages, computed once per problem (``auto`` asks before running)."""
+    if "two_level_table" not in problem.cache:
+        problem.cache["two_level_table"] = stage_table(problem.contraction)
+    return problem.cache["two_level_table"]
+
+
+def _run_two_level(problem: Problem) -> MethodResult:
+    """Method "dp" on a two-level cluster: the Python DP of :mod:`exactplace.backends.two_level`."""
+    graph, cluster = problem.graph, problem.cluster
+    overlap = bool(problem.option("overlap"))
+    clock = time.perf_counter()
+    info: dict = {"units": problem.contraction.num_units, "two_level": True}
+    timings: dict[str, float] = {}
+    try:
+        table = _two_level_table(problem)
+        info.update(ideals=len(table.ideals), pairs=len(table.pair_from))
+        value, device = two_level_dp(graph, cluster, problem.contraction, overlap=overlap,
+                                     deadline=problem.deadline, table=table)
+    except TimeoutError:
+        return _stopped(problem, Limit.TIME, info, timings, None)
+    except KeyboardInterrupt:
+        return _stopped(problem, Limit.INTERRUPT, info, timings, None)
+    timings["dp"] = time.perf_counter() - clock
+    if device is None:
+        info["reason"] = (f"no two-level chain split fits ({memory_summary(graph, cluster)}); a non-contiguous "
+                          "split may")
+        return MethodResult(None, Status.INFEASIBLE, solver=TWO_LEVEL_SOLVER, timings=timings, info=info)
+    bound = max_load(graph, cluster, device, overlap=overlap)
+    if not math.isclose(bound, value, rel_tol=1e-9, abs_tol=1e-12):
+        raise ExactplaceError(
+            f"Method 'dp': the two-level DP's value {value!r} differs from the evaluator's {bound!r} for its own "
+            "placement. This is a bug; please report it."
+        )
+    return MethodResult(device, Status.OPTIMAL, bound=bound, solver=TWO_LEVEL_SOLVER, timings=timings, info=info)

@@ -164,6 +164,12 @@ class MIP(Method):
         check_param("path_bound" not in problem.options, "path_bound", "solve",
                     "left out for objective 'throughput' (it bounds the latency program)",
                     problem.options.get("path_bound"))
+        if problem.cluster.is_two_level:
+            check_param(bool(cls.setting(problem, "contiguous")) and problem.cluster.is_homogeneous
+                        and not problem.options.get("replication"), "cluster", "solve",
+                        "a one-level cluster with contiguous=False, replication=True or accelerators of differing "
+                        "memory or speed (the two-level IP is contiguous, over identical accelerators)",
+                        problem.cluster)
         if problem.options.get("replication"):
             check_param(bool(cls.setting(problem, "contiguous")), "contiguous", "solve",
                         "True with replication=True (only the contiguous IP replicates stages)",
@@ -214,7 +220,11 @@ class MIP(Method):
                 info["warm_start"] = origin
             clock = time.perf_counter()
             lower = None
-            if contiguous:
+            if contiguous and problem.cluster.is_two_level:
+                from exactplace.formulations.two_level import two_level_ip
+
+                ip = two_level_ip(problem.graph, problem.cluster, problem.contraction, overlap=overlap, gpipe=gpipe)
+            elif contiguous:
                 ip = contiguous_ip(problem.graph, problem.cluster, problem.contraction, overlap=overlap, gpipe=gpipe,
                                    replication=bool(self.setting(problem, "replication")))
             else:

@@ -23,7 +23,8 @@ from exactplace.data import shipped_workloads, workload_path
 __all__ = ["CLUSTER_FIELDS", "input_path", "load_workload", "read_stdin"]
 
 # command-line option -> the workload field it overrides
-CLUSTER_FIELDS = {"accelerators": "maxFPGAs", "memory": "maxSizePerFPGA", "cpus": "maxCPUs"}
+CLUSTER_FIELDS = {"accelerators": "maxFPGAs", "memory": "maxSizePerFPGA", "cpus": "maxCPUs", "machines": "machines",
+                  "inter_machine_cost": "interMachineCost"}
 
 
 def input_path(argument: str) -> str:
@@ -50,8 +51,8 @@ def load_workload(argument: str, cluster: dict[str, Any] | None = None) -> Workl
     """The workload an argument names (see :func:`input_path`), read and checked.
 
     ``cluster`` overrides the workload's cluster: keys ``accelerators``, ``memory``, ``cpus`` (counts
-    and bytes) and ``bandwidth`` (bytes per second; only PipeDream profiles and ONNX models state edges in
-    bytes).
+    and bytes), ``machines`` and ``inter_machine_cost`` (a two-level cluster) and ``bandwidth`` (bytes
+    per second; only PipeDream profiles and ONNX models state edges in bytes).
     """
     given = {k: v for k, v in (cluster or {}).items() if v is not None}
     path = input_path(argument)

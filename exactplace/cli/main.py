@@ -44,6 +44,13 @@ EXIT_TERMINATED = 128 + 15  # SIGTERM, as a shell reports it
 EXIT_BROKEN_PIPE = 128 + 13  # killed by SIGPIPE, as a shell reports it
 
 
+def _levels(cluster: Cluster) -> str:
+    """`` on 2 machines (transfers between hosts 4x)`` for a two-level cluster, else nothing."""
+    if not cluster.is_two_level:
+        return ""
+    return f" on {_plural(cluster.machines, 'machine')} (transfers between hosts {cluster.inter_machine_cost:g}x)"
+
+
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
@@ -114,7 +121,8 @@ def _command_solve(args: argparse.Namespace) -> int:
         note = "\n".join(filter(None, [note, f"picture written to {args.plot}"]))
     report = sys.stderr if args.out == STDIO else sys.stdout
     print(f"workload {workload.name}: {_plural(workload.graph.n, 'node')}, {_plural(workload.graph.m, 'edge')}, "
-          f"{_plural(workload.accelerators, 'accelerator')}, {_plural(workload.cpus, 'CPU')}", file=report)
+          f"{_plural(workload.accelerators, 'accelerator')}{_levels(workload.cluster)}, "
+          f"{_plural(workload.cpus, 'CPU')}", file=report)
     print(placement.summary(), file=report)
     if note:
         print(note, file=report if placement.has_solution and not interrupted else sys.stderr)
@@ -254,8 +262,8 @@ def _command_info(args: argparse.Namespace) -> int:
     largest = int(np.bincount(graph.color).max())
     print(f"  color classes: {len(class_memory)} (largest has {_plural(largest, 'node')})")
     print(f"  unsupported on accelerators: {_plural(int((~graph.supported).sum()), 'node')}")
-    print(f"  cluster: {_plural(workload.accelerators, 'accelerator')} x {cluster.max_memory:.4g} bytes, "
-          f"{_plural(workload.cpus, 'CPU')}")
+    print(f"  cluster: {_plural(workload.accelerators, 'accelerator')} x {cluster.max_memory:.4g} bytes"
+          f"{_levels(cluster)}, {_plural(workload.cpus, 'CPU')}")
     print(f"  memory: total {graph.memory.sum():.4g} bytes vs accelerator capacity {capacity:.4g} "
           f"({100 * graph.memory.sum() / capacity if capacity else math.inf:.1f}%); "
           f"largest color class {class_memory.max():.4g} bytes")
@@ -354,6 +362,7 @@ _gap = _argument(float, Real(low=0, high=1, high_closed=False), "a number in [0,
 _count = _argument(int, Integer(low=0), "a non-negative integer")
 _count_positive = _argument(int, Integer(low=1), "a positive integer")
 _bytes = _argument(float, Real(low=0, finite=False), "a non-negative number of bytes, or inf")
+_at_least_one = _argument(float, Real(low=1), "a finite number of at least 1")
 
 
 def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
@@ -363,11 +372,17 @@ def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpus", type=_count, default=None, metavar="L", help="number of CPUs")
     parser.add_argument("--bandwidth", type=_positive, default=None, metavar="BYTES_PER_S",
                         help="link bandwidth for PipeDream profiles and ONNX models (inf: free transfers, the default)")
+    parser.add_argument("--machines", type=_count_positive, default=None, metavar="M",
+                        help="group the accelerators into M machines (a two-level cluster, with --inter-machine-cost)")
+    parser.add_argument("--inter-machine-cost", type=_at_least_one, default=None, metavar="F",
+                        help="a transfer between machines costs F times its cost within one (the intra-machine "
+                             "bandwidth over the inter-machine one; throughput only)")
 
 
 def _cluster(args: argparse.Namespace) -> dict[str, Any]:
     """The cluster options given on the command line (None where not given)."""
-    return {key: getattr(args, key) for key in ("accelerators", "memory", "cpus", "bandwidth")}
+    return {key: getattr(args, key)
+            for key in ("accelerators", "memory", "cpus", "bandwidth", "machines", "inter_machine_cost")}
 
 
 def _out(text: str) -> str:

@@ -2,6 +2,14 @@
 
 Devices are numbered ``0..k-1`` for the accelerators and ``k..k+l-1`` for the CPU
 cores; every placement array in exactplace uses that numbering.
+
+A *two-level* cluster (paper Appendix C.3, PipeDream's hierarchical optimizer) groups the
+accelerators into ``machines`` of ``k / machines`` consecutive devices: a transfer between
+accelerators of one machine costs what the graph states (the fast, intra-machine bandwidth),
+a transfer that leaves a machine costs ``inter_machine_cost`` times as much (the ratio of the
+two bandwidths). Each CPU core counts as a host of its own (a host pool reached over the
+network), so an accelerator exchanging data with a CPU pays the inter-machine rate too.
+Only the throughput objective models it; see :mod:`exactplace.evaluators.max_load`.
 """
 
 from __future__ import annotations
@@ -41,15 +49,25 @@ class Cluster:
         The paper's model is homogeneous (speed 1). Per-device memory and speed are honoured
         by the evaluators and by the exact methods ``dp`` and ``mip`` (see
         :meth:`accelerator_types`); ``dpl`` and ``pipedream`` take homogeneous clusters only.
+    machines : int
+        Machines the accelerators are grouped into (a divisor of ``accelerators``); accelerator
+        ``d`` is on machine ``d // (accelerators / machines)``. See the module docstring.
+    inter_machine_cost : float
+        At least 1: how many times its stated cost a transfer between hosts (two machines, or a
+        machine and a CPU core) takes, the intra-machine bandwidth over the inter-machine one.
+        1 (the default) makes the cluster one-level whatever ``machines`` says.
 
     Examples
     --------
     >>> c = Cluster(accelerators=2, memory=16e9, cpus=1)
     >>> c.num_devices, c.device_name(1), c.device_name(2)
     (3, 'acc1', 'cpu0')
+    >>> two = Cluster(accelerators=4, cpus=1, machines=2, inter_machine_cost=8.0)
+    >>> two.is_two_level, two.hosts.tolist()  # acc0-1 on machine 0, acc2-3 on machine 1, cpu0 a host of its own
+    (True, [0, 0, 1, 1, 2])
     """
 
-    __slots__ = ("accelerators", "cpus", "memory", "speed")
+    __slots__ = ("accelerators", "cpus", "inter_machine_cost", "machines", "memory", "speed")
 
     def __init__(
         self,
@@ -57,6 +75,8 @@ class Cluster:
         memory: float | Sequence[float] = math.inf,
         cpus: int = 1,
         speed: float | Sequence[float] = 1.0,
+        machines: int = 1,
+        inter_machine_cost: float = 1.0,
     ) -> None:
         for name, value in (("accelerators", accelerators), ("cpus", cpus)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_DEVICES:
@@ -70,6 +90,15 @@ class Cluster:
         object.__setattr__(self, "speed", _per_device(speed, "speed", int(accelerators), allow_inf=False))
         if np.any(self.speed[:1] <= 0 if _uniform(self.speed) else self.speed <= 0):
             raise ParameterError(f"The 'speed' parameter of Cluster must be positive. Got {speed!r} instead.")
+        check_param(not isinstance(machines, bool) and isinstance(machines, (int, np.integer)) and machines >= 1
+                    and (accelerators % machines == 0 if accelerators else machines == 1), "machines", "Cluster",
+                    f"a positive divisor of the accelerators ({accelerators})", machines)
+        cost_ok = isinstance(inter_machine_cost, (int, float, np.number)) and not isinstance(inter_machine_cost, bool)
+        check_param(cost_ok and 1.0 <= float(inter_machine_cost) < math.inf, "inter_machine_cost", "Cluster",
+                    "a finite number of at least 1 (the intra-machine bandwidth over the inter-machine one)",
+                    inter_machine_cost)
+        object.__setattr__(self, "machines", int(machines))
+        object.__setattr__(self, "inter_machine_cost", float(inter_machine_cost))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Cluster is immutable")
@@ -84,17 +113,45 @@ class Cluster:
         """True when all accelerators share one memory size and speed (the paper's model)."""
         return _uniform(self.memory) and _uniform(self.speed) and (self.accelerators == 0 or self.speed[0] == 1.0)
 
+    @property
+    def is_two_level(self) -> bool:
+        """True when transfers between hosts cost more than within a machine (``inter_machine_cost > 1``)."""
+        return self.inter_machine_cost > 1.0
+
+    @property
+    def per_machine(self) -> int:
+        """Accelerators on each machine."""
+        return self.accelerators // self.machines
+
+    @property
+    def hosts(self) -> np.ndarray:
+        """The host of every device: its machine for an accelerator, ``machines + j`` for CPU core ``j``."""
+        k = self.accelerators
+        return np.concatenate([np.arange(k, dtype=np.int64) // max(self.per_machine, 1),
+                               self.machines + np.arange(self.cpus, dtype=np.int64)])
+
+    def require_one_level(self, what: str) -> None:
+        """Raise ParameterError naming ``what`` when this cluster is two-level (which ``what`` does not model)."""
+        if self.is_two_level:
+            raise ParameterError(
+                f"{what} does not model two-level clusters (machines={self.machines}, inter_machine_cost="
+                f"{self.inter_machine_cost:g}); only the throughput objective does. Give the cluster "
+                "inter_machine_cost=1 to ignore the hierarchy."
+            )
+
     def for_nodes(self, n: int) -> Cluster:
         """The same problem for a graph of ``n`` nodes: at most ``n`` CPUs and, when the accelerators
-        are identical, at most ``n`` of them (a placement uses no more devices than nodes).
+        are identical and on one level, at most ``n`` of them (a placement uses no more devices than nodes).
 
         >>> Cluster(accelerators=10**9, memory=1e9, cpus=10**9).for_nodes(3)
         Cluster(accelerators=3, memory=1000000000.0, cpus=3)
         """
-        k = min(self.accelerators, n) if _uniform(self.memory) and _uniform(self.speed) else self.accelerators
+        alike = _uniform(self.memory) and _uniform(self.speed) and not self.is_two_level
+        k = min(self.accelerators, n) if alike else self.accelerators
         if (k, min(self.cpus, n)) == (self.accelerators, self.cpus):
             return self
-        return Cluster(k, self.memory[:k], min(self.cpus, n), self.speed[:k])
+        return Cluster(k, self.memory[:k], min(self.cpus, n), self.speed[:k], self.machines if k == self.accelerators
+                       else 1, self.inter_machine_cost)
 
     def accelerator_types(self, per_type: int | None = None) -> list[np.ndarray]:
         """The accelerators grouped into *types* of equal memory and speed (interchangeable devices).
@@ -160,19 +217,23 @@ class Cluster:
         return [self.device_name(d) for d in range(self.num_devices)]
 
     def to_dict(self) -> dict[str, object]:
-        """JSON-ready description (floats; ``inf`` memory written as null)."""
-        return {
+        """JSON-ready description (floats; ``inf`` memory written as null; the two levels only when set)."""
+        data: dict[str, object] = {
             "accelerators": self.accelerators,
             "cpus": self.cpus,
             "memory": [None if math.isinf(x) else float(x) for x in self.memory],
             "speed": [float(x) for x in self.speed],
         }
+        if self.machines != 1 or self.is_two_level:
+            data.update(machines=self.machines, inter_machine_cost=self.inter_machine_cost)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> Cluster:
         """Inverse of :meth:`to_dict`."""
         memory = [math.inf if x is None else x for x in data["memory"]]
-        return cls(data["accelerators"], memory, data["cpus"], data.get("speed", 1.0))
+        return cls(data["accelerators"], memory, data["cpus"], data.get("speed", 1.0), data.get("machines", 1),
+                   data.get("inter_machine_cost", 1.0))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Cluster):
@@ -194,7 +255,10 @@ class Cluster:
             text = shown(values, default)
             if text is not None:
                 parts.append(f"{name}={text}")
-        return f"Cluster({', '.join(parts)}, cpus={self.cpus})"
+        parts.append(f"cpus={self.cpus}")
+        if self.machines != 1 or self.is_two_level:
+            parts += [f"machines={self.machines}", f"inter_machine_cost={self.inter_machine_cost!r}"]
+        return f"Cluster({', '.join(parts)})"
 
 
 def _uniform(values: np.ndarray) -> bool:

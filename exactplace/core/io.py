@@ -3,6 +3,7 @@
 Workload format (the paper's published instances)::
 
     {"maxSizePerFPGA": float, "maxFPGAs": int, "maxCPUs": int,
+     "machines"?: int, "interMachineCost"?: float,     # a two-level cluster (exactplace's extension)
      "nodes": [{"id", "supportedOnFpga", "cpuLatency", "fpgaLatency", "isBackwardNode",
                 "size"?, "colorClass"?, "name"?, "layerId"?}],
      "edges": [{"sourceId", "destId", "cost", "size"?}]}
@@ -319,9 +320,26 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
         raise InputFormatError("The workload's maxFPGAs and maxCPUs are both 0: there is no device to place on.")
     # More devices than nodes is the same problem as one device per node: the cluster (and so every
     # table and array built from it) is sized by the graph; the stated counts are kept for reports.
-    stated = {key: count for key, count in (("maxFPGAs", accelerators), ("maxCPUs", cpus)) if count > graph.n}
-    cluster = Cluster(accelerators=min(accelerators, graph.n), memory=memory, cpus=min(cpus, graph.n))
-    extra = {k: v for k, v in data.items() if k not in {"maxSizePerFPGA", "maxFPGAs", "maxCPUs", "nodes", "edges"}}
+    machines = top.integer("machines", 1, low=1, high=2**62)
+    inter_machine_cost = top.number("interMachineCost", 1.0)
+    if accelerators % machines:
+        raise InputFormatError(
+            f"The workload's 'machines' ({machines}) must divide its 'maxFPGAs' ({_shown(accelerators)}).")
+    if inter_machine_cost < 1.0:
+        raise InputFormatError(f"The workload's 'interMachineCost' ({inter_machine_cost:g}) must be at least 1 (the "
+                               "intra-machine bandwidth over the inter-machine one).")
+    # A two-level cluster keeps every accelerator: its machines are what the split is priced by.
+    two_level = inter_machine_cost > 1.0
+    stated = {key: count for key, count in (("maxFPGAs", accelerators), ("maxCPUs", cpus))
+              if count > graph.n and not (two_level and key == "maxFPGAs")}
+    if two_level and accelerators > 2**62:
+        raise InputFormatError(f"The workload's 'maxFPGAs' ({_shown(accelerators)}) is more than a two-level "
+                               "cluster holds (2**62).")
+    cluster = Cluster(accelerators=accelerators if two_level else min(accelerators, graph.n), memory=memory,
+                      cpus=min(cpus, graph.n), machines=machines if two_level else 1,
+                      inter_machine_cost=inter_machine_cost)
+    extra = {k: v for k, v in data.items()
+             if k not in {"maxSizePerFPGA", "maxFPGAs", "maxCPUs", "nodes", "edges", "machines", "interMachineCost"}}
     return Workload(graph=graph, cluster=cluster, name=name, extra=extra, stated=stated)
 
 
@@ -451,6 +469,8 @@ def workload_to_dict(workload: Workload) -> dict[str, Any]:
         "maxSizePerFPGA": memory if math.isfinite(memory) else 1e300,
         "maxFPGAs": workload.accelerators, "maxCPUs": workload.cpus, "nodes": nodes,
         "edges": [{"sourceId": u, "destId": v, "cost": c} for u, v, c in graph.edges()],
+        **({"machines": cluster.machines, "interMachineCost": cluster.inter_machine_cost}
+           if cluster.is_two_level else {}),
     }
 
 

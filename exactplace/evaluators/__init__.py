@@ -44,6 +44,7 @@ def evaluate(
                 "stage, not replicated stages)", objective)
     if objective == "throughput":
         return max_load(graph, cluster, device, **options)
+    cluster.require_one_level(f"The {objective} objective")
     if objective == "makespan":
         from exactplace.evaluators.makespan import makespan
 

@@ -215,7 +215,9 @@ def check_feasibility(
     space : Space or str, optional
         Ask for a stricter structure: ``"contiguous"`` (Definition 3.1 for each device's forward
         and backward part, forward parts chained), ``"chain"`` (forward parts contiguous and
-        chained, the DP's space). ``"any"``, ``"subgraphs"`` and None add nothing.
+        chained, the DP's space). On a two-level cluster, chained also means that the hosts'
+        forward parts are chained (each machine takes consecutive stages). ``"any"``,
+        ``"subgraphs"`` and None add nothing.
     q : int, optional
         Latency: the most subgraphs an accelerator may run (None: any number).
     subgraph : array of int, optional
@@ -289,14 +291,20 @@ def check_feasibility(
                 "replicas", f"the accelerators in use run {int(reps[on].sum())} replicas in all, more than the "
                 f"cluster's {k} accelerators", int(on[np.argmax(reps[on])]),
             ))
-    violations += _structure_violations(graph, names, dev, guarantees or Guarantees.of_space(space))
+    violations += _structure_violations(graph, names, dev, guarantees or Guarantees.of_space(space),
+                                        cluster if cluster.is_two_level else None)
     if objective == "latency":
         violations += _subgraph_violations(graph, cluster, dev, as_subgraph_array(graph, cluster, dev, subgraph), q)
     return violations
 
 
-def _structure_violations(graph: Graph, names: list[str], dev: np.ndarray, guarantees: Guarantees) -> list[Violation]:
-    """Contiguity of each device's forward / backward part and the chain order, as ``guarantees`` asks."""
+def _structure_violations(graph: Graph, names: list[str], dev: np.ndarray, guarantees: Guarantees,
+                          two_level: Cluster | None = None) -> list[Violation]:
+    """Contiguity of each device's forward / backward part and the chain order, as ``guarantees`` asks.
+
+    On a ``two_level`` cluster the chain order also asks the hosts (``Cluster.hosts``) to be chained:
+    each machine takes consecutive stages, as in PipeDream's hierarchical split.
+    """
     violations = []
     if guarantees.forward_contiguous or guarantees.backward_contiguous:
         label = dev * 2 + graph.backward.astype(np.int64)
@@ -316,6 +324,15 @@ def _structure_violations(graph: Graph, names: list[str], dev: np.ndarray, guara
             violations.append(Violation(
                 "order", f"the devices' forward parts wait on each other in a cycle ({shown}): no chain of ideals"
             ))
+        elif two_level is not None:
+            cycle = device_order_cycle(graph, two_level.hosts[dev], np.flatnonzero(~graph.backward))
+            if cycle:
+                host_names = [f"machine{h}" for h in range(two_level.machines)] + names[two_level.accelerators:]
+                shown = " -> ".join(host_names[h] for h in [*cycle, cycle[0]])
+                violations.append(Violation(
+                    "order", f"the hosts' forward parts wait on each other in a cycle ({shown}): on a two-level "
+                    "cluster each machine must take consecutive stages of the chain"
+                ))
     return violations
 
 

@@ -155,6 +155,7 @@ def latency_schedule(graph: Graph, cluster: Cluster, device: Sequence[int] | np.
         The placement is malformed, or its accelerator subgraphs wait on each other in a
         cycle (no invocation order exists).
     """
+    cluster.require_one_level("The latency objective")
     dev = as_device_array(graph, cluster, device)
     k = cluster.accelerators
     blocks = invocation_blocks(graph, cluster, dev, as_subgraph_array(graph, cluster, dev, subgraph))

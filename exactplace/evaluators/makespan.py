@@ -175,6 +175,7 @@ def simulate(
     PlacementError
         A malformed placement or order.
     """
+    cluster.require_one_level("The makespan objective")
     dev = as_device_array(graph, cluster, device)
     rank = None if order is None else check_order(graph, order)
     n, k, num_devices = graph.n, cluster.accelerators, cluster.num_devices

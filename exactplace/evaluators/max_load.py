@@ -15,6 +15,11 @@ accelerators run accelerator ``a``'s part, each on ``1 / r`` of the samples, and
 parameters, so its load is ``(compute + communication + sync * (r - 1) / r) / r`` where ``sync`` is
 the sum of its nodes' ``Node.sync`` (PipeDream's ``4 P / B``). ``replicas`` is refused with
 ``overlap`` and ``gpipe``, which the paper and PipeDream do not combine with it.
+
+Two-level clusters (``Cluster.machines``, ``inter_machine_cost`` = f; paper Appendix C.3): a
+group's receiver on another host than its source (another machine, or a CPU core: each core is
+a host of its own) pays ``f`` times its cost, and the source pays ``f`` times when any receiver
+is on another host; within a machine nothing changes.
 """
 
 from __future__ import annotations
@@ -133,9 +138,19 @@ def device_loads(
     pairs = np.unique(graph.edge_group[crossing] * num_devices + receiver[crossing])
     groups, receivers = pairs // num_devices, pairs % num_devices
     group_part = part[graph.group_source]
-    np.add.at(comm, (receivers, group_part[groups]), graph.group_cost[groups])
     senders = np.unique(groups)
-    np.add.at(comm, (dev[graph.group_source[senders]], group_part[senders]), graph.group_cost[senders])
+    cost_in, cost_out = graph.group_cost[groups], graph.group_cost[senders]
+    if cluster.is_two_level:
+        # A receiver on another host pulls the data over the slow link; the source pays the slow rate
+        # once when any of its receivers is on another host.
+        host = cluster.hosts
+        remote = host[dev[graph.group_source[groups]]] != host[receivers]
+        cost_in = np.where(remote, cost_in * cluster.inter_machine_cost, cost_in)
+        any_remote = np.zeros(len(graph.group_cost), dtype=bool)
+        np.logical_or.at(any_remote, groups, remote)
+        cost_out = np.where(any_remote[senders], cost_out * cluster.inter_machine_cost, cost_out)
+    np.add.at(comm, (receivers, group_part[groups]), cost_in)
+    np.add.at(comm, (dev[graph.group_source[senders]], group_part[senders]), cost_out)
     comm[k:] = 0.0  # CPUs read RAM directly: no communication cost
 
     memory = np.bincount(dev[on_acc], weights=graph.memory[on_acc], minlength=num_devices)

@@ -218,6 +218,8 @@ def solve(
                 f"device per node: cluster.for_nodes({graph.n}) states the same problem)", cluster)
     check_param(isinstance(objective, str) and objective in OBJECTIVES, "objective", "solve",
                 f"one of {list(OBJECTIVES)}", objective)
+    if objective != "throughput":
+        cluster.require_one_level(f"The {objective} objective")
     check_param(isinstance(method, str), "method", "solve", "a method name", method)
     if method != "auto":
         get_method(method, objective)
