@@ -214,18 +214,18 @@ def _gib(size: float) -> str:
 
 
 def _stopped(problem: Problem, limit: Limit, info: dict, timings: dict,
-             incumbent: np.ndarray | None = None) -> MethodResult:
+             incumbent: np.ndarray | None = None, solver: str = SOLVER) -> MethodResult:
     """Stopped by the time limit or Ctrl-C with nothing of its own: the warm start if it is feasible,
     else the DPL incumbent, else no solution (which ``solve`` replaces with the greedy placement
     after a time limit)."""
     warm = problem.warm_start
     if warm is not None and not check_feasibility(problem.graph, problem.cluster, warm):
-        return MethodResult(warm.copy(), Status.FEASIBLE, limit=limit, solver=SOLVER, timings=timings,
+        return MethodResult(warm.copy(), Status.FEASIBLE, limit=limit, solver=solver, timings=timings,
                             info={**info, "returned": "warm start"})
     if incumbent is not None:
-        return MethodResult(incumbent, Status.FEASIBLE, limit=limit, solver=SOLVER, timings=timings,
+        return MethodResult(incumbent, Status.FEASIBLE, limit=limit, solver=solver, timings=timings,
                             info={**info, "returned": "DPL incumbent"})
-    return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver=SOLVER, timings=timings, info=info)
+    return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver=solver, timings=timings, info=info)
 
 
 def _count(problem: Problem, contraction: Contraction, limit: int) -> tuple[int, int] | None:
@@ -532,9 +532,9 @@ def _run_two_level(problem: Problem) -> MethodResult:
         value, device = two_level_dp(graph, cluster, problem.contraction, overlap=overlap,
                                      deadline=problem.deadline, table=table)
     except TimeoutError:
-        return _stopped(problem, Limit.TIME, info, timings, None)
+        return _stopped(problem, Limit.TIME, info, timings, solver=TWO_LEVEL_SOLVER)
     except KeyboardInterrupt:
-        return _stopped(problem, Limit.INTERRUPT, info, timings, None)
+        return _stopped(problem, Limit.INTERRUPT, info, timings, solver=TWO_LEVEL_SOLVER)
     timings["dp"] = time.perf_counter() - clock
     if device is None:
         info["reason"] = (f"no two-level chain split fits ({memory_summary(graph, cluster)}); a non-contiguous "

@@ -19,9 +19,11 @@ Within a block every partner is placed: a source outside ``B`` is on another hos
 target in ``S``), and the DP runs in two levels: for every block ``(J, J2)`` the best chain of at
 most ``p`` accelerator stages from ``J`` to ``J2`` (the inner DP, with ``B``'s premiums), then
 over blocks and CPU stages with at most ``machines`` blocks and ``cpus`` CPU stages (the
-outer DP). It is exact over that space and costs ``sum over blocks of the pairs inside``: it
-runs in Python and is meant for small lattices; :data:`MAX_PAIRS` bounds the work, and the
-contiguous IP (``method="mip"``) models the same space at scale.
+outer DP). It is exact over that space and its work is the number of (block, stage inside it)
+combinations, ``sum over nested pairs I ⊂ I2 of #{J ⊆ I} * #{J2 ⊇ I2}``, counted before it starts
+(:attr:`StageTable.work`). It runs in Python and is meant for small lattices: :data:`MAX_WORK`
+bounds it (about 10 s), beyond which it is refused at once, and the contiguous IP
+(``method="mip"``) models the same space at scale.
 
 Examples
 --------
@@ -50,12 +52,14 @@ from exactplace.core.contraction import Contraction
 from exactplace.core.errors import TooManyIdealsError
 from exactplace.core.graph import Graph
 
-__all__ = ["MAX_IDEALS", "MAX_PAIRS", "StageTable", "stage_table", "two_level_dp"]
+__all__ = ["MAX_IDEALS", "MAX_PAIRS", "MAX_WORK", "StageTable", "stage_table", "two_level_dp"]
 
 #: The most ideals and (ideal, larger ideal) pairs the Python DP takes: beyond them it is refused
 #: in well under a second, and ``auto`` goes on to the contiguous IP.
 MAX_IDEALS = 1_000
 MAX_PAIRS = 60_000
+#: The most (block, stage) combinations the DP takes (:attr:`StageTable.work`): about 10 s on one core.
+MAX_WORK = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,13 @@ class StageTable:
     recv: np.ndarray          # (P, G) c_g where S holds a target of g but not its source
     group_source: list[int]   # (G,) bitmask of each group's source unit
     group_targets: list[int]  # (G,) bitmask of each group's targets
+    contains: np.ndarray      # (N, N) bool: contains[a, b] when ideal a ⊇ ideal b
+
+    @property
+    def work(self) -> int:
+        """(block, stage inside it) combinations the DP visits: the J below each stage times the J2 above it."""
+        below, above = self.contains.sum(axis=1), self.contains.sum(axis=0)
+        return int((below[self.pair_from] * above[self.pair_to]).sum())
 
 
 def _ideals(units: int, src: np.ndarray, dst: np.ndarray) -> list[int] | None:
@@ -99,7 +110,7 @@ def stage_table(contraction: Contraction) -> StageTable:
     Raises
     ------
     TooManyIdealsError
-        More than ``MAX_IDEALS`` ideals or ``MAX_PAIRS`` nested pairs.
+        More than ``MAX_IDEALS`` ideals, ``MAX_PAIRS`` nested pairs or ``MAX_WORK`` combinations.
     """
     units = contraction.num_units
     ideals = _ideals(units, contraction.src, contraction.dst)
@@ -118,6 +129,7 @@ def stage_table(contraction: Contraction) -> StageTable:
             "models two-level clusters).", len(ideals), len(ideals),
         )
     member = np.array([[mask >> u & 1 for u in range(units)] for mask in ideals], dtype=bool).reshape(-1, units)
+    contains = (member.astype(np.int64) @ member.T.astype(np.int64)) == member.sum(axis=1)[None, :]
     pair_from = np.array([i for i, _ in pairs], dtype=np.int64)
     pair_to = np.array([j for _, j in pairs], dtype=np.int64)
     stage = member[pair_to] & ~member[pair_from]                          # (P, U)
@@ -131,13 +143,21 @@ def stage_table(contraction: Contraction) -> StageTable:
     cost = contraction.group_cost[None, :]
     with np.errstate(invalid="ignore"):  # inf * 0 for unsupported units outside S
         acc = np.where(stage, contraction.acc_time[None, :], 0.0).sum(axis=1)
-    return StageTable(
+    table = StageTable(
         ideals=ideals, pair_from=pair_from, pair_to=pair_to, acc=acc,
         cpu=stage.astype(np.float64) @ contraction.cpu_time, memory=stage.astype(np.float64) @ contraction.memory,
         send=np.where(source_in & target_out, cost, 0.0), recv=np.where(~source_in & target_in, cost, 0.0),
         group_source=[1 << int(s) for s in contraction.group_source],
         group_targets=[sum(1 << int(t) for t in target[ptr[g]:ptr[g + 1]]) for g in range(groups)],
+        contains=contains,
     )
+    if table.work > MAX_WORK:
+        raise TooManyIdealsError(
+            f"Method 'dp' on a two-level cluster runs in Python and visits at most {MAX_WORK:,} (block, stage) "
+            f"combinations; this graph's {len(ideals):,} ideals give {table.work:,}. Use method='mip' (the "
+            "contiguous IP models two-level clusters).", len(ideals), len(ideals),
+        )
+    return table
 
 
 def two_level_dp(graph: Graph, cluster: Cluster, contraction: Contraction, *, overlap: bool = False,
@@ -179,15 +199,21 @@ def two_level_dp(graph: Graph, cluster: Cluster, contraction: Contraction, *, ov
     for start in range(n_ideals if per else 0):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError
-        for end, end_mask in enumerate(ideals):
-            if end <= start or end_mask & ideals[start] != ideals[start]:
+        above_start = np.flatnonzero(table.contains[table.pair_from, start])  # stages that may follow J
+        for end in np.flatnonzero(table.contains[:, start]).tolist():
+            if end == start:
                 continue
-            block = end_mask & ~ideals[start]
+            inside = above_start[table.contains[end, table.pair_to[above_start]]]
+            block = ideals[end] & ~ideals[start]
             remote_target = np.array([t & ~block != 0 for t in table.group_targets], dtype=np.float64)
             remote_source = np.array([s & block == 0 for s in table.group_source], dtype=np.float64)
-            comm = base_comm + (f - 1.0) * (table.send @ remote_target + table.recv @ remote_source)
-            load = np.maximum(table.acc, comm) if overlap else table.acc + comm
-            load = np.where(fits, load, math.inf).tolist()
+            comm = base_comm[inside] + (f - 1.0) * (table.send[inside] @ remote_target
+                                                    + table.recv[inside] @ remote_source)
+            load = np.maximum(table.acc[inside], comm) if overlap else table.acc[inside] + comm
+            load = np.where(fits[inside], load, math.inf)
+            leaving: dict[int, list[tuple[float, int]]] = {}
+            for i, j, value in zip(table.pair_from[inside].tolist(), table.pair_to[inside].tolist(), load.tolist()):
+                leaving.setdefault(i, []).append((value, j))
             # best[a][ideal]: the best max load reaching the ideal with a stages; parent for the chain.
             best = [{start: 0.0}]
             parent: list[dict[int, int]] = [{}]
@@ -195,10 +221,8 @@ def two_level_dp(graph: Graph, cluster: Cluster, contraction: Contraction, *, ov
                 layer: dict[int, float] = {}
                 back: dict[int, int] = {}
                 for i, value in best[-1].items():
-                    for p, j in successors[i]:
-                        if ideals[j] & ~end_mask:
-                            continue
-                        candidate = max(value, load[p])
+                    for stage, j in leaving.get(i, ()):
+                        candidate = max(value, stage)
                         if candidate < layer.get(j, math.inf):
                             layer[j], back[j] = candidate, i
                 best.append(layer)
