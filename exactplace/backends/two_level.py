@@ -80,9 +80,14 @@ class StageTable:
 
     @property
     def work(self) -> int:
-        """(block, stage inside it) combinations the DP visits: the J below each stage times the J2 above it."""
-        below, above = self.contains.sum(axis=1), self.contains.sum(axis=0)
-        return int((below[self.pair_from] * above[self.pair_to]).sum())
+        """(block, stage inside it) combinations the DP visits (:func:`_work`)."""
+        return _work(self.contains, self.pair_from, self.pair_to)
+
+
+def _work(contains: np.ndarray, pair_from: np.ndarray, pair_to: np.ndarray) -> int:
+    """The J below each stage's first ideal times the J2 above its last, summed over the stages."""
+    below, above = contains.sum(axis=1), contains.sum(axis=0)
+    return int((below[pair_from] * above[pair_to]).sum())
 
 
 def _ideals(units: int, src: np.ndarray, dst: np.ndarray) -> list[int] | None:
@@ -132,6 +137,13 @@ def stage_table(contraction: Contraction) -> StageTable:
     contains = (member.astype(np.int64) @ member.T.astype(np.int64)) == member.sum(axis=1)[None, :]
     pair_from = np.array([i for i, _ in pairs], dtype=np.int64)
     pair_to = np.array([j for _, j in pairs], dtype=np.int64)
+    work = _work(contains, pair_from, pair_to)
+    if work > MAX_WORK:  # before the stages' tables: a refusal costs little
+        raise TooManyIdealsError(
+            f"Method 'dp' on a two-level cluster runs in Python and visits at most {MAX_WORK:,} (block, stage) "
+            f"combinations; this graph's {len(ideals):,} ideals give {work:,}. Use method='mip' (the "
+            "contiguous IP models two-level clusters).", len(ideals), len(ideals),
+        )
     stage = member[pair_to] & ~member[pair_from]                          # (P, U)
     ptr, target = contraction.group_ptr, contraction.group_target
     groups = len(contraction.group_cost)
@@ -143,7 +155,7 @@ def stage_table(contraction: Contraction) -> StageTable:
     cost = contraction.group_cost[None, :]
     with np.errstate(invalid="ignore"):  # inf * 0 for unsupported units outside S
         acc = np.where(stage, contraction.acc_time[None, :], 0.0).sum(axis=1)
-    table = StageTable(
+    return StageTable(
         ideals=ideals, pair_from=pair_from, pair_to=pair_to, acc=acc,
         cpu=stage.astype(np.float64) @ contraction.cpu_time, memory=stage.astype(np.float64) @ contraction.memory,
         send=np.where(source_in & target_out, cost, 0.0), recv=np.where(~source_in & target_in, cost, 0.0),
@@ -151,13 +163,6 @@ def stage_table(contraction: Contraction) -> StageTable:
         group_targets=[sum(1 << int(t) for t in target[ptr[g]:ptr[g + 1]]) for g in range(groups)],
         contains=contains,
     )
-    if table.work > MAX_WORK:
-        raise TooManyIdealsError(
-            f"Method 'dp' on a two-level cluster runs in Python and visits at most {MAX_WORK:,} (block, stage) "
-            f"combinations; this graph's {len(ideals):,} ideals give {table.work:,}. Use method='mip' (the "
-            "contiguous IP models two-level clusters).", len(ideals), len(ideals),
-        )
-    return table
 
 
 def two_level_dp(graph: Graph, cluster: Cluster, contraction: Contraction, *, overlap: bool = False,
