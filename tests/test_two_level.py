@@ -25,6 +25,7 @@ from exactplace import (
     Node,
     ParameterError,
     Status,
+    TooManyIdealsError,
     check_feasibility,
     evaluate,
     max_load,
@@ -191,3 +192,16 @@ def test_workload_files_and_the_command_line_state_the_two_levels(tmp_path) -> N
     assert main(["solve", str(workload_path("layer_bert24_inference")), "--machines", "3",
                  "--inter-machine-cost", "2.5", "--out", str(plan)]) == 0
     assert main(["evaluate", str(path), str(plan)]) == 0
+
+
+def test_auto_takes_the_ip_where_the_two_level_dp_would_take_too_long() -> None:
+    """Twelve independent branches: 4,096 ideals, past the Python DP's limit; refused at once, the IP answers."""
+    graph = Graph([Node(0, 1.0, 1.0, comm=0.5)] + [Node(i, 5.0, 1.0 + i / 10, comm=0.5) for i in range(1, 13)],
+                  [(0, i) for i in range(1, 13)])
+    two = Cluster(4, cpus=1, machines=2, inter_machine_cost=3.0)
+    with pytest.raises(TooManyIdealsError, match="method='mip'"):
+        solve(graph, two, method="dp")
+    p = solve(graph, two, time_limit=60)
+    assert p.method == "mip" and p.status is Status.OPTIMAL
+    assert p.objective == max_load(graph, two, p.device)
+    assert check_feasibility(graph, two, p.device, space="chain") == []
