@@ -117,7 +117,7 @@ def replay_synthetic(
     count = {d: int(replicas[d]) if replicas is not None and d < cluster.accelerators else 1 for d in used}
     replicated = ", ".join(f"{cluster.device_name(d)} x{r}" for d, r in count.items() if r > 1)
     kind, _ = parse_devices(devices, sum(count.values()),
-                            f"one per replica of a replicated stage: {replicated}" if replicated else "")
+                            f"a replicated stage takes one per replica: {replicated}" if replicated else "")
     wrong = np.flatnonzero(~graph.supported & (dev < cluster.accelerators))
     if wrong.size:
         v = int(wrong[0])
