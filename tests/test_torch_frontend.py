@@ -126,6 +126,15 @@ def test_exports_refuse_what_they_cannot_express() -> None:
         export.accelerate_device_map(block, device)
 
 
+def test_module_replay_refuses_replicated_stages() -> None:
+    """A module's replay runs one copy of each part: replicas are refused, naming the option to change."""
+    torch.manual_seed(0)
+    graph = ep.from_torch(cnn().eval(), (torch.randn(2, 3, 16, 16),), repeats=1)
+    device = np.array([0] * 5 + [1] * (graph.n - 5))
+    with pytest.raises(ep.ParameterError, match="solve without replication=True to replay the module"):
+        ep.replay(graph, device, cluster=ep.Cluster(accelerators=3, cpus=0), devices="cpu", replicas=[2, 1, 1])
+
+
 def test_training_capture_colocates_backward_partners() -> None:
     torch.manual_seed(0)
     module, x = cnn(), torch.randn(2, 3, 16, 16)

@@ -9,18 +9,13 @@ from typing import Any
 
 def _command_replay(args: argparse.Namespace) -> int:
     from exactplace.cli.inputs import load_workload
-    from exactplace.core.errors import ParameterError
     from exactplace.core.io import read_split_file
     from exactplace.runtime import replay
 
     workload = load_workload(args.workload)
     plan = read_split_file(args.plan, workload.graph, workload.cluster)
-    if plan.replicas is not None and bool((plan.replicas > 1).any()):
-        raise ParameterError("replay runs one device per stage: it does not replay replicated stages "
-                             "(the plan's 'replicas'); solve without replication=True to replay it.")
-    device = plan.device
-    result = replay(workload, device, devices=args.devices, mode=args.mode, samples=args.samples,
-                    repeats=args.repeats)
+    result = replay(workload, plan.device, devices=args.devices, mode=args.mode, samples=args.samples,
+                    repeats=args.repeats, replicas=plan.replicas)
     what = "time per sample" if args.mode == "pipelined" else "latency"
     print(f"replay of {workload.name} on {result.devices} ({args.mode}, {what}, model units; "
           f"1 unit = {result.time_unit:.3g} s; noise {100 * result.noise:.2g}% over {len(result.repeats)} repeats)")

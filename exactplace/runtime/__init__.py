@@ -11,7 +11,7 @@ from exactplace.core.errors import ParameterError
 from exactplace.core.graph import Graph
 from exactplace.core.io import Workload
 from exactplace.core.placement import Placement
-from exactplace.core.placement_array import as_device_array
+from exactplace.core.placement_array import as_device_array, as_replicas_array
 from exactplace.runtime.engine import parse_devices
 from exactplace.runtime.result import MODES, ReplayResult
 
@@ -29,6 +29,7 @@ def replay(
     repeats: int = 3,
     time_unit: float | None = None,
     inputs: tuple[Any, ...] | None = None,
+    replicas: np.ndarray | list[int] | None = None,
 ) -> ReplayResult:
     """Execute a placement for real and compare measured with predicted times.
 
@@ -39,14 +40,18 @@ def replay(
         each crossing edge a transfer lasting its cost), or a graph from
         :func:`exactplace.from_torch` (the captured module is split by the placement and run).
     placement : Placement or device array
-        ``device[i]`` for the node at position ``i``.
+        ``device[i]`` for the node at position ``i``. A Placement solved with ``replication=True``
+        brings its ``replicas``.
     devices : str
         ``"auto"`` (CUDA when available, else virtual CPU devices), ``"cpu"``, ``"cpu:N"``, ``"cuda"``,
         ``"cuda:N"``. A count that cannot hold the placement's devices raises PlacementError.
     mode : {"pipelined", "single"}
         Pipelined: ``samples`` samples stream through one worker per device; measured is the steady
         time per sample, predicted the max-load. Single: one sample's latency (paper §4), repeated
-        ``samples`` times, median.
+        ``samples`` times, median. A replicated plan replays in pipelined mode only: a part on ``r``
+        replicas runs on ``r`` devices taking the samples round-robin, each paying an all-reduce
+        step of ``sync * (r - 1) / r`` per sample (:mod:`exactplace.runtime.programs`), so it needs
+        one device per replica.
     samples : int
     cluster : Cluster, optional
         Needed when ``workload`` is a Graph and ``placement`` is a device array.
@@ -57,6 +62,9 @@ def replay(
         CUDA and real modules take the model's unit as milliseconds.
     inputs : tuple, optional
         Real modules only: the inputs to run (default: the example inputs given to from_torch).
+    replicas : array of int, optional
+        With a device array: each accelerator's replicas (``Placement.replicas``, paper Appendix
+        C.2). A real module's replay refuses replicas above 1 (it runs one copy of each part).
 
     Returns
     -------
@@ -72,10 +80,14 @@ def replay(
     >>> 0.75 < r.ratio < 1.25                                                    # doctest: +SKIP
     True
     """
-    graph, cluster, dev = _resolve(workload, placement, cluster)
+    graph, cluster, dev, reps = _resolve(workload, placement, cluster, replicas)
     if captures_module(graph):
         from exactplace.runtime.module import replay_module
 
+        if reps is not None and np.any(reps > 1):
+            raise ParameterError("Replaying a captured module runs one copy of each of its parts, so it cannot "
+                                 "replay replicated stages (the plan's replicas); solve without replication=True "
+                                 "to replay the module.")
         return replay_module(graph, cluster, dev, devices=devices, mode=mode, samples=samples, repeats=repeats,
                              time_unit=time_unit, inputs=inputs)
     if inputs is not None:
@@ -83,7 +95,7 @@ def replay(
     from exactplace.runtime.engine import replay_synthetic
 
     return replay_synthetic(graph, cluster, dev, devices=devices, mode=mode, samples=samples, repeats=repeats,
-                            time_unit=time_unit)
+                            time_unit=time_unit, replicas=reps)
 
 
 def captures_module(graph: Graph) -> bool:
@@ -93,7 +105,8 @@ def captures_module(graph: Graph) -> bool:
     return all(hasattr(graph, name) for name in ("module", "fx_names", "example_inputs"))
 
 
-def _resolve(workload: Any, placement: Any, cluster: Cluster | None) -> tuple[Graph, Cluster, np.ndarray]:
+def _resolve(workload: Any, placement: Any, cluster: Cluster | None, replicas: Any
+             ) -> tuple[Graph, Cluster, np.ndarray, np.ndarray | None]:
     if isinstance(workload, Workload):
         graph, cluster = workload.graph, cluster or workload.cluster
     elif isinstance(workload, Graph):
@@ -104,8 +117,12 @@ def _resolve(workload: Any, placement: Any, cluster: Cluster | None) -> tuple[Gr
     if isinstance(placement, Placement):
         if placement.device is None:
             raise ParameterError(f"The placement has no devices (status {placement.status}): nothing to replay.")
+        if replicas is not None:
+            raise ParameterError("The 'replicas' parameter of replay goes with a device array; a Placement "
+                                 "brings its own (Placement.replicas).")
         cluster = cluster or placement.cluster
-        placement = placement.device
+        placement, replicas = placement.device, placement.replicas
     if cluster is None:
         raise ParameterError("The 'cluster' parameter of replay is needed with a Graph and a device array.")
-    return graph, cluster, as_device_array(graph, cluster, placement)
+    dev = as_device_array(graph, cluster, placement)
+    return graph, cluster, dev, as_replicas_array(graph, cluster, dev, replicas)

@@ -4,6 +4,13 @@ Pipelined mode streams ``samples`` samples through one worker per device (the ma
 time per sample in steady state); single mode runs one sample at a time through the §4 blocks
 (the latency model) and repeats it. See :mod:`exactplace.runtime.kernels` for how a kernel is
 made to last its modelled time, and :mod:`exactplace.runtime.programs` for what each device does.
+
+A replicated plan (``Placement.replicas``, paper Appendix C.2) replays in pipelined mode only: a
+part on ``r`` replicas runs on ``r`` workers, each on its own virtual device, which take the
+samples round-robin and pay an all-reduce step per sample (the model's ``sync * (r - 1) / r``;
+:mod:`exactplace.runtime.programs` says why), so the replay needs one device per replica. Single
+mode refuses it: one sample runs on one replica of each part, and the latency model it checks
+against has no replicas.
 """
 
 from __future__ import annotations
@@ -20,7 +27,14 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, ParameterError, PlacementError, ReplayError, check_param
 from exactplace.core.graph import Graph
-from exactplace.runtime.programs import Block, Op, device_programs, latency_blocks, pipelined_schedule
+from exactplace.runtime.programs import (
+    Block,
+    Op,
+    device_programs,
+    latency_blocks,
+    pipelined_schedule,
+    warmup_samples,
+)
 from exactplace.runtime.result import MODES, ReplayResult
 
 __all__ = ["Workers", "parse_devices", "replay_synthetic"]
@@ -30,10 +44,11 @@ CPU_TARGET_SECONDS = 0.03
 _POLL = 0.05  # seconds a blocked worker waits before checking whether another worker failed
 
 
-def parse_devices(devices: str, needed: int) -> tuple[str, int]:
+def parse_devices(devices: str, needed: int, why: str = "") -> tuple[str, int]:
     """Resolve ``"auto"``, ``"cpu"``, ``"cpu:N"``, ``"cuda"`` or ``"cuda:N"`` to (kind, count).
 
-    ``needed`` is the number of devices the placement uses; a count that cannot hold it is an error.
+    ``needed`` is the number of devices the placement uses; a count that cannot hold it is an error,
+    whose message adds ``why`` (how ``needed`` was counted) in parentheses when given.
 
     >>> parse_devices("cpu:3", 3)
     ('cpu', 3)
@@ -63,7 +78,8 @@ def parse_devices(devices: str, needed: int) -> tuple[str, int]:
     else:
         count = int(count_text) if count_text else needed
     if count < needed:
-        raise PlacementError(f"The placement uses {needed} devices but devices={devices!r} offers {count}.")
+        raise PlacementError(f"The placement uses {needed} devices{f' ({why})' if why else ''} but "
+                             f"devices={devices!r} offers {count}.")
     return kind, count
 
 
@@ -77,8 +93,13 @@ def replay_synthetic(
     samples: int = 24,
     repeats: int = 3,
     time_unit: float | None = None,
+    replicas: np.ndarray | None = None,
 ) -> ReplayResult:
-    """Replay a placement of a workload without real operators (see :func:`exactplace.replay`)."""
+    """Replay a placement of a workload without real operators (see :func:`exactplace.replay`).
+
+    ``replicas`` is the plan's per-accelerator replica counts as
+    :func:`~exactplace.core.placement_array.as_replicas_array` returns them, or None.
+    """
     from exactplace.evaluators import device_loads, max_load
     from exactplace.evaluators.latency import latency
 
@@ -87,19 +108,29 @@ def replay_synthetic(
                 else 1), "samples", "replay", "an integer >= 4 (pipelined) or >= 1 (single)", samples)
     check_param(isinstance(repeats, int) and repeats >= 1, "repeats", "replay", "a positive integer", repeats)
     used = np.unique(dev).tolist()
-    kind, _ = parse_devices(devices, len(used))
+    if replicas is not None and not np.any(replicas > 1):
+        replicas = None  # all ones: the plan replicates nothing
+    if replicas is not None and mode == "single":
+        raise ParameterError("mode='single' replays one sample's latency through one device per stage, and the "
+                             "latency model has no replicas; replay this replicated plan with mode='pipelined' "
+                             "(or solve it without replication=True).")
+    count = {d: int(replicas[d]) if replicas is not None and d < cluster.accelerators else 1 for d in used}
+    replicated = ", ".join(f"{cluster.device_name(d)} x{r}" for d, r in count.items() if r > 1)
+    kind, _ = parse_devices(devices, sum(count.values()),
+                            f"a replicated stage takes one per replica: {replicated}" if replicated else "")
     wrong = np.flatnonzero(~graph.supported & (dev < cluster.accelerators))
     if wrong.size:
         v = int(wrong[0])
         raise PlacementError(f"{graph.describe(v).capitalize()} cannot run on an accelerator but is placed on "
                              f"{cluster.device_name(int(dev[v]))}.")
-    predicted = max_load(graph, cluster, dev) if mode == "pipelined" else latency(graph, cluster, dev)
+    predicted = (max_load(graph, cluster, dev, replicas=replicas) if mode == "pipelined"
+                 else latency(graph, cluster, dev))
     if time_unit is None:
         time_unit = CPU_TARGET_SECONDS / predicted if kind == "cpu" and predicted > 0 else 1e-3
     check_param(time_unit > 0, "time_unit", "replay", "a positive number of seconds per model unit", time_unit)
     names = cluster.device_names()
     if mode == "pipelined":
-        loads = device_loads(graph, cluster, dev).load()
+        loads = device_loads(graph, cluster, dev, replicas=replicas).load()
         expected = {d: float(loads[d]) for d in used}
     else:
         expected = {d: sum(op.cost for b in latency_blocks(graph, cluster, dev) if b.device == d for op in b.ops)
@@ -108,7 +139,7 @@ def replay_synthetic(
         from exactplace.runtime.cuda import replay_cuda
 
         return replay_cuda(graph, cluster, dev, mode=mode, samples=samples, repeats=repeats, time_unit=time_unit,
-                           predicted=predicted, expected=expected)
+                           predicted=predicted, expected=expected, replicas=count)
     from exactplace.runtime.kernels import CpuKernels, one_thread_per_op
 
     runs = []
@@ -116,7 +147,8 @@ def replay_synthetic(
         kernels = CpuKernels()
         for _ in range(repeats):
             if mode == "pipelined":
-                runs.append(_pipelined_cpu(kernels, device_programs(graph, cluster, dev), samples, time_unit))
+                programs = device_programs(graph, cluster, dev, count)
+                runs.append(_pipelined_cpu(kernels, programs, count, samples, time_unit))
             else:
                 runs.append(_single_cpu(kernels, latency_blocks(graph, cluster, dev), samples, time_unit))
     overall = [r[0] / time_unit for r in runs]
@@ -124,7 +156,7 @@ def replay_synthetic(
     return ReplayResult(
         mode=mode, measured=statistics.median(overall), predicted=float(predicted),
         per_device={names[d]: (busy[d], expected[d]) for d in used}, repeats=tuple(overall),
-        time_unit=time_unit, devices=f"cpu:{len(used)}", samples=samples,
+        time_unit=time_unit, devices=f"cpu:{sum(count.values())}", samples=samples,
     )
 
 
@@ -169,13 +201,16 @@ class _Stopped(Exception):
     """Raised in a worker when another worker failed."""
 
 
-def _pipelined_cpu(kernels: Any, programs: dict[int, list[Op]], samples: int, unit: float
-                   ) -> tuple[float, dict[int, float]]:
-    """Stream ``samples`` samples through one thread per device; returns (steady seconds per sample, busy).
+def _pipelined_cpu(kernels: Any, programs: dict[int, list[Op]], replicas: dict[int, int], samples: int,
+                   unit: float) -> tuple[float, dict[int, float]]:
+    """Stream ``samples`` samples through one thread per worker (a device, or a replica of a replicated
+    one); returns (steady seconds per sample, busy seconds per sample of each device).
 
-    Each worker runs its device's operations in the order of :func:`pipelined_schedule`.
+    Each worker runs its operations in the order of :func:`pipelined_schedule`. A replicated device's
+    busy time is its replicas' together divided by their count: its replicas share the stream, so
+    that is the device's time per sample of the stream, which its load predicts.
     """
-    schedule = pipelined_schedule(programs, samples)
+    schedule = pipelined_schedule(programs, samples, replicas)
     boxes: dict[tuple[int, int, int], queue.SimpleQueue] = {}
     for program in programs.values():
         for op in program:
@@ -183,16 +218,20 @@ def _pipelined_cpu(kernels: Any, programs: dict[int, list[Op]], samples: int, un
                 for r in op.receivers:
                     for sample in range(samples):
                         boxes[(op.item, r, sample)] = queue.SimpleQueue()
-    payloads = {op.item: kernels.payload(op.cost * unit) for p in programs.values() for op in p if op.kind == "send"}
+    payloads = {(op.kind, op.item): kernels.payload(op.cost * unit)
+                for p in programs.values() for op in p if op.kind in ("send", "sync")}
+    # keyed by device and sample: a sample runs on one replica of each device
     finish = {d: [0.0] * samples for d in programs}
     busy = {d: [0.0] * samples for d in programs}
     workers = Workers()
-    start_gate = threading.Barrier(len(programs))
+    everyone = list(schedule)
+    start_gate = threading.Barrier(len(everyone))
 
-    def work(d: int) -> None:
+    def work(w: tuple[int, int]) -> None:
+        d = w[0]
         start_gate.wait()
-        clock = kernels.now()  # the device's clock: when its next kernel may start
-        for step in schedule[d]:
+        clock = kernels.now()  # the worker's clock: when its next kernel may start
+        for step in schedule[w]:
             op, sample = step.op, step.sample
             if op.kind == "recv":
                 data, posted = workers.get(boxes[(op.item, d, sample)])
@@ -202,21 +241,24 @@ def _pipelined_cpu(kernels: Any, programs: dict[int, list[Op]], samples: int, un
             elif op.kind == "compute":
                 begin = kernels.now()
                 clock = kernels.compute(op.cost * unit, clock)
+            elif op.kind == "sync":
+                begin = kernels.now()
+                clock, _ = kernels.transfer(op.cost * unit, payloads[("sync", op.item)], clock)
             else:
                 begin = kernels.now()
-                clock, data = kernels.transfer(op.cost * unit, payloads[op.item], clock)
+                clock, data = kernels.transfer(op.cost * unit, payloads[("send", op.item)], clock)
                 posted = kernels.now()  # real time: a late sender delays its receivers
                 for r in op.receivers:
                     boxes[(op.item, r, sample)].put((data, posted))
             busy[d][sample] += kernels.now() - begin
             finish[d][sample] = kernels.now()
 
-    workers.run(work, list(programs))
+    workers.run(work, everyone)
     done = [max(finish[d][s] for d in programs) for s in range(samples)]
-    # Steady state: skip the pipeline's fill (one sample per device, at most a quarter of the samples).
-    warm = min(len(programs), samples // 4)
-    per_sample = (done[-1] - done[warm - 1]) / (samples - warm) if warm else done[-1] / samples
-    steady = {d: statistics.fmean(busy[d][warm:]) for d in programs}
+    # Steady state: skip the pipeline's fill, and measure whole rounds of the replicated stages.
+    warm = warmup_samples(samples, len(everyone), replicas)
+    per_sample = (done[-1] - done[warm - 1]) / (samples - warm)
+    steady = {d: statistics.fmean(busy[d][warm:]) / replicas[d] for d in programs}
     return per_sample, steady
 
 

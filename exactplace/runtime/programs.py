@@ -9,29 +9,46 @@ a program's seconds is the device's load (:func:`exactplace.evaluators.device_lo
 For single-sample latency (paper §4) the unit of execution is a *block*: each contiguous piece of
 an accelerator's set (copies its inputs in, runs its nodes, copies its outputs out) and each CPU
 node on its own.
+
+Replicated stages (paper Appendix C.2, PipeDream's data-parallel stages): an accelerator whose part
+runs on ``r > 1`` replicas becomes ``r`` *workers* ``(device, j)``, and replica ``j`` handles the
+samples ``i`` with ``i % r == j`` (round-robin, as PipeDream deals minibatches to a data-parallel
+stage). Each sample pays the device's whole program on its replica, which then runs a ``sync`` step
+(the all-reduce of the part's parameters) lasting the model's ``sync * (r - 1) / r``, ``sync`` being
+the sum of the part's ``Node.sync``. The step is charged per sample on the replica that ran it and
+does not wait for the other replicas: that is exactly the max-load model's cost, ``(compute +
+communication + sync * (r - 1) / r) / r`` per sample of the stream, while a real all-reduce would
+also make the replicas wait for one another (the model, and so the replay, leaves that out).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from exactplace.core.cluster import Cluster
-from exactplace.core.errors import PlacementError
+from exactplace.core.errors import ParameterError, PlacementError
 from exactplace.core.graph import Graph
 
-__all__ = ["Block", "Op", "Step", "device_programs", "latency_blocks", "pipelined_schedule"]
+__all__ = ["Block", "Op", "Step", "Worker", "device_programs", "latency_blocks", "pipelined_schedule",
+           "warmup_samples", "workers"]
+
+#: A pipelined replay's unit of execution: (device, replica), replica 0 for a device that is not replicated.
+Worker = tuple[int, int]
 
 
 @dataclass(frozen=True)
 class Op:
-    """One operation of a program: ``kind`` is ``recv``, ``compute`` or ``send``; ``cost`` in model units."""
+    """One operation of a program: ``kind`` is ``recv``, ``compute``, ``send`` or ``sync`` (a replicated
+    stage's all-reduce); ``cost`` in model units."""
 
     kind: str
     cost: float
     item: int
-    """The node (compute) or communication group (recv, send)."""
+    """The node (compute), communication group (recv, send) or device (sync)."""
     receivers: tuple[int, ...] = ()
     """Send only: the devices (or blocks) the group goes to."""
 
@@ -83,22 +100,42 @@ def _program(graph: Graph, cluster: Cluster, dev: np.ndarray, unit: np.ndarray, 
     return ops
 
 
-def device_programs(graph: Graph, cluster: Cluster, dev: np.ndarray) -> dict[int, list[Op]]:
+def device_programs(graph: Graph, cluster: Cluster, dev: np.ndarray,
+                    replicas: Mapping[int, int] | None = None) -> dict[int, list[Op]]:
     """Program of every device that holds a node, for pipelined (max-load) replay.
+
+    Parameters
+    ----------
+    graph, cluster : Graph, Cluster
+    dev : numpy array of int
+        ``dev[i]`` is the device of the node at position ``i``.
+    replicas : mapping, optional
+        Device -> replicas of its part (missing: 1). A replicated device's program ends with a
+        ``sync`` step of ``sync * (r - 1) / r`` (module docstring), so it sums to ``r`` times the
+        device's load; without it a program sums to the device's load.
+
+    Returns
+    -------
+    dict
+        Device -> its operations for one sample, in the graph's topological order.
 
     Examples
     --------
     >>> from exactplace.core.graph import Node
-    >>> g = Graph([Node(1, 5.0, 1.0, comm=0.5), Node(2, 6.0, 2.0, comm=0.5)], [(1, 2)])
-    >>> programs = device_programs(g, Cluster(accelerators=2, cpus=1), np.array([0, 1]))
+    >>> g = Graph([Node(1, 5.0, 1.0, comm=0.5), Node(2, 6.0, 2.0, comm=0.5, sync=3.0)], [(1, 2)])
+    >>> programs = device_programs(g, Cluster(accelerators=3, cpus=1), np.array([0, 1]), replicas={1: 2})
     >>> [(op.kind, op.cost) for op in programs[0]], [(op.kind, op.cost) for op in programs[1]]
-    ([('compute', 1.0), ('send', 0.5)], [('recv', 0.5), ('compute', 2.0)])
+    ([('compute', 1.0), ('send', 0.5)], [('recv', 0.5), ('compute', 2.0), ('sync', 1.5)])
     """
     order = graph.topological_order.tolist()
-    return {
-        int(d): _program(graph, cluster, dev, dev, [v for v in order if dev[v] == d], int(d) < cluster.accelerators)
-        for d in np.unique(dev).tolist()
-    }
+    programs = {}
+    for d in np.unique(dev).tolist():
+        program = _program(graph, cluster, dev, dev, [v for v in order if dev[v] == d], d < cluster.accelerators)
+        r = 1 if replicas is None else replicas.get(d, 1)
+        if r > 1:
+            program.append(Op("sync", float(graph.sync[dev == d].sum()) * (r - 1) / r, d))
+        programs[d] = program
+    return programs
 
 
 def latency_blocks(graph: Graph, cluster: Cluster, dev: np.ndarray) -> list[Block]:
@@ -139,13 +176,53 @@ class Step:
     start: float
 
 
-def pipelined_schedule(programs: dict[int, list[Op]], samples: int) -> dict[int, list[Step]]:
-    """The order in which each device runs its operations of ``samples`` streamed samples.
+def workers(programs: Mapping[int, list[Op]], replicas: Mapping[int, int] | None = None) -> list[Worker]:
+    """The workers of a pipelined replay: ``(device, j)`` for each replica ``j`` of each device.
 
-    Every device is *work-conserving*: whenever it is free it starts, among the operations that are
-    ready (the sample's previous operation on this device is done and, for a ``recv``, the group has
-    arrived), the one that can start first, lowest sample first; operations of one sample keep
-    their program order. This is how a pipeline interleaves samples (for training, PipeDream's
+    >>> workers({0: [], 4: []}, {0: 2})
+    [(0, 0), (0, 1), (4, 0)]
+    """
+    return [(d, j) for d in programs for j in range(1 if replicas is None else replicas.get(d, 1))]
+
+
+def warmup_samples(samples: int, count: int, replicas: Mapping[int, int] | None = None) -> int:
+    """How many first samples a pipelined replay leaves out as the pipeline's fill.
+
+    One sample per worker (``count`` workers) but at most a quarter of the samples, and at least one
+    round of the most replicated stage, so that every replica has run a sample before the measured
+    window (a GPU replay times each replica on its own clock from there); then as many more as it
+    takes for the window to be a whole number of rounds of every replicated stage (the least common
+    multiple of the replica counts): round-robin replicas finish their samples in bursts, and a
+    window cut inside a burst would miss or add part of one.
+
+    Raises
+    ------
+    ParameterError
+        Fewer samples than the fill plus one round.
+
+    >>> warmup_samples(24, 3), warmup_samples(24, 7, {0: 4, 1: 1})
+    (3, 8)
+    """
+    period = math.lcm(*replicas.values()) if replicas else 1
+    fill = max(min(count, samples // 4), max(replicas.values()) if replicas else 1, 1)
+    rounds = (samples - fill) // period
+    if rounds < 1:
+        raise ParameterError(f"The 'samples' parameter of replay must be at least {fill + period} for this plan "
+                             f"(a pipeline fill of {fill} samples, then a round of {period} through its replicated "
+                             f"stages). Got {samples} instead.")
+    return samples - rounds * period
+
+
+def pipelined_schedule(programs: dict[int, list[Op]], samples: int, replicas: Mapping[int, int] | None = None
+                       ) -> dict[Worker, list[Step]]:
+    """The order in which each worker runs its operations of ``samples`` streamed samples.
+
+    A device is one worker ``(device, 0)``; a device with ``r`` replicas (``replicas``, missing: 1)
+    is ``r`` workers, replica ``j`` running the samples ``i % r == j`` (module docstring). Every
+    worker is *work-conserving*: whenever it is free it starts, among the operations of its samples
+    that are ready (the sample's previous operation on this device is done and, for a ``recv``, the
+    group has arrived), the one that can start first, lowest sample first; operations of one sample
+    keep their program order. This is how a pipeline interleaves samples (for training, PipeDream's
     forward of a later sample while an earlier one's gradients are on their way), so in steady state
     the bottleneck device never idles and the time per sample is the max-load. Modelled costs decide
     the order; the replay then measures what real execution in that order takes.
@@ -154,22 +231,26 @@ def pipelined_schedule(programs: dict[int, list[Op]], samples: int) -> dict[int,
     --------
     >>> a, b = Op("compute", 1.0, 0), Op("send", 0.0, 7, (1,))
     >>> programs = {0: [a, b], 1: [Op("recv", 0.0, 7), Op("compute", 2.0, 1)]}
-    >>> [(s.sample, s.op.kind, s.start) for s in pipelined_schedule(programs, 2)[1]]
+    >>> [(s.sample, s.op.kind, s.start) for s in pipelined_schedule(programs, 2)[1, 0]]
     [(0, 'recv', 1.0), (0, 'compute', 1.0), (1, 'recv', 3.0), (1, 'compute', 3.0)]
+    >>> [(s.sample, s.start) for s in pipelined_schedule(programs, 3, {1: 2})[1, 1]]   # replica 1: sample 1
+    [(1, 2.0), (1, 2.0)]
     """
     import heapq
 
-    devices = list(programs)
-    position = {d: [0] * samples for d in devices}  # next op of each sample on each device
-    ready_at = {d: [0.0] * samples for d in devices}  # when that op's sample-order predecessor ended
-    free = dict.fromkeys(devices, 0.0)
+    count = {d: 1 if replicas is None else replicas.get(d, 1) for d in programs}
+    everyone = workers(programs, replicas)
+    position = {d: [0] * samples for d in programs}  # next op of each sample on each device
+    ready_at = {d: [0.0] * samples for d in programs}  # when that op's sample-order predecessor ended
+    free = dict.fromkeys(everyone, 0.0)
     arrived: dict[tuple[int, int, int], float] = {}  # (group, receiver, sample) -> arrival
-    schedule: dict[int, list[Step]] = {d: [] for d in devices}
-    remaining = {d: len(programs[d]) * samples for d in devices}
+    schedule: dict[Worker, list[Step]] = {w: [] for w in everyone}
+    remaining = {(d, j): len(programs[d]) * len(range(j, samples, count[d])) for d, j in everyone}
 
-    def candidate(d: int) -> tuple[float, int] | None:
+    def candidate(w: Worker) -> tuple[float, int] | None:
+        d, j = w
         best = None
-        for s in range(samples):
+        for s in range(j, samples, count[d]):
             i = position[d][s]
             if i == len(programs[d]):
                 continue
@@ -180,38 +261,39 @@ def pipelined_schedule(programs: dict[int, list[Op]], samples: int) -> dict[int,
                 if key not in arrived:
                     continue
                 ready = max(ready, arrived[key])
-            start = max(free[d], ready)
+            start = max(free[w], ready)
             if best is None or start < best[0]:
                 best = (start, s)
-            if start <= free[d]:
+            if start <= free[w]:
                 break  # the lowest sample that can start right away
         return best
 
-    heap = [(c[0], d, c[1]) for d in devices if (c := candidate(d)) is not None]
+    heap = [(c[0], w, c[1]) for w in everyone if (c := candidate(w)) is not None]
     heapq.heapify(heap)
     while heap:
-        start, d, s = heapq.heappop(heap)
-        current = candidate(d)
+        start, w, s = heapq.heappop(heap)
+        current = candidate(w)
         if current is None or current != (start, s):
             if current is not None:
-                heapq.heappush(heap, (current[0], d, current[1]))
+                heapq.heappush(heap, (current[0], w, current[1]))
             continue
+        d = w[0]
         op = programs[d][position[d][s]]
         end = start + op.cost
-        schedule[d].append(Step(s, op, start))
+        schedule[w].append(Step(s, op, start))
         position[d][s] += 1
         ready_at[d][s] = end
-        free[d] = end
-        remaining[d] -= 1
-        touched = {d}
+        free[w] = end
+        remaining[w] -= 1
+        touched = {w}
         if op.kind == "send":
             for r in op.receivers:
                 arrived[(op.item, r, s)] = end
-                touched.add(r)
+                touched.add((r, s % count[r]))  # the receiver's replica that runs sample s
         for t in touched:
             if remaining[t] and (c := candidate(t)) is not None:
                 heapq.heappush(heap, (c[0], t, c[1]))
-    stuck = [d for d in devices if remaining[d]]
+    stuck = [w for w in everyone if remaining[w]]
     if stuck:
-        raise PlacementError(f"The placement deadlocks: device {stuck[0]} waits for data that never comes.")
+        raise PlacementError(f"The placement deadlocks: device {stuck[0][0]} waits for data that never comes.")
     return schedule

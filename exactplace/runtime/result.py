@@ -27,13 +27,14 @@ class ReplayResult:
         Overall: the median over repeats of the measured value, the evaluator's value, and
         measured / predicted.
     per_device : dict
-        Device name -> (measured busy time per sample, predicted load), in model units.
+        Device name -> (measured busy time per sample, predicted load), in model units. A replicated
+        device's busy time is its replicas' together divided by their count (its load's unit).
     repeats : tuple of float
         The overall measurement of every repeat (model units): their spread is the noise.
     time_unit : float
         Seconds per model time unit used by the replay.
     devices : str
-        What ran it: ``"cpu:3"`` (virtual devices) or ``"cuda:2"``.
+        What ran it: ``"cpu:3"`` (virtual devices) or ``"cuda:2"``, counting one per replica.
     outputs : object
         Real-module replays only: the outputs of the split module (last sample).
     """
