@@ -1,10 +1,11 @@
 """Benchmark of two-level clusters (paper Appendix C.3) against the one-level cluster, side by side.
 
 For each PipeDream profile shared in ``../shared/workloads/pipedream`` (read with ``--bandwidth``,
-default 10 GB/s: transfers cost enough to matter and the one-level optima still use 4-7 accelerators) and each machine count, the same accelerators are
-solved as one level (``inter_machine_cost=1``) and as ``machines`` machines whose links are
-``--cost`` times slower, each by ``method="auto"`` (the one-level DP; the two-level DP when its
-work is small, else the two-level contiguous IP) and, for the two-level rows, also by the other
+default 10 GB/s: transfers cost enough to matter and the one-level optima still use 4-7
+accelerators) and each machine count, the same accelerators are solved as one level
+(``inter_machine_cost=1``) and as ``machines`` machines whose links are ``--cost`` times slower,
+each by ``method="auto"`` (the one-level DP; the two-level DP when its work is small, else the
+two-level contiguous IP) and, for the two-level rows, also by the other
 exact method where it runs. Printed per row: the method that answered, its status, the value
 (re-scored by the evaluator), the proven bound, seconds, peak resident memory (each solve in its
 own subprocess) and the ratio of the two-level optimum to the one-level one (>= 1: the slow links
