@@ -30,6 +30,7 @@ from exactplace import (
     evaluate,
     max_load,
     read_workload,
+    replay,
     solve,
     workload_path,
 )
@@ -150,6 +151,7 @@ def test_misuse_is_refused_in_one_line() -> None:
         (lambda: solve(graph, two, method="dp", replication=True), "replication=True"),
         (lambda: solve(graph, two, objective="latency"), "does not model two-level clusters"),
         (lambda: evaluate(graph, two, [0, 1], "makespan"), "does not model two-level clusters"),
+        (lambda: replay(graph, [0, 1], cluster=two, devices="cpu:2"), "replay does not model two-level clusters"),
         (lambda: solve(graph, Cluster(4, speed=[1, 1, 1, 2], machines=2, inter_machine_cost=2.0), method="dp"),
          "differing memory or speed"),
     ]

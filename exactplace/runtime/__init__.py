@@ -124,5 +124,6 @@ def _resolve(workload: Any, placement: Any, cluster: Cluster | None, replicas: A
         placement, replicas = placement.device, placement.replicas
     if cluster is None:
         raise ParameterError("The 'cluster' parameter of replay is needed with a Graph and a device array.")
+    cluster.require_one_level("replay")  # its transfers run at one rate: a two-level prediction would not match
     dev = as_device_array(graph, cluster, placement)
     return graph, cluster, dev, as_replicas_array(graph, cluster, dev, replicas)
