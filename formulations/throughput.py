@@ -316,6 +316,34 @@ def _device_chain(edges: np.ndarray, unit_device: np.ndarray, devices: int) -> l
         return None
 
 
+def chain_of_ideals(m: Model, contraction: Contraction, positions: int) -> tuple[np.ndarray, np.ndarray]:
+    """Binary ``w[u, j]`` (unit ``u`` in the ideal ``I_j``, ``j < positions``; the last holds every unit)
+    with its rows, and the unit edges ``(E, 2)``.
+
+    Chain: ``w[u, j-1] <= w[u, j]`` (``I_{j-1} ⊆ I_j``). Ideals: ``w[v, j] <= w[u, j]`` for every unit
+    edge ``u -> v`` (down-closed).
+    """
+    U, P = contraction.num_units, positions
+    w = m.add_vars((U, P), lb=np.where(np.arange(P) == P - 1, 1.0, 0.0)[None, :].repeat(U, 0), ub=1.0,
+                   kind=Kind.INTEGER, name="w: unit in ideal I_j")
+    edges = np.stack([contraction.src, contraction.dst], axis=1) if len(contraction.src) else np.zeros((0, 2), int)
+    # Chain: I_{j-1} ⊆ I_j.
+    if P > 1:
+        n = U * (P - 1)
+        r = np.arange(n)
+        m.add_rows("chain: w[u, j-1] <= w[u, j]", n, ub=0.0, rows=np.concatenate([r, r]),
+                   cols=np.concatenate([w[:, :-1].reshape(-1), w[:, 1:].reshape(-1)]),
+                   vals=np.concatenate([np.ones(n), -np.ones(n)]))
+    # Ideals are down-closed along unit edges: w[dst, j] <= w[src, j].
+    if len(edges):
+        n = len(edges) * P
+        r = np.arange(n)
+        m.add_rows("ideal: w[v, j] <= w[u, j] for u -> v", n, ub=0.0, rows=np.concatenate([r, r]),
+                   cols=np.concatenate([w[edges[:, 1]].reshape(-1), w[edges[:, 0]].reshape(-1)]),
+                   vals=np.concatenate([np.ones(n), -np.ones(n)]))
+    return w, edges
+
+
 def load_rows(model: Model, data: UnitData, placed_acc: np.ndarray, placed_cpu: np.ndarray, e: np.ndarray,
            L: np.ndarray, overlap: bool, gpipe: bool, name: str, speed: np.ndarray | None = None,
            premium: tuple[np.ndarray, float] | None = None) -> None:
@@ -476,8 +504,7 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
         raise ValueError("contiguous_ip: replication takes a homogeneous cluster and neither overlap nor gpipe")
     m = Model("throughput, contiguous (chain of ideals)")
     # Variables.
-    w = m.add_vars((U, P), lb=np.where(np.arange(P) == P - 1, 1.0, 0.0)[None, :].repeat(U, 0), ub=1.0,
-                   kind=Kind.INTEGER, name="w: unit in ideal I_j")
+    w, edges = chain_of_ideals(m, contraction, P)
     c = m.add_vars(P, lb=1.0 if k == 0 else 0.0, ub=0.0 if cpus == 0 else 1.0, kind=Kind.INTEGER,
                    name="c: position j is a CPU core")
     if typed is None:
@@ -492,24 +519,9 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
     e = m.add_vars((data.groups, P), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses position j")
     L = m.add_vars(2 if gpipe else 1, ub=load_cap(data, 1.0 if typed is None else float(speed.min())),
                    name="L: max load")
-    edges = np.stack([contraction.src, contraction.dst], axis=1) if len(contraction.src) else np.zeros((0, 2), int)
     if typed is not None:
         h = m.add_vars((P, len(devices)), ub=1.0, kind=Kind.INTEGER, name="h: position j is an accelerator of type t")
 
-    # Chain: I_{j-1} ⊆ I_j.
-    if P > 1:
-        n = U * (P - 1)
-        r = np.arange(n)
-        m.add_rows("chain: w[u, j-1] <= w[u, j]", n, ub=0.0, rows=np.concatenate([r, r]),
-                   cols=np.concatenate([w[:, :-1].reshape(-1), w[:, 1:].reshape(-1)]),
-                   vals=np.concatenate([np.ones(n), -np.ones(n)]))
-    # Ideals are down-closed along unit edges: w[dst, j] <= w[src, j].
-    if len(edges):
-        n = len(edges) * P
-        r = np.arange(n)
-        m.add_rows("ideal: w[v, j] <= w[u, j] for u -> v", n, ub=0.0, rows=np.concatenate([r, r]),
-                   cols=np.concatenate([w[edges[:, 1]].reshape(-1), w[edges[:, 0]].reshape(-1)]),
-                   vals=np.concatenate([np.ones(n), -np.ones(n)]))
     # Lemma 4.1: the unit at position j is on an accelerator or on a CPU: a + p = w_j - w_{j-1}
     # (with types, a is the sum of a[t] over the types).
     n = U * P

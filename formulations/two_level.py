@@ -55,6 +55,7 @@ from .model import Kind, Model
 from .throughput import (
     ThroughputIP,
     UnitData,
+    chain_of_ideals,
     communication_rows,
     fits_accelerator,
     load_cap,
@@ -120,8 +121,7 @@ def two_level_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, ov
     acc_position, cpu_position = np.flatnonzero(~is_cpu), np.flatnonzero(is_cpu)
     m = Model("throughput, contiguous, two-level (chain of ideals, one block per machine)")
     # Variables.
-    w = m.add_vars((U, P), lb=np.where(np.arange(P) == P - 1, 1.0, 0.0)[None, :].repeat(U, 0), ub=1.0,
-                   kind=Kind.INTEGER, name="w: unit in ideal I_j")
+    w, edges = chain_of_ideals(m, contraction, P)
     a = m.add_vars((U, k), ub=np.repeat(fits_accelerator(data, cluster.memory_cap).astype(float), k),
                    kind=Kind.IMPLIED_INTEGER, name="a: unit at accelerator slot s")
     p = m.add_vars((U, len(cpu_position)), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="p: unit at CPU slot s")
@@ -130,22 +130,7 @@ def two_level_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, ov
     q = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER,
                    name="q: accelerator slot s pays the inter-machine premium of group g")
     L = m.add_vars(2 if gpipe else 1, ub=load_cap(data) * cluster.inter_machine_cost, name="L: max load")
-    edges = np.stack([contraction.src, contraction.dst], axis=1) if len(contraction.src) else np.zeros((0, 2), int)
 
-    # Chain: I_{j-1} ⊆ I_j.
-    if P > 1:
-        n = U * (P - 1)
-        r = np.arange(n)
-        m.add_rows("chain: w[u, j-1] <= w[u, j]", n, ub=0.0, rows=np.concatenate([r, r]),
-                   cols=np.concatenate([w[:, :-1].reshape(-1), w[:, 1:].reshape(-1)]),
-                   vals=np.concatenate([np.ones(n), -np.ones(n)]))
-    # Ideals are down-closed along unit edges: w[dst, j] <= w[src, j].
-    if len(edges):
-        n = len(edges) * P
-        r = np.arange(n)
-        m.add_rows("ideal: w[v, j] <= w[u, j] for u -> v", n, ub=0.0, rows=np.concatenate([r, r]),
-                   cols=np.concatenate([w[edges[:, 1]].reshape(-1), w[edges[:, 0]].reshape(-1)]),
-                   vals=np.concatenate([np.ones(n), -np.ones(n)]))
     # The unit at position j: a (accelerator slot) or p (CPU slot) = w[u, j] - w[u, j-1].
     slot_var = np.empty((U, P), dtype=np.int64)
     slot_var[:, acc_position], slot_var[:, cpu_position] = a, p
