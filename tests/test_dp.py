@@ -157,7 +157,7 @@ HARD = Cluster(accelerators=6, cpus=1)
 
 
 def slow_graph() -> Graph:
-    """161,053 ideals: minutes of DP on HARD however many cores, so a stop always comes first."""
+    """161,053 ideals: seconds of DP on HARD (9 s on one core), far beyond the stops below."""
     return parallel_chains(branches=5, length=10)
 
 
@@ -185,7 +185,9 @@ def test_ctrl_c_stops_the_dp() -> None:
         elapsed = time.monotonic() - start
     finally:
         timer.cancel()
-    assert stopped.status is Status.NO_SOLUTION and stopped.limit is Limit.INTERRUPT
+    # The DP always computes DPL's placement first (its cutoff), and keeps it as the incumbent.
+    assert stopped.status is Status.FEASIBLE and stopped.limit is Limit.INTERRUPT
+    assert stopped.info["returned"] == "DPL incumbent"
     assert elapsed < 3.0
 
 

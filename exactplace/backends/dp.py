@@ -219,6 +219,23 @@ def _stopped(problem: Problem, limit: Limit, info: dict, timings: dict,
     return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver=SOLVER, timings=timings, info=info)
 
 
+def _incumbent(problem: Problem, overlap: bool) -> tuple[np.ndarray | None, float]:
+    """DPL's placement (None if it has none) and the DP's cutoff: a little above its load, ``inf`` without one.
+
+    The cutoff is 1e-6 relative above the evaluator's load, far beyond the rounding by which the
+    native core's sums of the same split may differ, so the split itself stays below it.
+    """
+    try:
+        placement = DPL().run(dataclasses.replace(problem, deadline=None))
+    except ExactplaceError:  # DPL's tables beyond the memory budget: no incumbent
+        return None, math.inf
+    device = placement.device
+    if device is None or check_feasibility(problem.graph, problem.cluster, device):
+        return None, math.inf
+    value = max_load(problem.graph, problem.cluster, device, overlap=overlap)
+    return device, math.nextafter(value * (1 + 1e-6), math.inf)
+
+
 def _count(problem: Problem, contraction: Contraction, limit: int) -> tuple[int, int] | None:
     """``count_unit_ideals`` memoized on the problem: an exact count, or "more than L", is reused."""
     key = "ideals:dp"
@@ -355,22 +372,23 @@ class _NativeDP(Method):
             ideals, covers = self._budget(problem, contraction)  # first: a refusal costs nothing else
             timings["count"] = time.perf_counter() - clock
             info.update(ideals=ideals, covers=covers)
-            if not self.linear and problem.deadline is not None and problem.warm_start is None:
-                # A stopped DP still returns a placement: DPL's (near-linear in the units), kept as the incumbent.
-                clock = time.perf_counter()
-                try:
-                    incumbent = DPL().run(dataclasses.replace(problem, deadline=None)).device
-                except ExactplaceError:  # DPL's tables beyond the memory budget: no incumbent
-                    incumbent = None
-                timings["incumbent"] = time.perf_counter() - clock
             # DPL: the prefixes of a depth-first order are its ideals. A unit DAG whose ideals are
             # already just its prefixes (a chain) is the same problem for the exact DP. Either way the
             # native chain DP, given the order, solves it in near-linear time instead of over all pairs.
             # The chain DP has one accelerator type: a heterogeneous cluster takes the general DP. (DPL
-            # only meets one as the incumbent above: every accelerator given the smallest memory and
+            # only meets one as the incumbent below: every accelerator given the smallest memory and
             # scored by the evaluator at its true speed, a feasible split.)
             hetero = not self.linear and not cluster.is_homogeneous
             chain = self.linear or (ideals == contraction.num_units + 1 and not hetero and not replication)
+            cutoff = math.inf
+            if not chain:
+                # DPL's split (near-linear in the units) is a chain split too: the DP need only search
+                # below its load (Options::cutoff), and a stopped DP still returns it.
+                clock = time.perf_counter()
+                incumbent, cutoff = _incumbent(problem, overlap)
+                timings["incumbent"] = time.perf_counter() - clock
+                if replication:  # the replicated DP's walk does not take a cutoff
+                    cutoff = math.inf
             order = dfs_topological_order(contraction.num_units, contraction.src, contraction.dst) if chain else []
             if hetero:
                 types = accelerator_types(cluster, contraction.num_units)
@@ -385,17 +403,26 @@ class _NativeDP(Method):
             if replication:
                 devices.update(replication=True, sync=(contraction.sync if contraction.sync is not None
                                                        else np.zeros(contraction.num_units)))
-            remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
-            if remaining <= 0:
-                return _stopped(problem, Limit.TIME, info, timings, incumbent)
-            out = _native.solve(request(
+            fields = dict(
                 units=contraction.num_units, cpu_time=contraction.cpu_time, acc_time=contraction.acc_time,
                 memory=contraction.memory, supported=contraction.supported, edge_src=contraction.src,
                 edge_dst=contraction.dst, group_cost=contraction.group_cost, group_source=contraction.group_source,
                 group_ptr=contraction.group_ptr, group_target=contraction.group_target, order=order,
-                cpus=used.cpus, overlap=overlap, threads=int(threads), time_limit=remaining, max_ideals=ideals,
-                **devices,
-            ))
+                cpus=used.cpus, overlap=overlap, threads=int(threads), max_ideals=ideals, **devices,
+            )
+            remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
+            if remaining <= 0:
+                return _stopped(problem, Limit.TIME, info, timings, incumbent)
+            out = _native.solve(request(**fields, time_limit=remaining, cutoff=cutoff))
+            if out.status == _native.Status.infeasible and cutoff < math.inf:
+                # Nothing below DPL's load, though DPL's split is a chain split: the evaluator and the
+                # native core disagree at the last bits (of a load, or a memory sum at the limit).
+                # Searched again without the cutoff, so the answer stays the DP's own.
+                remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
+                if remaining <= 0:
+                    return _stopped(problem, Limit.TIME, info, timings, incumbent)
+                cutoff = math.inf
+                out = _native.solve(request(**fields, time_limit=remaining))
         except KeyboardInterrupt:
             return _stopped(problem, Limit.INTERRUPT, info, timings, incumbent)
         except _native.TooManyIdeals as error:  # the native safety net; the count above comes first
@@ -404,6 +431,8 @@ class _NativeDP(Method):
             raise ParameterError(f"Method {self.name!r} rejected its input: {error}") from None
         timings.update(ideals=out.seconds_ideals, dp=out.seconds_dp)
         info.update(pairs=out.pairs, threads=out.threads)
+        if cutoff < math.inf:
+            info.update(cutoff=cutoff, skipped=out.skipped)
         status = out.status
         if status == _native.Status.infeasible:
             info["reason"] = (f"no chain split fits ({memory_summary(problem.graph, problem.cluster)}); a "
