@@ -86,14 +86,24 @@ from exactplace.evaluators import check_feasibility, max_load
 from exactplace.evaluators.feasibility import Guarantees, contiguity_violations, memory_summary
 from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
 
-__all__ = ["AUTO_MAX_IDEALS", "DEFAULT_MEMORY_BUDGET", "DP", "DPL", "AcceleratorTypes", "accelerator_types",
-           "ideal_capacity"]
+__all__ = ["AUTO_DP_SECONDS", "DEFAULT_MEMORY_BUDGET", "DP", "DPL", "PAIRS_PER_IDEAL", "SECONDS_PER_PAIR",
+           "AcceleratorTypes", "accelerator_types", "dp_seconds", "ideal_capacity"]
 
 #: Bytes the DP's tables may take unless the ``memory_budget`` option says otherwise.
 DEFAULT_MEMORY_BUDGET = 2 * 2**30
 
-#: ``method="auto"`` picks ``dp`` only up to this many ideals (about a minute on two cores), else ``dpl``.
-AUTO_MAX_IDEALS = 100_000
+#: Seconds per (ideal, sub-ideal) pair of the DP's walk on one thread, rounded up from the slowest
+#: measured (benchmarks/RESULTS.md, 2-core machine: 4.5e-8 on synthetic_inception, 7.8e-8 on
+#: PipeDream's InceptionV3 with 8 accelerators).
+SECONDS_PER_PAIR = 1e-7
+
+#: The pairs per ideal that ``method="auto"`` assumes: rounded up from the most measured without the
+#: cutoff's skipping (synthetic_inception 5,300; InceptionV3 on 8 accelerators 4,400; layer_gnmt 600).
+#: The cutoff usually makes far fewer (InceptionV3 on 8: 24), but that is known only once the DP runs.
+PAIRS_PER_IDEAL = 6_000
+
+#: The seconds ``method="auto"`` allows the DP when ``solve`` has no time limit.
+AUTO_DP_SECONDS = 60.0
 
 # The native core numbers ideals with 31-bit integers.
 _NATIVE_MAX_IDEALS = 2**30 - 1
@@ -190,6 +200,16 @@ def ideal_capacity(contraction: Contraction, cluster: Cluster, memory_budget: fl
     """
     per_ideal = _estimate(contraction.num_units, cluster, 1, 0, replication)
     return int(min(memory_budget // per_ideal, _NATIVE_MAX_IDEALS))
+
+
+def dp_seconds(ideals: int, threads: int) -> float:
+    """What ``method="auto"`` expects the DP to take on ``ideals`` ideals: ``PAIRS_PER_IDEAL`` pairs
+    each at ``SECONDS_PER_PAIR``, shared by the threads.
+
+    >>> round(dp_seconds(100_000, 1), 6), round(dp_seconds(100_000, 2), 6)
+    (60.0, 30.0)
+    """
+    return ideals * PAIRS_PER_IDEAL * SECONDS_PER_PAIR / threads
 
 
 def _gib(size: float) -> str:
@@ -483,12 +503,19 @@ class DP(_NativeDP):
 
     @classmethod
     def unsuited(cls, problem: Problem) -> str | None:
-        """More than ``AUTO_MAX_IDEALS`` ideals, or tables beyond the memory budget."""
+        """More ideals than the DP is expected to finish in the time left (``dp_seconds``; without a
+        time limit, ``AUTO_DP_SECONDS``), or than the memory budget holds."""
         budget = float(cls.setting(problem, "memory_budget"))
+        threads = int(cls.setting(problem, "threads") or usable_cpus())
+        horizon = AUTO_DP_SECONDS if problem.deadline is None else max(0.0, problem.deadline - time.monotonic())
+        in_time = int(min(horizon / dp_seconds(1, threads), _NATIVE_MAX_IDEALS))  # time_limit=inf: any count
         contraction = problem.contraction
-        limit = min(AUTO_MAX_IDEALS, ideal_capacity(contraction, problem.cluster, budget))
-        if _count(problem, contraction, limit) is None:
-            return f"more than {limit:,} ideals (auto's limit, within the memory budget)"
+        in_memory = ideal_capacity(contraction, problem.cluster, budget)
+        if _count(problem, contraction, min(in_time, in_memory)) is None:
+            if in_memory <= in_time:
+                return f"more than {in_memory:,} ideals, more than the memory budget of {_gib(budget)} holds"
+            return (f"more than {in_time:,} ideals, more than the DP is expected to finish in {horizon:.3g} s "
+                    f"on {threads} thread(s) (at {PAIRS_PER_IDEAL:,} pairs per ideal, {SECONDS_PER_PAIR:.2g} s each)")
         return None
 
 
