@@ -39,11 +39,11 @@ struct Types {
     }
 };
 
-// The least time each unit (by label) takes on any device of the cluster that can run it: a CPU
-// if there is one, else an accelerator of the fastest type if the unit runs on one. Every device
-// holding a set S has a load of at least the sum over S, so a chain of d devices holding I has a
-// stage of load at least least(I) / d (the cutoff's lower bound, Worker::live). A unit that
-// no device runs counts 0 (the instance is infeasible anyway; 0 keeps the bound valid).
+// The least time each unit (by label) takes on any device of the cluster that can run it: on a
+// CPU if there is one, or on an accelerator of the fastest type if the unit runs on one. Every
+// device holding a set S has a load of at least the sum over S, least(S) (the cutoff's lower
+// bound, Worker::live; device_capacity says by how much more). A unit that no device runs counts 0
+// (the instance is infeasible anyway; 0 keeps the bound valid).
 std::vector<double> least_times(const Model& model, const Options& options, const Types& types) {
     const double fastest = *std::max_element(types.speed.begin(), types.speed.end());
     std::vector<double> least(model.n);
@@ -53,6 +53,23 @@ std::vector<double> least_times(const Model& model, const Options& options, cons
         least[v] = t < kInf ? t : 0.0;
     }
     return least;
+}
+
+// Per device kind (each accelerator type, then CPUs): the most least time a device of that kind
+// holds with a load below L, in units of L. Type t: acc(S) / speed_t < L and least(S) <=
+// acc(S) / fastest give speed_t / fastest. A CPU: least(S) <= cpu(S) / rho with rho the smallest
+// cpu / least over the units, so 1 / rho (slow CPUs hold little: layer_gnmt's take a tenth).
+std::vector<double> device_capacity(const Model& model, const Options& options, const Types& types) {
+    const double fastest = *std::max_element(types.speed.begin(), types.speed.end());
+    std::vector<double> capacity;
+    for (int t = 0; t < types.count; ++t) capacity.push_back(types.speed[t] / fastest);
+    const std::vector<double> least = least_times(model, options, types);
+    double rho = kInf;
+    for (int v = 0; v < model.n; ++v) {
+        if (least[v] > 0) rho = std::min(rho, model.cpu[v] / least[v]);
+    }
+    capacity.push_back(rho < kInf ? 1.0 / rho : 1.0);
+    return capacity;
 }
 
 // Follows the enumeration DFS to record the cost of every ideal as one set (the DP's J = {} option)
@@ -132,10 +149,16 @@ public:
         high.push_back(l);
         coord.resize(static_cast<std::size_t>(layers) * dims);
         layer_devices.assign(layers, 0);
+        layer_capacity.assign(layers, 0.0);
+        rest_capacity.assign(layers, 0.0);
+        const std::vector<double> capacity = device_capacity(model, options, types);
         for (int layer = 0; layer < layers; ++layer) {
             for (int d = 0; d < dims; ++d) {
-                coord[static_cast<std::size_t>(layer) * dims + d] = layer / stride[d] % (high[d] + 1);
-                layer_devices[layer] += coord[static_cast<std::size_t>(layer) * dims + d];
+                const int n = layer / stride[d] % (high[d] + 1);
+                coord[static_cast<std::size_t>(layer) * dims + d] = n;
+                layer_devices[layer] += n;
+                layer_capacity[layer] += n * capacity[d];
+                rest_capacity[layer] += (high[d] - n) * capacity[d];
             }
         }
         // Layers with a single device take only J = {} (DP of a non-empty ideal on zero devices is
@@ -208,6 +231,9 @@ public:
     const bool inherit;
     std::vector<std::int32_t> fewest;         // by id, with a cutoff: a lower bound on the devices (Worker::live)
     std::vector<int> layer_devices;           // per layer: its devices of every kind
+    // Per layer: the least time its devices hold below a load L, and the other devices, in units
+    // of L (device_capacity).
+    std::vector<double> layer_capacity, rest_capacity;
     std::vector<double> value;                // [id * layers + layer]
     std::vector<std::uint32_t> choice;        // sub-ideal id * 2 + (1: accelerator, 0: CPU)
     std::vector<std::uint8_t> kind;           // the accelerator type of a choice (empty with one type)
@@ -377,13 +403,13 @@ private:
     }
 
     // With a cutoff: fewest_ = a lower bound on the devices d that a chain split of I of load below
-    // the cutoff needs (DP[d][I] < cutoff, whatever the mix of d devices): least(I) / d < cutoff,
-    // and without communication as many as any cover J of I needs (Table::inherit, t_.fewest).
-    // The sum is deflated by 1e-9 of least(V), far beyond its rounding, so that the bound stays one.
+    // the cutoff needs (DP[d][I] < cutoff, whatever the mix of d devices): least(I) / d < cutoff
+    // (no device holds more than the cutoff of least time, device_capacity), and without
+    // communication as many as any cover J of I needs (Table::inherit, t_.fewest). The sum is
+    // deflated by 1e-9 of least(V), far beyond its rounding, so that the bound stays one.
     // Returns false if stopped while waiting for a cover still in flight on another thread.
     bool fewest_devices(std::int64_t id) {
-        const double total = t_.least[static_cast<std::size_t>(t_.count - 1)];
-        const double mine = t_.least[static_cast<std::size_t>(id)] - 1e-9 * total;
+        const double mine = t_.least[static_cast<std::size_t>(id)] - 1e-9 * total_least();
         fewest_ = static_cast<int>(std::min<double>(std::floor(mine / t_.cutoff) + 1.0, t_.devices + 1.0));
         if (!t_.inherit) return true;
         const Lattice& lat = t_.lattice;
@@ -400,36 +426,48 @@ private:
     }
 
     // Whether a chain split of max-load below the cutoff may pass through the ideal I (after
-    // fewest_devices). Such a split would hold I on some d >= fewest_ of its D devices (d < D
-    // unless I is everything) and V \ I on the other D - d, with a stage of load at least
-    // least(V \ I) / (D - d): the smallest d is the best for the rest. (Deflated as above. The same
-    // bound applied to a sub-ideal J of a live I never cuts the walk: J leaves V \ J = (V \ I) + S
-    // to one more device, and S is below the cutoff.)
+    // fewest_devices). Such a split would hold I on the devices of some layer L (at least fewest_
+    // of them; not every device unless I is everything) and V \ I on the others, so
+    // least(I) < layer_capacity[L] * cutoff and least(V \ I) < rest_capacity[L] * cutoff. (Deflated
+    // as in fewest_devices. The same test applied to a sub-ideal J of a live I never cuts the
+    // walk: J leaves V \ J = (V \ I) + S to the others and the device of S, and S holds less than
+    // that device's capacity.)
     bool live(std::int64_t id) const {
         if (full_) return true;
-        return fewest_ <= t_.devices - 1 && rest_least(id) < (t_.devices - fewest_) * t_.cutoff;
+        const double mine = t_.least[static_cast<std::size_t>(id)] - 1e-9 * total_least();
+        const double rest = rest_least(id);
+        for (int layer = 0; layer < t_.layers; ++layer) {
+            if (t_.layer_devices[layer] >= fewest_ && mine < t_.layer_capacity[layer] * t_.cutoff &&
+                rest < t_.rest_capacity[layer] * t_.cutoff) {
+                return true;
+            }
+        }
+        return false;
     }
+
+    double total_least() const { return t_.least[static_cast<std::size_t>(t_.count - 1)]; }
 
     // least(V \ I), deflated as in fewest_devices.
     double rest_least(std::int64_t id) const {
-        const double total = t_.least[static_cast<std::size_t>(t_.count - 1)];
+        const double total = total_least();
         return total - t_.least[static_cast<std::size_t>(id)] - 1e-9 * total;
     }
 
-    // With a cutoff, after I's row is final: t_.fewest[I], from the row. For every d with
-    // least(V \ I) < (D - d) * cutoff the row is exact wherever DP[d][I] is below the cutoff: a
-    // split of I on d devices below it ends with some J on d - 1 devices that leaves less than
-    // (D - d + 1) * cutoff to the rest, so J was live and exact in turn. Up to the largest such d,
-    // d_hi, the first d whose row holds a value below the cutoff is then the fewest devices;
-    // beyond it the row may be only an upper bound, and d_hi + 1 stays a lower bound.
+    // With a cutoff, after I's row is final: t_.fewest[I], from the row. At every layer L with
+    // least(V \ I) < rest_capacity[L] * cutoff the row is exact wherever DP[L][I] is below the
+    // cutoff: a split of I on L below it ends with some J on L less the device of S = I \ J,
+    // which leaves less than rest_capacity[L] * cutoff + the capacity of that device (S's least
+    // time is below it) to the rest, so J was live and exact in turn. The fewest devices is then
+    // at least that of the first layer holding a value below the cutoff or where the row may be
+    // inexact; none: more than every device.
     void settle(std::int64_t id, const double* row) {
         if (!(t_.cutoff < kInf) || full_) return;
         const double rest = rest_least(id);
-        int fewest = fewest_;
-        while (fewest < t_.devices && rest < (t_.devices - fewest) * t_.cutoff) ++fewest;  // d_hi + 1
+        int fewest = t_.devices + 1;
         for (int layer = 0; layer < t_.layers; ++layer) {
             const int d = t_.layer_devices[layer];
-            if (d >= fewest_ && d < fewest && row[layer] < t_.cutoff) fewest = d;
+            if (d < fewest_ || d >= fewest) continue;
+            if (row[layer] < t_.cutoff || !(rest < t_.rest_capacity[layer] * t_.cutoff)) fewest = d;
         }
         t_.fewest[id] = static_cast<std::int32_t>(fewest);
     }

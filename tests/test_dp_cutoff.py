@@ -29,15 +29,16 @@ pytest.importorskip("exactplace._native")
 @st.composite
 def branchy(draw: st.DrawFn) -> tuple[Graph, bool]:
     """A random DAG of 6 to 14 nodes (a node takes inputs from up to 3 earlier ones), and whether
-    it communicates; some nodes unsupported on accelerators, memory sometimes."""
+    it communicates; some nodes unsupported on accelerators, CPUs 1 to 40 times slower."""
     n = draw(st.integers(6, 14))
     free = draw(st.booleans())
+    slow = draw(st.sampled_from([1.0, 3.0, 10.0]))  # CPUs at least this much slower (device_capacity)
     times = st.integers(0, 40).map(lambda x: x / 4)
     nodes, edges = [], []
     for i in range(n):
         acc = draw(times)
         supported = draw(st.integers(0, 9)) > 0
-        nodes.append(Node(i, cpu_time=acc * draw(st.sampled_from([1.0, 3.0, 8.0])),
+        nodes.append(Node(i, cpu_time=acc * slow * draw(st.sampled_from([1.0, 1.5, 4.0])),
                           acc_time=acc if supported else None, memory=draw(times),
                           comm=0.0 if free else draw(times)))
         if i:
