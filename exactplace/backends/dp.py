@@ -8,7 +8,11 @@ Both run the native core ``exactplace._native`` (C++17) on the units prepared by
     *chain splits*: devices receive ``I1 \\ I0, I2 \\ I1, ...`` for a chain of ideals
     ``{} = I0 ⊆ I1 ⊆ ... ⊆ I(k+l) = all units`` (in any interleaving of accelerators and
     CPUs; a device may stay empty), each unit bringing its backward partners. Status
-    OPTIMAL, with ``bound`` equal to the objective. Every forward part is contiguous
+    OPTIMAL, with ``bound`` equal to the objective. DPL's split (below) is computed first: the
+    DP searches only below its load (the native ``cutoff``), never trying a heavier stage and
+    skipping the ideals that no better split can pass through (lower bounds from each unit's
+    least time per device, and without communication the devices an ideal's covers need), and a
+    stopped DP returns it. The optimum is the same. Every forward part is contiguous
     (Definition 3.1); a contiguous split whose devices cannot be ordered (two devices
     sending each other data) is outside this search space, as in the paper. When the unit
     DAG is itself a chain (its ideals are its prefixes), the chain DP below solves it, exactly.
