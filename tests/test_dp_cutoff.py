@@ -47,7 +47,7 @@ def branchy(draw: st.DrawFn) -> tuple[Graph, bool]:
     return Graph(nodes, edges), not free
 
 
-def native(graph: Graph, cluster: Cluster, cutoff: float, overlap: bool):
+def native(graph: Graph, cluster: Cluster, cutoff: float, overlap: bool, threads: int = 1):
     """The native core on the graph's units, one accelerator type per distinct (memory, speed)."""
     units = contract(graph)
     types = dp_module.accelerator_types(cluster, units.num_units)
@@ -57,7 +57,7 @@ def native(graph: Graph, cluster: Cluster, cutoff: float, overlap: bool):
         group_source=units.group_source, group_ptr=units.group_ptr, group_target=units.group_target,
         cpus=min(cluster.cpus, units.num_units), overlap=overlap, accelerators=sum(types.counts),
         memory_cap=float(types.memory.min()), type_count=types.counts, type_memory=types.memory,
-        type_speed=types.speed, cutoff=cutoff,
+        type_speed=types.speed, cutoff=cutoff, threads=threads,
     ))
 
 
@@ -76,8 +76,9 @@ def test_any_cutoff_above_the_optimum_keeps_it(
         return
     value = plain.value
     above = [math.nextafter(value, math.inf), value * 1.02 + 1e-9, value * 1.5 + 1.0]
+    threads = data.draw(st.sampled_from([1, 2]))  # 2: covers and sub-ideals may be in flight (over 256 ideals)
     for cutoff in above:
-        cut = native(graph, cluster, cutoff, overlap)
+        cut = native(graph, cluster, cutoff, overlap, threads)
         assert cut.status == load().Status.optimal
         assert cut.value == pytest.approx(value, rel=1e-12, abs=1e-12)
     if value > 0:  # nothing below the optimum: infeasible, not a worse split
@@ -122,6 +123,8 @@ def test_cutoff_skips_ideals_of_a_branchy_graph_without_communication() -> None:
     cut = native(graph, cluster, math.nextafter(plain.value, math.inf), False)
     assert cut.value == plain.value and cut.ideals == plain.ideals
     assert cut.skipped > plain.ideals // 2 and cut.pairs < plain.pairs // 2
+    shared = native(graph, cluster, math.nextafter(plain.value, math.inf), False, threads=2)
+    assert shared.threads == 2 and shared.value == plain.value  # the skipped ideals' counts cross threads
     placement = solve(graph, cluster, method="dp")
     assert placement.objective == pytest.approx(plain.value) and placement.info["skipped"] > 0
     assert np.isfinite(placement.info["cutoff"])
