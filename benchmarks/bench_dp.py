@@ -8,10 +8,14 @@ Runs every method/instance pair in its own subprocess, so that the peak resident
 * ``synthetic_inception``: 40 Inception-style blocks (four parallel branches of 4, 4, 5 and
   5 operators between a split and a concat), 36,041 ideals, solved with dp;
 * ``synthetic_ops10k``: a 10,000-operator graph (a backbone with skip connections, side
-  branches and zero-time glue nodes), solved with dpl.
+  branches and zero-time glue nodes), solved with dpl;
+* with ``--pipedream DIR`` (a checkout of msr-fiddle/pipedream): its InceptionV3 training profile
+  (326 units, 221,565 ideals), free transfers, 4 and 8 accelerators, solved with dp.
 
-Usage: ``python benchmarks/bench_dp.py [--threads N] [--only NAME_SUBSTRING] [--repeat R]``.
-Seconds are the wall time of ``exactplace.solve`` (preprocessing included), best of R runs.
+Usage: ``python benchmarks/bench_dp.py [--threads N] [--only NAME_SUBSTRING] [--repeat R] [--pipedream DIR]``.
+Seconds are the wall time of ``exactplace.solve`` (preprocessing included), best of R runs;
+"pairs" are the (ideal, sub-ideal) pairs the DP evaluated and "skipped" the ideals its cutoff
+(DPL's load) skipped.
 """
 
 from __future__ import annotations
@@ -101,6 +105,9 @@ def _child(spec: dict) -> None:
     if spec["source"] == "shared":
         workload = read_workload(spec["path"])
         graph, cluster = workload.graph, workload.cluster
+    elif spec["source"] == "pipedream":
+        workload = read_workload(spec["path"], accelerators=spec["accelerators"])
+        graph, cluster = workload.graph, workload.cluster
     else:
         graph, cluster = _synthetic(spec["name"])
     best = math.inf
@@ -112,7 +119,7 @@ def _child(spec: dict) -> None:
         "nodes": graph.n, "units": placement.info["units"], "ideals": placement.info["ideals"],
         "objective": placement.objective, "status": placement.status.value, "seconds": best,
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "pairs": placement.info.get("pairs"),
+        "pairs": placement.info.get("pairs"), "skipped": placement.info.get("skipped"),
     }))
 
 
@@ -127,6 +134,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", default="")
+    parser.add_argument("--pipedream", type=Path, default=None, help="checkout of msr-fiddle/pipedream")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -146,10 +154,15 @@ def main() -> None:
         print(f"(shared workloads not found at {SHARED}; synthetic cases only)")
     cases.append(({"source": "synthetic", "name": "synthetic_inception", "method": "dp"}, "synthetic_inception", {}))
     cases.append(({"source": "synthetic", "name": "synthetic_ops10k", "method": "dpl"}, "synthetic_ops10k", {}))
+    if args.pipedream:
+        profile = args.pipedream / "profiler/image_classification/profiles/inception_v3/graph.txt"
+        for k in (4, 8):
+            cases.append(({"source": "pipedream", "path": str(profile), "accelerators": k, "method": "dp"},
+                          f"pd_inception_v3_k{k}", {}))
 
-    print("| workload | method | nodes | units | ideals | objective | published | seconds | peak MB "
+    print("| workload | method | nodes | units | ideals | pairs | skipped | objective | published | seconds | peak MB "
           "| reference_dp_seconds | speedup |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for spec, name, row in cases:
         if args.only not in name:
             continue
@@ -158,7 +171,9 @@ def main() -> None:
         published = row.get(spec["method"], "")
         reference = row.get("reference_dp_seconds", "")
         speedup = f"{float(reference) / r['seconds']:.0f}x" if reference and spec["method"] == "dp" else ""
-        print(f"| {name} | {spec['method']} | {r['nodes']} | {r['units']} | {r['ideals']} | {r['objective']:.6f} "
+        pairs, skipped = (r[key] if r[key] is not None else "" for key in ("pairs", "skipped"))
+        print(f"| {name} | {spec['method']} | {r['nodes']} | {r['units']} | {r['ideals']} | {pairs} | {skipped} "
+              f"| {r['objective']:.6f} "
               f"| {published} | {r['seconds']:.3f} | {r['peak_mb']:.0f} | {reference} | {speedup} |", flush=True)
 
 

@@ -39,24 +39,62 @@ struct Types {
     }
 };
 
-// Follows the enumeration DFS to record the cost of every ideal as one set (the DP's J = {} option).
+// The least time each unit (by label) takes on any device of the cluster that can run it: on a
+// CPU if there is one, or on an accelerator of the fastest type if the unit runs on one. Every
+// device holding a set S has a load of at least the sum over S, least(S) (the cutoff's lower
+// bound, Worker::live; device_capacity says by how much more). A unit that no device runs counts 0
+// (the instance is infeasible anyway; 0 keeps the bound valid).
+std::vector<double> least_times(const Model& model, const Options& options, const Types& types) {
+    const double fastest = *std::max_element(types.speed.begin(), types.speed.end());
+    std::vector<double> least(model.n);
+    for (int v = 0; v < model.n; ++v) {
+        double t = options.cpus > 0 ? model.cpu[v] : kInf;
+        if (options.accelerators > 0 && !model.unsupported[v]) t = std::min(t, model.acc[v] / fastest);
+        least[v] = t < kInf ? t : 0.0;
+    }
+    return least;
+}
+
+// Per device kind (each accelerator type, then CPUs): the most least time a device of that kind
+// holds with a load below L, in units of L. Type t: acc(S) / speed_t < L and least(S) <=
+// acc(S) / fastest give speed_t / fastest. A CPU: least(S) <= cpu(S) / rho with rho the smallest
+// cpu / least over the units, so 1 / rho (slow CPUs hold little: layer_gnmt's take a tenth).
+std::vector<double> device_capacity(const Model& model, const Options& options, const Types& types) {
+    const double fastest = *std::max_element(types.speed.begin(), types.speed.end());
+    std::vector<double> capacity;
+    for (int t = 0; t < types.count; ++t) capacity.push_back(types.speed[t] / fastest);
+    const std::vector<double> least = least_times(model, options, types);
+    double rho = kInf;
+    for (int v = 0; v < model.n; ++v) {
+        if (least[v] > 0) rho = std::min(rho, model.cpu[v] / least[v]);
+    }
+    capacity.push_back(rho < kInf ? 1.0 / rho : 1.0);
+    return capacity;
+}
+
+// Follows the enumeration DFS to record the cost of every ideal as one set (the DP's J = {} option)
+// and the sum of its units' least times.
 class IdealCosts : public IdealObserver {
 public:
     IdealCosts(const Model& model, const Options& options, const Types& types, std::int64_t count)
-        : set_(model), options_(options), types_(types) {
+        : set_(model), options_(options), types_(types), least_unit_(least_times(model, options, types)) {
         cpu.reserve(count);
         acc.reserve(static_cast<std::size_t>(count) * types.count);
+        least.reserve(count);
     }
     void enter(int v) override {
-        saved_.push_back(set_.sums);
+        saved_.push_back({set_.sums, least_});
         set_.add(v);
+        least_ += least_unit_[v];
     }
     void leave(int v) override {
-        set_.undo_add(v, saved_.back());
+        set_.undo_add(v, saved_.back().sums);
+        least_ = saved_.back().least;  // restored, not subtracted (see SetCost)
         saved_.pop_back();
     }
     bool visit(const IdealWalker&) override {
         const Sums& s = set_.sums;
+        least.push_back(least_);
         cpu.push_back(s.cpu);
         for (int t = 0; t < types_.count; ++t) {
             const bool fits = s.unsupported == 0 && s.mem <= types_.cap[t];
@@ -64,13 +102,19 @@ public:
         }
         return true;
     }
-    std::vector<double> cpu, acc;  // by DFS visit index (acc: [visit * types + type])
+    std::vector<double> cpu, acc, least;  // by DFS visit index (acc: [visit * types + type])
 
 private:
+    struct Saved {
+        Sums sums;
+        double least;
+    };
     SetCost set_;
-    std::vector<Sums> saved_;  // the sums before each unit of the current DFS path
+    std::vector<Saved> saved_;  // the sums before each unit of the current DFS path
     const Options& options_;
     const Types& types_;
+    const std::vector<double> least_unit_;
+    double least_ = 0.0;
 };
 
 // Walk layers in runs along which the bound cannot increase: for an accelerator type t, the
@@ -87,10 +131,14 @@ struct LayerRun {
 class Table {
 public:
     Table(const Model& model, const Lattice& lattice, const Options& options, const Types& types,
-          std::vector<double> cost_cpu, std::vector<double> cost_acc, Stopper& stop)
+          std::vector<double> cost_cpu, std::vector<double> cost_acc, std::vector<double> least, Stopper& stop)
         : model(model), lattice(lattice), options(options), types(types), stop(stop), T(types.count),
           l(options.cpus), stride(strides(types)), cpu_stride(stride[T]), layers(cpu_stride * (l + 1)),
           top(layers - 1), count(lattice.count), cost_cpu(std::move(cost_cpu)), cost_acc(std::move(cost_acc)),
+          least(std::move(least)), cutoff(options.cutoff), devices(options.accelerators + options.cpus),
+          inherit(cutoff < kInf && std::all_of(model.group_cost.begin(), model.group_cost.end(),
+                                               [](double c) { return c == 0.0; })),
+          fewest(cutoff < kInf ? static_cast<std::size_t>(count) : 0, 0),
           value(static_cast<std::size_t>(count) * layers, kInf),
           choice(static_cast<std::size_t>(count) * layers, 0),
           kind(T > 1 ? static_cast<std::size_t>(count) * layers : 0, 0),
@@ -100,8 +148,18 @@ public:
         high.assign(types.size.begin(), types.size.end());
         high.push_back(l);
         coord.resize(static_cast<std::size_t>(layers) * dims);
+        layer_devices.assign(layers, 0);
+        layer_capacity.assign(layers, 0.0);
+        rest_capacity.assign(layers, 0.0);
+        const std::vector<double> capacity = device_capacity(model, options, types);
         for (int layer = 0; layer < layers; ++layer) {
-            for (int d = 0; d < dims; ++d) coord[static_cast<std::size_t>(layer) * dims + d] = layer / stride[d] % (high[d] + 1);
+            for (int d = 0; d < dims; ++d) {
+                const int n = layer / stride[d] % (high[d] + 1);
+                coord[static_cast<std::size_t>(layer) * dims + d] = n;
+                layer_devices[layer] += n;
+                layer_capacity[layer] += n * capacity[d];
+                rest_capacity[layer] += (high[d] - n) * capacity[d];
+            }
         }
         // Layers with a single device take only J = {} (DP of a non-empty ideal on zero devices is
         // infinite); that option is applied before the walks, so the walks skip them. With
@@ -165,10 +223,21 @@ public:
     std::vector<int> high;                    // per dimension: the most devices (size[t], then l)
     std::vector<int> coord;                   // [layer * (T + 1) + dimension]
     std::vector<double> cost_cpu, cost_acc;   // by id: the ideal as one set (cost_acc: [id * T + type])
+    const std::vector<double> least;          // by id: the sum of the ideal's least times (least_times)
+    const double cutoff;                      // Options::cutoff
+    const int devices;                        // k + l
+    // Without communication a chain split of I restricted to a sub-ideal J is one of J with no
+    // larger load, so the devices J needs below the cutoff, I needs too (Worker::live).
+    const bool inherit;
+    std::vector<std::int32_t> fewest;         // by id, with a cutoff: a lower bound on the devices (Worker::live)
+    std::vector<int> layer_devices;           // per layer: its devices of every kind
+    // Per layer: the least time its devices hold below a load L, and the other devices, in units
+    // of L (device_capacity).
+    std::vector<double> layer_capacity, rest_capacity;
     std::vector<double> value;                // [id * layers + layer]
     std::vector<std::uint32_t> choice;        // sub-ideal id * 2 + (1: accelerator, 0: CPU)
     std::vector<std::uint8_t> kind;           // the accelerator type of a choice (empty with one type)
-    std::unique_ptr<std::atomic<std::uint8_t>[]> done;
+    std::unique_ptr<std::atomic<std::uint8_t>[]> done;  // by id: 0 in progress, else kDone or kDead
     std::vector<std::vector<LayerRun>> acc_runs[2];  // [is the full ideal][2 * type + the bottom-up walk runs]
     std::vector<LayerRun> cpu_runs[2];               // [is the full ideal]
     std::vector<std::vector<int>> up_layers[2];      // [is the full ideal][type]: layers (c >= 1, e_type)
@@ -187,6 +256,9 @@ private:
         return out;
     }
 };
+
+// Table::done: the ideal's row is final, or it was skipped (Worker::live) and its row is infinite.
+constexpr std::uint8_t kDone = 1, kDead = 2;
 
 // One thread's share of the DP: takes ideals in id order and fills their rows. Cache-line
 // aligned so that two workers' counters, written at every step, never share a line.
@@ -211,7 +283,7 @@ public:
         }
     }
 
-    std::int64_t pairs = 0;
+    std::int64_t pairs = 0, dead_ideals = 0;
 
 private:
     struct Frame {
@@ -230,10 +302,20 @@ private:
         std::uint32_t* row_choice = t_.choice.data() + static_cast<std::size_t>(id) * layers;
         if (id == 0) {  // the empty ideal costs nothing anywhere
             std::fill(row, row + layers, 0.0);
-            t_.done[0].store(1, std::memory_order_release);
+            t_.done[0].store(kDone, std::memory_order_release);
             return true;
         }
         full_ = id == t_.count - 1;
+        if (t_.cutoff < kInf) {
+            if (!fewest_devices(id)) return false;
+            if (!live(id)) {  // no split below the cutoff uses I: its row stays infinite
+                std::fill(row, row + layers, kInf);
+                t_.fewest[id] = static_cast<std::int32_t>(fewest_);
+                ++dead_ideals;
+                t_.done[id].store(kDead, std::memory_order_release);
+                return true;
+            }
+        }
         const int T = t_.T;
         const double* cost_acc = t_.cost_acc.data() + static_cast<std::size_t>(id) * T;
         std::fill(best_.begin(), best_.end(), kInf);
@@ -288,7 +370,8 @@ private:
                     row_choice[layer] = pick;
                 }
             }
-            t_.done[id].store(1, std::memory_order_release);
+            settle(id, row);
+            t_.done[id].store(kDone, std::memory_order_release);
             return true;
         }
         // Leaving a device empty: DP[c][a][I] may take DP[c-1][a][I] or DP[c][a - e_t][I].
@@ -314,8 +397,79 @@ private:
             row_choice[layer] = pick;
             if (row_kind != nullptr) row_kind[layer] = kind;
         }
-        t_.done[id].store(1, std::memory_order_release);
+        settle(id, row);
+        t_.done[id].store(kDone, std::memory_order_release);
         return true;
+    }
+
+    // With a cutoff: fewest_ = a lower bound on the devices d that a chain split of I of load below
+    // the cutoff needs (DP[d][I] < cutoff, whatever the mix of d devices): least(I) / d < cutoff
+    // (no device holds more than the cutoff of least time, device_capacity), and without
+    // communication as many as any cover J of I needs (Table::inherit, t_.fewest). The sum is
+    // deflated by 1e-9 of least(V), far beyond its rounding, so that the bound stays one.
+    // Returns false if stopped while waiting for a cover still in flight on another thread.
+    bool fewest_devices(std::int64_t id) {
+        const double mine = t_.least[static_cast<std::size_t>(id)] - 1e-9 * total_least();
+        fewest_ = static_cast<int>(std::min<double>(std::floor(mine / t_.cutoff) + 1.0, t_.devices + 1.0));
+        if (!t_.inherit) return true;
+        const Lattice& lat = t_.lattice;
+        for (std::int64_t e = lat.down_ptr[id]; e < lat.down_ptr[id + 1]; ++e) {
+            const std::int64_t child = lat.down_child[e];
+            if (child == 0) continue;  // the empty ideal needs no device (and no worker takes it)
+            while (t_.done[child].load(std::memory_order_acquire) == 0) {
+                if (should_stop()) return false;
+                std::this_thread::yield();
+            }
+            fewest_ = std::max<int>(fewest_, t_.fewest[child]);
+        }
+        return true;
+    }
+
+    // Whether a chain split of max-load below the cutoff may pass through the ideal I (after
+    // fewest_devices). Such a split would hold I on the devices of some layer L (at least fewest_
+    // of them; not every device unless I is everything) and V \ I on the others, so
+    // least(I) < layer_capacity[L] * cutoff and least(V \ I) < rest_capacity[L] * cutoff. (Deflated
+    // as in fewest_devices. The same test applied to a sub-ideal J of a live I never cuts the
+    // walk: J leaves V \ J = (V \ I) + S to the others and the device of S, and S holds less than
+    // that device's capacity.)
+    bool live(std::int64_t id) const {
+        if (full_) return true;
+        const double mine = t_.least[static_cast<std::size_t>(id)] - 1e-9 * total_least();
+        const double rest = rest_least(id);
+        for (int layer = 0; layer < t_.layers; ++layer) {
+            if (t_.layer_devices[layer] >= fewest_ && mine < t_.layer_capacity[layer] * t_.cutoff &&
+                rest < t_.rest_capacity[layer] * t_.cutoff) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    double total_least() const { return t_.least[static_cast<std::size_t>(t_.count - 1)]; }
+
+    // least(V \ I), deflated as in fewest_devices.
+    double rest_least(std::int64_t id) const {
+        const double total = total_least();
+        return total - t_.least[static_cast<std::size_t>(id)] - 1e-9 * total;
+    }
+
+    // With a cutoff, after I's row is final: t_.fewest[I], from the row. At every layer L with
+    // least(V \ I) < rest_capacity[L] * cutoff the row is exact wherever DP[L][I] is below the
+    // cutoff: a split of I on L below it ends with some J on L less the device of S = I \ J,
+    // which leaves less than rest_capacity[L] * cutoff + the capacity of that device (S's least
+    // time is below it) to the rest, so J was live and exact in turn. The fewest devices is then
+    // at least that of the first layer holding a value below the cutoff or where the row may be
+    // inexact; none: more than every device.
+    void settle(std::int64_t id, const double* row) {
+        if (!(t_.cutoff < kInf) || full_) return;
+        const double rest = rest_least(id);
+        int fewest = t_.devices + 1;
+        for (int layer = 0; layer < t_.layers; ++layer) {
+            const int d = t_.layer_devices[layer];
+            if (d < fewest_ || d >= fewest) continue;
+            if (row[layer] < t_.cutoff || !(rest < t_.rest_capacity[layer] * t_.cutoff)) fewest = d;
+        }
+        t_.fewest[id] = static_cast<std::int32_t>(fewest);
     }
 
     void offer_initial(int layer, double v, std::uint32_t code, int type) {
@@ -327,7 +481,8 @@ private:
     }
 
     // bound_[c][a]: an upper bound on the final DP[c][a][I] (every candidate found so far for
-    // fewer devices, since a device may stay empty). A candidate must beat it to matter.
+    // fewer devices, since a device may stay empty), and never above the cutoff: a larger value
+    // belongs to no split below it. A candidate must beat it to matter.
     void refresh_bounds() {
         if constexpr (!Typed) {
             const int k = t_.high[0], k1 = k + 1;
@@ -337,7 +492,7 @@ private:
                     double v = best_[layer];
                     if (c > 0) v = std::min(v, bound_[layer - k1]);
                     if (a > 0) v = std::min(v, bound_[layer - 1]);
-                    bound_[layer] = v;
+                    bound_[layer] = std::min(v, t_.cutoff);
                 }
             }
             refresh_thresholds();
@@ -348,7 +503,7 @@ private:
             for (int d = 0; d <= t_.T; ++d) {
                 if (t_.at(layer, d) > 0) v = std::min(v, bound_[layer - t_.stride[d]]);
             }
-            bound_[layer] = v;
+            bound_[layer] = std::min(v, t_.cutoff);
         }
         refresh_thresholds();
     }
@@ -476,6 +631,9 @@ private:
             if (should_stop()) return false;
             std::this_thread::yield();
         }
+        // A skipped J says nothing of its supersets (a larger J leaves less to the other devices,
+        // so it may be live), unlike the infinite DP it stores: keep growing it.
+        if (t_.done[sub_id].load(std::memory_order_relaxed) == kDead) return true;
         const double* sub = t_.value.data() + static_cast<std::size_t>(sub_id) * t_.layers;
         bool alive = false;
         if constexpr (!Typed) {
@@ -606,15 +764,17 @@ private:
     std::vector<double> acc_threshold_;       // per type
     double cpu_threshold_ = kInf;
     bool full_ = false;
+    int fewest_ = 0;                  // fewest_devices() of the ideal being processed
     std::vector<std::uint8_t> up_;    // per type: the bottom-up walk handles the type's side of layers (c >= 1, e_t)
     std::vector<std::uint8_t> live_;  // per type: evaluate()'s set may still improve a layer on that type
     std::vector<int> low_, at_;       // improve()'s odometer
     std::uint32_t ticks_ = 0;
 };
 
-// Fills the table with `threads` workers (the calling thread is the first); returns the pairs they tried.
+// Fills the table with `threads` workers (the calling thread is the first); records in `out` the
+// pairs they tried and the ideals they skipped.
 template <bool Typed>
-std::int64_t run_workers(Table& table, int threads, Stopper& stop) {
+void run_workers(Table& table, int threads, Stopper& stop, Solution& out) {
     std::vector<std::unique_ptr<Worker<Typed>>> workers;
     for (int w = 0; w < threads; ++w) workers.push_back(std::make_unique<Worker<Typed>>(table, w == 0));
     std::atomic<int> running{threads - 1};
@@ -647,9 +807,10 @@ std::int64_t run_workers(Table& table, int threads, Stopper& stop) {
     }
     for (auto& h : helpers) h.join();
     if (error) std::rethrow_exception(error);
-    std::int64_t pairs = 0;
-    for (const auto& w : workers) pairs += w->pairs;
-    return pairs;
+    for (const auto& w : workers) {
+        out.pairs += w->pairs;
+        out.skipped += w->dead_ideals;
+    }
 }
 
 void check_instance(const Instance& in, const Options& options) {
@@ -733,6 +894,7 @@ void check_instance(const Instance& in, const Options& options) {
         if (options.accelerators > 65535) throw std::invalid_argument("replication takes at most 65535 accelerators");
     }
     if (options.threads < 1) throw std::invalid_argument("threads must be at least 1");
+    if (!(options.cutoff > 0)) throw std::invalid_argument("the cutoff must be positive (or infinite)");
     if (options.max_ideals < 1 || options.max_ideals > std::numeric_limits<std::int32_t>::max() / 2) {
         throw std::invalid_argument("max_ideals must be between 1 and 2**30");
     }
@@ -764,11 +926,12 @@ std::int64_t memory_estimate(int units, const std::vector<std::int64_t>& type_co
     const std::int64_t types = static_cast<std::int64_t>(type_count.size());
     const std::int64_t layers = layer_count(type_count, cpus);
     // Per ideal: members bitset, hash, size (x2), visit/id maps, cover offsets (x3), hash table
-    // (at most 4 slots), ideal costs (CPU, and one per accelerator type) by visit and by id, DP
-    // value + choice (+ the accelerator type of the choice, with several types), done flag.
+    // (at most 4 slots), ideal costs (CPU, least time, and one per accelerator type) by visit and
+    // by id, the fewest devices (with a cutoff), DP value + choice (+ the accelerator type of the
+    // choice, with several types), done flag.
     const std::int64_t per_layer = types > 1 ? 13 : 12;
     const std::int64_t per_ideal =
-        saturated_sum(8 * words + 8 + 8 + 12 + 24 + 16 + 16 * (1 + types) + 1, saturated_product(per_layer, layers));
+        saturated_sum(8 * words + 8 + 8 + 12 + 24 + 16 + 16 * (2 + types) + 4 + 1, saturated_product(per_layer, layers));
     // Per cover: maximal-node list while building, down-cover node + child, up-cover node + parent.
     const std::int64_t per_cover = 20;
     return saturated_sum(saturated_product(ideals, per_ideal), saturated_product(covers, per_cover));
@@ -808,7 +971,8 @@ Solution solve(const Instance& instance, const Options& options, Stopper& stop) 
     const Types types(options);
     const std::size_t T = static_cast<std::size_t>(types.count);
     Lattice lattice;
-    std::vector<double> cost_cpu(counted.ideals), cost_acc(static_cast<std::size_t>(counted.ideals) * T);
+    std::vector<double> cost_cpu(counted.ideals), cost_acc(static_cast<std::size_t>(counted.ideals) * T),
+        least(counted.ideals);
     {
         IdealCosts costs(model, options, types, counted.ideals);
         if (!lattice.build(poset, counted, &costs, stop)) {
@@ -818,6 +982,7 @@ Solution solve(const Instance& instance, const Options& options, Stopper& stop) 
         for (std::int64_t d = 0; d < lattice.count; ++d) {
             const std::size_t id = static_cast<std::size_t>(lattice.id_of_visit[d]);
             cost_cpu[id] = costs.cpu[d];
+            least[id] = costs.least[d];
             for (std::size_t t = 0; t < T; ++t) cost_acc[id * T + t] = costs.acc[static_cast<std::size_t>(d) * T + t];
         }
         std::vector<std::int64_t>().swap(lattice.id_of_visit);
@@ -826,14 +991,18 @@ Solution solve(const Instance& instance, const Options& options, Stopper& stop) 
 
     if (options.replication) return solve_replicated(instance, poset, lattice, options, stop, std::move(out));
     const auto t1 = Stopper::Clock::now();
-    Table table(model, lattice, options, types, std::move(cost_cpu), std::move(cost_acc), stop);
+    Table table(model, lattice, options, types, std::move(cost_cpu), std::move(cost_acc), std::move(least), stop);
     const bool plain = types.count == 1 && types.speed[0] == 1.0;
     // A chain-like lattice (DPL) has one ideal per size: every ideal waits for the previous one,
     // so a second thread would only spin.
     const bool wide = lattice.count > 4 * (static_cast<std::int64_t>(model.n) + 1) && lattice.count > 256;
     out.threads_used = wide ? options.threads : 1;
 
-    out.pairs = plain ? run_workers<false>(table, out.threads_used, stop) : run_workers<true>(table, out.threads_used, stop);
+    if (plain) {
+        run_workers<false>(table, out.threads_used, stop, out);
+    } else {
+        run_workers<true>(table, out.threads_used, stop, out);
+    }
     out.seconds_dp = seconds_since(t1);
     if (stop.stopped()) {
         out.stop_reason = stop.reason();
@@ -843,7 +1012,9 @@ Solution solve(const Instance& instance, const Options& options, Stopper& stop) 
     // Follow the choices back from (all units, l CPUs, k accelerators).
     const std::int64_t full = lattice.count - 1;
     out.value = table.value[static_cast<std::size_t>(full) * table.layers + table.top];
-    if (!(out.value < kInf)) {
+    // A value at or above the cutoff comes from stages the walks were not bound to try in full.
+    if (!(out.value < options.cutoff)) {
+        out.value = kInf;
         out.outcome = Outcome::infeasible;
         return out;
     }

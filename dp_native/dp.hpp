@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "stop.hpp"
@@ -61,6 +62,12 @@ struct Options {
     bool overlap = false;        // accelerator load = max(compute, communication)
     // Replicated stages (see the header comment); needs one type, no overlap and no `order`.
     bool replication = false;
+    // Search only chain splits of max-load below `cutoff` (a caller that knows one of load L passes a
+    // little more than L: DPL's split, say). A stage whose load reaches it is never tried, and an
+    // ideal is skipped when a lower bound says that no split below it passes through the ideal on
+    // any device count (see Worker::live in dp.cpp). The optimum is unchanged whenever it lies below `cutoff`;
+    // with none below it, Outcome::infeasible. The DP with replication ignores it.
+    double cutoff = std::numeric_limits<double>::infinity();
     int threads = 1;
     std::int64_t max_ideals = 0; // TooManyIdeals beyond this, before any table is allocated
 };
@@ -77,6 +84,7 @@ struct Solution {
     std::vector<int> device;      // per unit (caller numbering): 0..k-1 accelerators, k.. CPUs
     std::vector<int> replicas;    // with Options::replication: per accelerator (1 when unused)
     std::int64_t ideals = 0, covers = 0, pairs = 0;
+    std::int64_t skipped = 0;     // ideals no split below Options::cutoff passes through (not walked)
     double seconds_ideals = 0.0, seconds_dp = 0.0;
     int threads_used = 1;
 

@@ -160,7 +160,7 @@ void array_field(py::class_<Request>& cls, const char* name, Field field) {
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "exactplace native core: ideals of a DAG and the max-load DP (C++17)";
-    m.attr("abi_version") = 5;  // bump on any change of this module's interface
+    m.attr("abi_version") = 6;  // bump on any change of this module's interface
 
     // TooManyIdeals(message, count, limit): the lattice is larger than max_ideals.
     PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> too_many;
@@ -203,6 +203,8 @@ PYBIND11_MODULE(_native, m) {
                       [](Request& r, int v) { r.options.threads = v; })
         .def_property("max_ideals", [](const Request& r) { return r.options.max_ideals; },
                       [](Request& r, std::int64_t v) { r.options.max_ideals = v; })
+        .def_property("cutoff", [](const Request& r) { return r.options.cutoff; },
+                      [](Request& r, double v) { r.options.cutoff = v; })
         .def_readwrite("time_limit", &Request::time_limit);
     array_field<double>(request, "cpu_time", [](Request& r) -> std::vector<double>& { return r.instance.cpu_time; });
     array_field<double>(request, "acc_time", [](Request& r) -> std::vector<double>& { return r.instance.acc_time; });
@@ -251,6 +253,7 @@ PYBIND11_MODULE(_native, m) {
         .def_readonly("ideals", &Solution::ideals)
         .def_readonly("covers", &Solution::covers)
         .def_readonly("pairs", &Solution::pairs)
+        .def_readonly("skipped", &Solution::skipped)
         .def_readonly("seconds_ideals", &Solution::seconds_ideals)
         .def_readonly("seconds_dp", &Solution::seconds_dp)
         .def_readonly("threads", &Solution::threads_used);

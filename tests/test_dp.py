@@ -157,7 +157,7 @@ HARD = Cluster(accelerators=6, cpus=1)
 
 
 def slow_graph() -> Graph:
-    """161,053 ideals: minutes of DP on HARD however many cores, so a stop always comes first."""
+    """161,053 ideals: seconds of DP on HARD (9 s on one core), far beyond the stops below."""
     return parallel_chains(branches=5, length=10)
 
 
@@ -185,7 +185,9 @@ def test_ctrl_c_stops_the_dp() -> None:
         elapsed = time.monotonic() - start
     finally:
         timer.cancel()
-    assert stopped.status is Status.NO_SOLUTION and stopped.limit is Limit.INTERRUPT
+    # The DP always computes DPL's placement first (its cutoff), and keeps it as the incumbent.
+    assert stopped.status is Status.FEASIBLE and stopped.limit is Limit.INTERRUPT
+    assert stopped.info["returned"] == "DPL incumbent"
     assert elapsed < 3.0
 
 
@@ -253,11 +255,11 @@ def test_auto_prefers_dp_then_mip_then_dpl_then_greedy(monkeypatch: pytest.Monke
 
     graph = parallel_chains(branches=2, length=3)
     assert solve(graph, HARD).method == "dp"
-    monkeypatch.setattr(dp_module, "AUTO_MAX_IDEALS", 5)
-    certified = solve(graph, HARD)  # too many ideals for the DP: the contiguous IP proves the same optimum
+    monkeypatch.setattr(dp_module, "PAIRS_PER_IDEAL", dp_module.AUTO_DP_SECONDS / 5 / dp_module.SECONDS_PER_PAIR)
+    certified = solve(graph, HARD, threads=1)  # too slow for the DP: the contiguous IP proves the same optimum
     assert certified.method == "mip" and certified.status is Status.OPTIMAL
     assert certified.objective == pytest.approx(solve(graph, HARD, method="dp").objective)
-    assert "more than 5 ideals" in certified.info["passed_over"]["dp"]
+    assert "more than 5 ideals, more than the DP is expected to finish in 60 s" in certified.info["passed_over"]["dp"]
     monkeypatch.setattr(mip_module, "MAX_NONZEROS", 10)
     assert solve(graph, HARD).method == "dpl"
     assert solve(graph, Cluster(2, memory=[1e9, 2e9], cpus=1)).method == "greedy"
@@ -265,6 +267,25 @@ def test_auto_prefers_dp_then_mip_then_dpl_then_greedy(monkeypatch: pytest.Monke
     assert gpipe.method == "greedy"
     for name in ("dp", "dpl"):  # auto says why it passed over the DP
         assert "'gpipe' parameter of solve must be False" in gpipe.info["passed_over"][name]
+
+
+def test_auto_takes_the_dp_when_it_is_expected_to_finish_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decision, not the clock: ideals x PAIRS_PER_IDEAL x SECONDS_PER_PAIR / threads against the time left."""
+    graph = parallel_chains(branches=2, length=3)  # 17 ideals
+    dp = registered_methods()["dp"]
+    problem = Problem(graph, HARD, "throughput", options={"threads": 1})
+    assert dp.unsuited(problem) is None
+    monkeypatch.setattr(dp_module, "SECONDS_PER_PAIR", dp_module.AUTO_DP_SECONDS / 16 / dp_module.PAIRS_PER_IDEAL)
+    # 16 ideals' worth in AUTO_DP_SECONDS (no time limit): 17 is too many on one thread, not on two
+    assert "more than 16 ideals" in dp.unsuited(Problem(graph, HARD, "throughput", options={"threads": 1}))
+    assert dp.unsuited(Problem(graph, HARD, "throughput", options={"threads": 2})) is None
+    # a time limit replaces AUTO_DP_SECONDS: 10x the time, 10x the ideals
+    later = time.monotonic() + 10 * dp_module.AUTO_DP_SECONDS
+    assert dp.unsuited(Problem(graph, HARD, "throughput", deadline=later, options={"threads": 1})) is None
+    assert dp.unsuited(Problem(graph, HARD, "throughput", deadline=math.inf, options={"threads": 1})) is None
+    # the memory budget binds first: said so
+    tight = Problem(graph, HARD, "throughput", deadline=math.inf, options={"threads": 1, "memory_budget": 4096})
+    assert "memory budget of 4 KiB" in dp.unsuited(tight)
 
 
 def test_auto_validates_option_values_before_choosing() -> None:

@@ -319,8 +319,51 @@ void test_replication_small_cases() {
     expect(threw, "replication with overlap is rejected");
 }
 
+// Four parallel chains of 6 units between a source and a sink (7^4 + 2 = 2,403 ideals), no
+// communication: a cutoff just above the optimum skips ideals and keeps the optimum, on one thread
+// and on four (which wait for covers in flight); at the optimum, nothing is below it.
+void test_cutoff() {
+    Instance in;
+    in.units = 26;
+    in.group_ptr.push_back(0);
+    for (int u = 0; u < in.units; ++u) {
+        in.cpu_time.push_back(8.0 * (1 + u % 3));
+        in.acc_time.push_back(1 + u % 3);
+        in.memory.push_back(1.0);
+        in.supported.push_back(1);
+    }
+    for (int b = 0; b < 4; ++b) {
+        int previous = 0;
+        for (int j = 0; j < 6; ++j) {
+            const int u = 1 + b * 6 + j;
+            in.edge_src.push_back(previous);
+            in.edge_dst.push_back(u);
+            previous = u;
+        }
+        in.edge_src.push_back(previous);
+        in.edge_dst.push_back(25);
+    }
+    const double inf = std::numeric_limits<double>::infinity();
+    Stopper stop;
+    const Solution plain = solve(in, options(4, 1, inf), stop);
+    expect(plain.outcome == Outcome::optimal && plain.ideals == 2403 && plain.skipped == 0, "cutoff: the plain DP");
+    for (const int threads : {1, 4}) {
+        Options o = options(4, 1, inf);
+        o.cutoff = std::nextafter(plain.value, inf);
+        o.threads = threads;
+        Stopper s;
+        const Solution cut = solve(in, o, s);
+        expect(cut.outcome == Outcome::optimal && cut.value == plain.value, "cutoff: the same optimum");
+        expect(cut.skipped > 0 && cut.pairs < plain.pairs, "cutoff: ideals skipped, fewer pairs");
+        o.cutoff = plain.value;
+        Stopper s2;
+        expect(solve(in, o, s2).outcome == Outcome::infeasible, "cutoff at the optimum: nothing below it");
+    }
+}
+
 int main() {
     test_ideal_counts();
+    test_cutoff();
     test_dp_small_cases();
     test_chain_matches_general_dp();
     test_stop_before_start();

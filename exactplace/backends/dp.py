@@ -8,7 +8,11 @@ Both run the native core ``exactplace._native`` (C++17) on the units prepared by
     *chain splits*: devices receive ``I1 \\ I0, I2 \\ I1, ...`` for a chain of ideals
     ``{} = I0 ⊆ I1 ⊆ ... ⊆ I(k+l) = all units`` (in any interleaving of accelerators and
     CPUs; a device may stay empty), each unit bringing its backward partners. Status
-    OPTIMAL, with ``bound`` equal to the objective. Every forward part is contiguous
+    OPTIMAL, with ``bound`` equal to the objective. DPL's split (below) is computed first: the
+    DP searches only below its load (the native ``cutoff``), never trying a heavier stage and
+    skipping the ideals that no better split can pass through (lower bounds from each unit's
+    least time per device, and without communication the devices an ideal's covers need), and a
+    stopped DP returns it. The optimum is the same. Every forward part is contiguous
     (Definition 3.1); a contiguous split whose devices cannot be ordered (two devices
     sending each other data) is outside this search space, as in the paper. When the unit
     DAG is itself a chain (its ideals are its prefixes), the chain DP below solves it, exactly.
@@ -93,14 +97,24 @@ from exactplace.evaluators import check_feasibility, max_load
 from exactplace.evaluators.feasibility import Guarantees, contiguity_violations, memory_summary
 from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
 
-__all__ = ["AUTO_MAX_IDEALS", "DEFAULT_MEMORY_BUDGET", "DP", "DPL", "AcceleratorTypes", "accelerator_types",
-           "ideal_capacity"]
+__all__ = ["AUTO_DP_SECONDS", "DEFAULT_MEMORY_BUDGET", "DP", "DPL", "PAIRS_PER_IDEAL", "SECONDS_PER_PAIR",
+           "AcceleratorTypes", "accelerator_types", "dp_seconds", "ideal_capacity"]
 
 #: Bytes the DP's tables may take unless the ``memory_budget`` option says otherwise.
 DEFAULT_MEMORY_BUDGET = 2 * 2**30
 
-#: ``method="auto"`` picks ``dp`` only up to this many ideals (about a minute on two cores), else ``dpl``.
-AUTO_MAX_IDEALS = 100_000
+#: Seconds per (ideal, sub-ideal) pair of the DP's walk on one thread, rounded up from the slowest
+#: measured (benchmarks/RESULTS.md, 2-core machine: 4.5e-8 on synthetic_inception, 7.8e-8 on
+#: PipeDream's InceptionV3 with 8 accelerators).
+SECONDS_PER_PAIR = 1e-7
+
+#: The pairs per ideal that ``method="auto"`` assumes: rounded up from the most measured without the
+#: cutoff's skipping (synthetic_inception 5,300; InceptionV3 on 8 accelerators 4,400; layer_gnmt 600).
+#: The cutoff usually makes far fewer (InceptionV3 on 8: 24), but that is known only once the DP runs.
+PAIRS_PER_IDEAL = 6_000
+
+#: The seconds ``method="auto"`` allows the DP when ``solve`` has no time limit.
+AUTO_DP_SECONDS = 60.0
 
 # The native core numbers ideals with 31-bit integers.
 _NATIVE_MAX_IDEALS = 2**30 - 1
@@ -201,6 +215,16 @@ def ideal_capacity(contraction: Contraction, cluster: Cluster, memory_budget: fl
     return int(min(memory_budget // per_ideal, _NATIVE_MAX_IDEALS))
 
 
+def dp_seconds(ideals: int, threads: int) -> float:
+    """What ``method="auto"`` expects the DP to take on ``ideals`` ideals: ``PAIRS_PER_IDEAL`` pairs
+    each at ``SECONDS_PER_PAIR``, shared by the threads.
+
+    >>> round(dp_seconds(100_000, 1), 6), round(dp_seconds(100_000, 2), 6)
+    (60.0, 30.0)
+    """
+    return ideals * PAIRS_PER_IDEAL * SECONDS_PER_PAIR / threads
+
+
 def _gib(size: float) -> str:
     """A byte count in the largest unit that keeps it at least 1: ``4 KiB``, ``1.5 GiB``.
 
@@ -226,6 +250,23 @@ def _stopped(problem: Problem, limit: Limit, info: dict, timings: dict,
         return MethodResult(incumbent, Status.FEASIBLE, limit=limit, solver=solver, timings=timings,
                             info={**info, "returned": "DPL incumbent"})
     return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver=solver, timings=timings, info=info)
+
+
+def _incumbent(problem: Problem, overlap: bool) -> tuple[np.ndarray | None, float]:
+    """DPL's placement (None if it has none) and the DP's cutoff: a little above its load, ``inf`` without one.
+
+    The cutoff is 1e-6 relative above the evaluator's load, far beyond the rounding by which the
+    native core's sums of the same split may differ, so the split itself stays below it.
+    """
+    try:
+        placement = DPL().run(dataclasses.replace(problem, deadline=None))
+    except ExactplaceError:  # DPL's tables beyond the memory budget: no incumbent
+        return None, math.inf
+    device = placement.device
+    if device is None or check_feasibility(problem.graph, problem.cluster, device):
+        return None, math.inf
+    value = max_load(problem.graph, problem.cluster, device, overlap=overlap)
+    return device, math.nextafter(value * (1 + 1e-6), math.inf)
 
 
 def _count(problem: Problem, contraction: Contraction, limit: int) -> tuple[int, int] | None:
@@ -373,22 +414,23 @@ class _NativeDP(Method):
             ideals, covers = self._budget(problem, contraction)  # first: a refusal costs nothing else
             timings["count"] = time.perf_counter() - clock
             info.update(ideals=ideals, covers=covers)
-            if not self.linear and problem.deadline is not None and problem.warm_start is None:
-                # A stopped DP still returns a placement: DPL's (near-linear in the units), kept as the incumbent.
-                clock = time.perf_counter()
-                try:
-                    incumbent = DPL().run(dataclasses.replace(problem, deadline=None)).device
-                except ExactplaceError:  # DPL's tables beyond the memory budget: no incumbent
-                    incumbent = None
-                timings["incumbent"] = time.perf_counter() - clock
             # DPL: the prefixes of a depth-first order are its ideals. A unit DAG whose ideals are
             # already just its prefixes (a chain) is the same problem for the exact DP. Either way the
             # native chain DP, given the order, solves it in near-linear time instead of over all pairs.
             # The chain DP has one accelerator type: a heterogeneous cluster takes the general DP. (DPL
-            # only meets one as the incumbent above: every accelerator given the smallest memory and
+            # only meets one as the incumbent below: every accelerator given the smallest memory and
             # scored by the evaluator at its true speed, a feasible split.)
             hetero = not self.linear and not cluster.is_homogeneous
             chain = self.linear or (ideals == contraction.num_units + 1 and not hetero and not replication)
+            cutoff = math.inf
+            if not chain:
+                # DPL's split (near-linear in the units) is a chain split too: the DP need only search
+                # below its load (Options::cutoff), and a stopped DP still returns it.
+                clock = time.perf_counter()
+                incumbent, cutoff = _incumbent(problem, overlap)
+                timings["incumbent"] = time.perf_counter() - clock
+                if replication:  # the replicated DP's walk does not take a cutoff
+                    cutoff = math.inf
             order = dfs_topological_order(contraction.num_units, contraction.src, contraction.dst) if chain else []
             if hetero:
                 types = accelerator_types(cluster, contraction.num_units)
@@ -403,17 +445,26 @@ class _NativeDP(Method):
             if replication:
                 devices.update(replication=True, sync=(contraction.sync if contraction.sync is not None
                                                        else np.zeros(contraction.num_units)))
-            remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
-            if remaining <= 0:
-                return _stopped(problem, Limit.TIME, info, timings, incumbent)
-            out = _native.solve(request(
+            fields = dict(
                 units=contraction.num_units, cpu_time=contraction.cpu_time, acc_time=contraction.acc_time,
                 memory=contraction.memory, supported=contraction.supported, edge_src=contraction.src,
                 edge_dst=contraction.dst, group_cost=contraction.group_cost, group_source=contraction.group_source,
                 group_ptr=contraction.group_ptr, group_target=contraction.group_target, order=order,
-                cpus=used.cpus, overlap=overlap, threads=int(threads), time_limit=remaining, max_ideals=ideals,
-                **devices,
-            ))
+                cpus=used.cpus, overlap=overlap, threads=int(threads), max_ideals=ideals, **devices,
+            )
+            remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
+            if remaining <= 0:
+                return _stopped(problem, Limit.TIME, info, timings, incumbent)
+            out = _native.solve(request(**fields, time_limit=remaining, cutoff=cutoff))
+            if out.status == _native.Status.infeasible and cutoff < math.inf:
+                # Nothing below DPL's load, though DPL's split is a chain split: the evaluator and the
+                # native core disagree at the last bits (of a load, or a memory sum at the limit).
+                # Searched again without the cutoff, so the answer stays the DP's own.
+                remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
+                if remaining <= 0:
+                    return _stopped(problem, Limit.TIME, info, timings, incumbent)
+                cutoff = math.inf
+                out = _native.solve(request(**fields, time_limit=remaining))
         except KeyboardInterrupt:
             return _stopped(problem, Limit.INTERRUPT, info, timings, incumbent)
         except _native.TooManyIdeals as error:  # the native safety net; the count above comes first
@@ -422,6 +473,8 @@ class _NativeDP(Method):
             raise ParameterError(f"Method {self.name!r} rejected its input: {error}") from None
         timings.update(ideals=out.seconds_ideals, dp=out.seconds_dp)
         info.update(pairs=out.pairs, threads=out.threads)
+        if cutoff < math.inf:
+            info.update(cutoff=cutoff, skipped=out.skipped)
         status = out.status
         if status == _native.Status.infeasible:
             info["reason"] = (f"no chain split fits ({memory_summary(problem.graph, problem.cluster)}); a "
@@ -477,8 +530,9 @@ class DP(_NativeDP):
 
     @classmethod
     def unsuited(cls, problem: Problem) -> str | None:
-        """More than ``AUTO_MAX_IDEALS`` ideals, or tables beyond the memory budget (on a two-level
-        cluster: a lattice beyond the Python DP's limits)."""
+        """More ideals than the DP is expected to finish in the time left (``dp_seconds``; without a
+        time limit, ``AUTO_DP_SECONDS``), or than the memory budget holds (on a two-level cluster: a
+        lattice beyond the Python DP's limits)."""
         if problem.cluster.is_two_level:
             try:
                 _two_level_table(problem)
@@ -486,10 +540,16 @@ class DP(_NativeDP):
                 return str(error)
             return None
         budget = float(cls.setting(problem, "memory_budget"))
+        threads = int(cls.setting(problem, "threads") or usable_cpus())
+        horizon = AUTO_DP_SECONDS if problem.deadline is None else max(0.0, problem.deadline - time.monotonic())
+        in_time = int(min(horizon / dp_seconds(1, threads), _NATIVE_MAX_IDEALS))  # time_limit=inf: any count
         contraction = problem.contraction
-        limit = min(AUTO_MAX_IDEALS, ideal_capacity(contraction, problem.cluster, budget))
-        if _count(problem, contraction, limit) is None:
-            return f"more than {limit:,} ideals (auto's limit, within the memory budget)"
+        in_memory = ideal_capacity(contraction, problem.cluster, budget)
+        if _count(problem, contraction, min(in_time, in_memory)) is None:
+            if in_memory <= in_time:
+                return f"more than {in_memory:,} ideals, more than the memory budget of {_gib(budget)} holds"
+            return (f"more than {in_time:,} ideals, more than the DP is expected to finish in {horizon:.3g} s "
+                    f"on {threads} thread(s) (at {PAIRS_PER_IDEAL:,} pairs per ideal, {SECONDS_PER_PAIR:.2g} s each)")
         return None
 
 
