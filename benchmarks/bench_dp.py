@@ -24,13 +24,11 @@ import argparse
 import csv
 import json
 import math
-import resource
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from isolated import peak_mb, run_isolated
 
 from exactplace import Cluster, Graph, Node, read_workload, solve
 
@@ -118,15 +116,9 @@ def _child(spec: dict) -> None:
     print(json.dumps({
         "nodes": graph.n, "units": placement.info["units"], "ideals": placement.info["ideals"],
         "objective": placement.objective, "status": placement.status.value, "seconds": best,
-        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_mb": peak_mb(),
         "pairs": placement.info.get("pairs"), "skipped": placement.info.get("skipped"),
     }))
-
-
-def _run(spec: dict) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True,
-                         check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -167,7 +159,7 @@ def main() -> None:
         if args.only not in name:
             continue
         spec.update(threads=args.threads, repeat=args.repeat, name=spec.get("name", name))
-        r = _run(spec)
+        r = run_isolated(__file__, spec)
         published = row.get(spec["method"], "")
         reference = row.get("reference_dp_seconds", "")
         speedup = f"{float(reference) / r['seconds']:.0f}x" if reference and spec["method"] == "dp" else ""

@@ -27,11 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import resource
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from isolated import peak_mb, run_isolated
 
 from exactplace import Cluster, TooManyIdealsError, read_workload, solve
 
@@ -75,7 +74,7 @@ def _child(spec: dict) -> None:
     print(json.dumps({
         "ideals": placement.info["ideals"], "objective": placement.objective, "status": placement.status.value,
         "seconds": best, "dp_seconds": dp_seconds, "pairs": placement.info["pairs"],
-        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "types": types,
+        "peak_mb": peak_mb(), "types": types,
         "layers": (cluster.cpus + 1) * math.prod(c + 1 for c in types),
         "used": sorted({int(d) for d in placement.device if d < cluster.accelerators}),
     }))
@@ -104,9 +103,7 @@ def main() -> None:
         for kind in CLUSTERS:
             spec = {"path": str(SHARED / "throughput" / f"{name}.json"), "cluster": kind,
                     "threads": args.threads, "repeat": args.repeat}
-            out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True,
-                                 text=True, check=True)
-            r = json.loads(out.stdout.strip().splitlines()[-1])
+            r = run_isolated(__file__, spec)
             if "refused" in r:
                 print(f"| {name} | {kind} | {r['types']} | | {r['ideals']:,} | refused: "
                       f"{r['refused'].split(';')[0]} | | | | | |", flush=True)

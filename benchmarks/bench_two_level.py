@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from isolated import peak_mb, run_isolated
 
 from exactplace import Cluster, ExactplaceError, read_workload, solve
 
@@ -42,14 +41,8 @@ def _child(spec: dict) -> None:
                  "bound": p.bound}
     except ExactplaceError as error:
         facts = {"method": spec["method"], "status": "refused", "value": None, "bound": None, "why": str(error)}
-    facts.update(seconds=time.perf_counter() - start, rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    facts.update(seconds=time.perf_counter() - start, rss_mb=peak_mb())
     print(json.dumps(facts))
-
-
-def _run(spec: dict) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True,
-                         check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -70,11 +63,12 @@ def main() -> None:
     for profile in PROFILES:
         base = {"profile": profile, "accelerators": args.accelerators, "bandwidth": args.bandwidth,
                 "time_limit": args.time_limit}
-        flat = _run({**base, "machines": 1, "cost": 1.0, "method": "auto"})
+        flat = run_isolated(__file__, {**base, "machines": 1, "cost": 1.0, "method": "auto"})
         rows = [(1, flat)]
         for machines in (2, 4):
             for method in ("auto", "dp", "mip"):
-                rows.append((machines, _run({**base, "machines": machines, "cost": args.cost, "method": method})))
+                spec = {**base, "machines": machines, "cost": args.cost, "method": method}
+                rows.append((machines, run_isolated(__file__, spec)))
         for machines, r in rows:
             value = "-" if r["value"] is None else f"{r['value']:.4f}"
             bound = "-" if r["bound"] is None else f"{r['bound']:.4f}"
