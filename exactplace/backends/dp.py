@@ -588,7 +588,7 @@ def _run_two_level(problem: Problem) -> MethodResult:
     timings: dict[str, float] = {}
     try:
         table = _two_level_table(problem)
-        info.update(ideals=len(table.ideals), pairs=len(table.pair_from))
+        info.update(ideals=table.num_ideals, pairs=len(table.pair_from))
         value, device = two_level_dp(graph, cluster, problem.contraction, overlap=overlap,
                                      deadline=problem.deadline, table=table)
     except TimeoutError:

@@ -21,7 +21,7 @@ most ``p`` accelerator stages from ``J`` to ``J2`` (the inner DP, with ``B``'s p
 over blocks and CPU stages with at most ``machines`` blocks and ``cpus`` CPU stages (the
 outer DP). It is exact over that space and its work is the number of (block, stage inside it)
 combinations, ``sum over nested pairs I ⊂ I2 of #{J ⊆ I} * #{J2 ⊇ I2}``, counted before it starts
-(:attr:`StageTable.work`). It runs in Python and is meant for small lattices: :data:`MAX_WORK`
+(:func:`stage_table`). It runs in Python and is meant for small lattices: :data:`MAX_WORK`
 bounds it (about 10 s), beyond which it is refused at once, and the contiguous IP
 (``method="mip"``) models the same space at scale.
 
@@ -58,7 +58,7 @@ __all__ = ["MAX_IDEALS", "MAX_PAIRS", "MAX_WORK", "StageTable", "stage_table", "
 #: in well under a second, and ``auto`` goes on to the contiguous IP.
 MAX_IDEALS = 1_000
 MAX_PAIRS = 60_000
-#: The most (block, stage) combinations the DP takes (:attr:`StageTable.work`): about 10 s on one core.
+#: The most (block, stage) combinations the DP takes (see :func:`stage_table`): about 10 s on one core.
 MAX_WORK = 1_000_000
 
 
@@ -66,7 +66,8 @@ MAX_WORK = 1_000_000
 class StageTable:
     """Every candidate stage ``S = I2 \\ I`` (one per pair of nested ideals), its cost terms and ideals."""
 
-    ideals: list[int]         # bitmasks of the units, by size
+    member: np.ndarray        # (N, U) bool: the units of each ideal, ideals by size
+    contains: np.ndarray      # (N, N) bool: contains[a, b] when ideal a ⊇ ideal b
     pair_from: np.ndarray     # (P,) index of I
     pair_to: np.ndarray       # (P,) index of I2
     acc: np.ndarray           # (P,) accelerator time of S (inf when a unit is unsupported)
@@ -74,20 +75,13 @@ class StageTable:
     memory: np.ndarray        # (P,)
     send: np.ndarray          # (P, G) c_g where S holds g's source and not every target
     recv: np.ndarray          # (P, G) c_g where S holds a target of g but not its source
-    group_source: list[int]   # (G,) bitmask of each group's source unit
-    group_targets: list[int]  # (G,) bitmask of each group's targets
-    contains: np.ndarray      # (N, N) bool: contains[a, b] when ideal a ⊇ ideal b
+    group_source: np.ndarray  # (G,) each group's source unit
+    reaches: np.ndarray       # (G, U) bool: the group's targets
 
     @property
-    def work(self) -> int:
-        """(block, stage inside it) combinations the DP visits (:func:`_work`)."""
-        return _work(self.contains, self.pair_from, self.pair_to)
-
-
-def _work(contains: np.ndarray, pair_from: np.ndarray, pair_to: np.ndarray) -> int:
-    """The J below each stage's first ideal times the J2 above its last, summed over the stages."""
-    below, above = contains.sum(axis=1), contains.sum(axis=0)
-    return int((below[pair_from] * above[pair_to]).sum())
+    def num_ideals(self) -> int:
+        """N."""
+        return len(self.member)
 
 
 def _ideals(units: int, src: np.ndarray, dst: np.ndarray) -> list[int] | None:
@@ -109,41 +103,37 @@ def _ideals(units: int, src: np.ndarray, dst: np.ndarray) -> list[int] | None:
     return sorted(seen, key=lambda mask: (mask.bit_count(), mask))
 
 
+def _beyond(limit: str, found: str, count: int, capacity: int) -> TooManyIdealsError:
+    """The refusal of a lattice past one of the Python DP's limits."""
+    return TooManyIdealsError(
+        f"Method 'dp' on a two-level cluster runs in Python and takes at most {limit}; {found}. Use method='mip' "
+        "(the contiguous IP models two-level clusters).", count, capacity,
+    )
+
+
 def stage_table(contraction: Contraction) -> StageTable:
     """The stages of every pair of nested ideals of ``contraction``'s unit DAG.
 
     Raises
     ------
     TooManyIdealsError
-        More than ``MAX_IDEALS`` ideals, ``MAX_PAIRS`` nested pairs or ``MAX_WORK`` combinations.
+        More than ``MAX_IDEALS`` ideals, ``MAX_PAIRS`` nested pairs or ``MAX_WORK`` (block, stage)
+        combinations: the J below each stage's first ideal times the J2 above its last, summed.
     """
     units = contraction.num_units
     ideals = _ideals(units, contraction.src, contraction.dst)
     if ideals is None:
-        raise TooManyIdealsError(
-            f"Method 'dp' on a two-level cluster runs in Python and takes at most {MAX_IDEALS:,} ideals; this "
-            f"{units}-unit graph has more. Use method='mip' (the contiguous IP models two-level clusters).",
-            MAX_IDEALS + 1, MAX_IDEALS,
-        )
-    pairs = [(i, j) for i, small in enumerate(ideals) for j in range(i + 1, len(ideals))
-             if ideals[j] & small == small]
-    if len(pairs) > MAX_PAIRS:
-        raise TooManyIdealsError(
-            f"Method 'dp' on a two-level cluster runs in Python and takes at most {MAX_PAIRS:,} pairs of nested "
-            f"ideals; this graph's {len(ideals):,} ideals have {len(pairs):,}. Use method='mip' (the contiguous IP "
-            "models two-level clusters).", len(ideals), len(ideals),
-        )
+        raise _beyond(f"{MAX_IDEALS:,} ideals", f"this {units}-unit graph has more", MAX_IDEALS + 1, MAX_IDEALS)
     member = np.array([[mask >> u & 1 for u in range(units)] for mask in ideals], dtype=bool).reshape(-1, units)
     contains = (member.astype(np.int64) @ member.T.astype(np.int64)) == member.sum(axis=1)[None, :]
-    pair_from = np.array([i for i, _ in pairs], dtype=np.int64)
-    pair_to = np.array([j for _, j in pairs], dtype=np.int64)
-    work = _work(contains, pair_from, pair_to)
+    pair_from, pair_to = np.nonzero(np.triu(contains.T, k=1))  # I before I2 (by size), I2 ⊇ I
+    if len(pair_from) > MAX_PAIRS:
+        raise _beyond(f"{MAX_PAIRS:,} pairs of nested ideals",
+                      f"this graph's {len(ideals):,} ideals have {len(pair_from):,}", len(ideals), len(ideals))
+    work = int((contains.sum(axis=1)[pair_from] * contains.sum(axis=0)[pair_to]).sum())
     if work > MAX_WORK:  # before the stages' tables: a refusal costs little
-        raise TooManyIdealsError(
-            f"Method 'dp' on a two-level cluster runs in Python and visits at most {MAX_WORK:,} (block, stage) "
-            f"combinations; this graph's {len(ideals):,} ideals give {work:,}. Use method='mip' (the "
-            "contiguous IP models two-level clusters).", len(ideals), len(ideals),
-        )
+        raise _beyond(f"{MAX_WORK:,} (block, stage) combinations", f"this graph's {len(ideals):,} ideals give "
+                      f"{work:,}", len(ideals), len(ideals))
     stage = member[pair_to] & ~member[pair_from]                          # (P, U)
     ptr, target = contraction.group_ptr, contraction.group_target
     groups = len(contraction.group_cost)
@@ -156,12 +146,10 @@ def stage_table(contraction: Contraction) -> StageTable:
     with np.errstate(invalid="ignore"):  # inf * 0 for unsupported units outside S
         acc = np.where(stage, contraction.acc_time[None, :], 0.0).sum(axis=1)
     return StageTable(
-        ideals=ideals, pair_from=pair_from, pair_to=pair_to, acc=acc,
+        member=member, contains=contains, pair_from=pair_from, pair_to=pair_to, acc=acc,
         cpu=stage.astype(np.float64) @ contraction.cpu_time, memory=stage.astype(np.float64) @ contraction.memory,
         send=np.where(source_in & target_out, cost, 0.0), recv=np.where(~source_in & target_in, cost, 0.0),
-        group_source=[1 << int(s) for s in contraction.group_source],
-        group_targets=[sum(1 << int(t) for t in target[ptr[g]:ptr[g + 1]]) for g in range(groups)],
-        contains=contains,
+        group_source=np.asarray(contraction.group_source, dtype=np.int64), reaches=reaches,
     )
 
 
@@ -190,7 +178,7 @@ def two_level_dp(graph: Graph, cluster: Cluster, contraction: Contraction, *, ov
         The deadline passed.
     """
     table = stage_table(contraction) if table is None else table
-    ideals, n_ideals = table.ideals, len(table.ideals)
+    member, n_ideals = table.member, table.num_ideals
     per, f = cluster.per_machine, cluster.inter_machine_cost
     fits = np.isfinite(table.acc) & (table.memory <= cluster.memory_cap)
     base_comm = table.send.sum(axis=1) + table.recv.sum(axis=1)
@@ -209,9 +197,9 @@ def two_level_dp(graph: Graph, cluster: Cluster, contraction: Contraction, *, ov
             if end == start:
                 continue
             inside = above_start[table.contains[end, table.pair_to[above_start]]]
-            block = ideals[end] & ~ideals[start]
-            remote_target = np.array([t & ~block != 0 for t in table.group_targets], dtype=np.float64)
-            remote_source = np.array([s & block == 0 for s in table.group_source], dtype=np.float64)
+            block = member[end] & ~member[start]
+            remote_target = (table.reaches & ~block).any(axis=1).astype(np.float64)
+            remote_source = (~block[table.group_source]).astype(np.float64)
             comm = base_comm[inside] + (f - 1.0) * (table.send[inside] @ remote_target
                                                     + table.recv[inside] @ remote_source)
             load = np.maximum(table.acc[inside], comm) if overlap else table.acc[inside] + comm
@@ -250,7 +238,7 @@ def two_level_dp(graph: Graph, cluster: Cluster, contraction: Contraction, *, ov
     blocks_from: list[list[tuple[int, float]]] = [[] for _ in range(n_ideals)]
     for (start, end), block in block_value.items():
         blocks_from[start].append((end, block))
-    cpu_load = np.where(np.isfinite(table.cpu), table.cpu, math.inf).tolist()
+    cpu_load = table.cpu.tolist()
     for i in range(n_ideals):
         for m in range(machines + 1):
             for c in range(cpus + 1):
@@ -278,16 +266,11 @@ def two_level_dp(graph: Graph, cluster: Cluster, contraction: Contraction, *, ov
     while at != (0, 0, 0):
         i, m_before, c_before, kind = came_from[at]
         if kind == "cpu":
-            _assign(unit_device, ideals[at[0]] & ~ideals[i], cluster.accelerators + c_before)
+            unit_device[member[at[0]] & ~member[i]] = cluster.accelerators + c_before
         else:
             chain = block_chain[i, at[0]]
             for s, (a, b) in enumerate(itertools.pairwise(chain)):
-                _assign(unit_device, ideals[b] & ~ideals[a], m_before * per + s)
+                unit_device[member[b] & ~member[a]] = m_before * per + s
         at = (i, m_before, c_before)
     return value, unit_device[contraction.unit]
 
-
-def _assign(unit_device: np.ndarray, mask: int, device: int) -> None:
-    """Put the units of ``mask`` on ``device``."""
-    units = [u for u in range(mask.bit_length()) if mask >> u & 1]
-    unit_device[units] = device
