@@ -10,9 +10,15 @@ Runs every method/instance pair in its own subprocess, so that the peak resident
 * ``synthetic_ops10k``: a 10,000-operator graph (a backbone with skip connections, side
   branches and zero-time glue nodes), solved with dpl;
 * with ``--pipedream DIR`` (a checkout of msr-fiddle/pipedream): its InceptionV3 training profile
-  (326 units, 221,565 ideals), free transfers, 4 and 8 accelerators, solved with dp.
+  (326 units, 221,565 ideals), free transfers, 4 and 8 accelerators, solved with dp;
+* with ``--reference-repo DIR`` (a checkout of msr-fiddle/dnn-partitioning, the paper's code): its
+  throughput inputs that ``shared/`` lacks (by content: the InceptionV3 layer graphs, three BERT
+  operator graphs), and the reference DP itself, compiled from ``throughput-dp/dp.cpp`` with
+  ``g++ -O3 -march=native`` and run on every dp case right after ours (same machine load), with
+  its seconds, peak memory and value beside ours; the speedup is then measured, not published.
 
-Usage: ``python benchmarks/bench_dp.py [--threads N] [--only NAME_SUBSTRING] [--repeat R] [--pipedream DIR]``.
+Usage: ``python benchmarks/bench_dp.py [--threads N] [--only NAME_SUBSTRING] [--repeat R] [--pipedream DIR]
+[--reference-repo DIR [--reference-timeout S]]``.
 Seconds are the wall time of ``exactplace.solve`` (preprocessing included), best of R runs;
 "pairs" are the (ideal, sub-ideal) pairs the DP evaluated and "skipped" the ideals its cutoff
 (DPL's load) skipped.
@@ -22,8 +28,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import math
+import re
+import resource
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -121,16 +132,58 @@ def _child(spec: dict) -> None:
     }))
 
 
+def reference_dp(repo: Path) -> Path:
+    """The reference DP (``throughput-dp/dp.cpp`` of ``repo``) compiled once into the temporary directory."""
+    source = repo / "throughput-dp" / "dp.cpp"
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+    binary = Path(tempfile.gettempdir()) / f"reference-dp-{digest}"
+    if not binary.exists():
+        subprocess.run(["g++", "-O3", "-march=native", "-std=c++17", "-o", str(binary), source.name],
+                       cwd=source.parent, check=True)
+    return binary
+
+
+def _reference_child(spec: dict) -> None:
+    """Run the reference DP binary on one JSON input (best of ``repeat``) and print its facts as JSON."""
+    best, objective = math.inf, None
+    for _ in range(spec["repeat"]):
+        with open(spec["path"], "rb") as stdin:
+            start = time.perf_counter()
+            try:
+                out = subprocess.run([spec["binary"]], stdin=stdin, capture_output=True, text=True, check=True,
+                                     timeout=spec["timeout"])
+            except subprocess.TimeoutExpired:
+                break  # best stays inf: "over the timeout"
+            best = min(best, time.perf_counter() - start)
+        objective = float(re.findall(r"objective = (\S+)", out.stderr)[-1])
+    print(json.dumps({"seconds": best if best < math.inf else None, "objective": objective,
+                      "peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+
+
+def held_out_inputs(repo: Path) -> list[Path]:
+    """The reference repository's throughput inputs whose content ``shared/`` does not have."""
+    def digest(path: Path) -> str:
+        return hashlib.md5(path.read_bytes()).hexdigest()
+
+    shared = {digest(p) for p in (SHARED / "throughput").glob("*.json")}
+    return sorted(p for p in (repo / "throughput-inputs").glob("*/*.json") if digest(p) not in shared)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", default="")
     parser.add_argument("--pipedream", type=Path, default=None, help="checkout of msr-fiddle/pipedream")
+    parser.add_argument("--reference-repo", type=Path, default=None,
+                        help="checkout of msr-fiddle/dnn-partitioning: its held-out inputs and its DP beside ours")
+    parser.add_argument("--reference-timeout", type=float, default=120.0,
+                        help="seconds after which a reference DP run is stopped (InceptionV3 takes > 600 s, 9 GB)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(json.loads(args.child))
+        spec = json.loads(args.child)
+        (_reference_child if spec["source"] == "reference" else _child)(spec)
         return
 
     cases = []
@@ -146,6 +199,14 @@ def main() -> None:
         print(f"(shared workloads not found at {SHARED}; synthetic cases only)")
     cases.append(({"source": "synthetic", "name": "synthetic_inception", "method": "dp"}, "synthetic_inception", {}))
     cases.append(({"source": "synthetic", "name": "synthetic_ops10k", "method": "dpl"}, "synthetic_ops10k", {}))
+    binary = None
+    if args.reference_repo:
+        binary = reference_dp(args.reference_repo)
+        for path in held_out_inputs(args.reference_repo):
+            kind = "layer" if path.parent.name == "LayerGraphs" else "op"
+            for method in ("dp", "dpl"):
+                cases.append(({"source": "shared", "path": str(path), "method": method},
+                              f"{kind}_{path.stem.lower()} (held out)", {}))
     if args.pipedream:
         profile = args.pipedream / "profiler/image_classification/profiles/inception_v3/graph.txt"
         for k in (4, 8):
@@ -153,8 +214,8 @@ def main() -> None:
                           f"pd_inception_v3_k{k}", {}))
 
     print("| workload | method | nodes | units | ideals | pairs | skipped | objective | published | seconds | peak MB "
-          "| reference_dp_seconds | speedup |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| reference_dp_seconds (published) | reference: objective / seconds / peak MB (this run) | speedup |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for spec, name, row in cases:
         if args.only not in name:
             continue
@@ -162,11 +223,25 @@ def main() -> None:
         r = run_isolated(__file__, spec)
         published = row.get(spec["method"], "")
         reference = row.get("reference_dp_seconds", "")
-        speedup = f"{float(reference) / r['seconds']:.0f}x" if reference and spec["method"] == "dp" else ""
+        measured, speedup = "", ""
+        if binary is not None and spec["source"] == "shared" and spec["method"] == "dp":
+            ref = run_isolated(__file__, {"source": "reference", "binary": str(binary), "path": spec["path"],
+                                          "repeat": args.repeat, "timeout": args.reference_timeout})
+            if ref["seconds"] is None:
+                measured = f"- / > {args.reference_timeout:g} (stopped) / {ref['peak_mb']:.0f}"
+                speedup = f"> {args.reference_timeout / r['seconds']:.0f}x"
+            else:
+                if not math.isclose(ref["objective"], r["objective"], rel_tol=1e-5):
+                    raise SystemExit(f"{name}: the reference DP's {ref['objective']} differs from ours, "
+                                     f"{r['objective']}")
+                measured = f"{ref['objective']:.6g} / {ref['seconds']:.3f} / {ref['peak_mb']:.0f}"
+                speedup = f"{ref['seconds'] / r['seconds']:.0f}x"
+        elif reference and spec["method"] == "dp":
+            speedup = f"{float(reference) / r['seconds']:.0f}x (published)"
         pairs, skipped = (r[key] if r[key] is not None else "" for key in ("pairs", "skipped"))
         print(f"| {name} | {spec['method']} | {r['nodes']} | {r['units']} | {r['ideals']} | {pairs} | {skipped} "
-              f"| {r['objective']:.6f} "
-              f"| {published} | {r['seconds']:.3f} | {r['peak_mb']:.0f} | {reference} | {speedup} |", flush=True)
+              f"| {r['objective']:.6f} | {published} | {r['seconds']:.3f} | {r['peak_mb']:.0f} | {reference} "
+              f"| {measured} | {speedup} |", flush=True)
 
 
 if __name__ == "__main__":
