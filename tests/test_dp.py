@@ -256,6 +256,7 @@ def test_auto_prefers_dp_then_mip_then_dpl_then_greedy(monkeypatch: pytest.Monke
     graph = parallel_chains(branches=2, length=3)
     assert solve(graph, HARD).method == "dp"
     monkeypatch.setattr(dp_module, "PAIRS_PER_IDEAL", dp_module.AUTO_DP_SECONDS / 5 / dp_module.SECONDS_PER_PAIR)
+    monkeypatch.setattr(dp_module, "TRIAL_FRACTION", 0.0)  # no trial run: the estimate decides
     certified = solve(graph, HARD, threads=1)  # too slow for the DP: the contiguous IP proves the same optimum
     assert certified.method == "mip" and certified.status is Status.OPTIMAL
     assert certified.objective == pytest.approx(solve(graph, HARD, method="dp").objective)
@@ -275,6 +276,7 @@ def test_auto_takes_the_dp_when_it_is_expected_to_finish_in_time(monkeypatch: py
     dp = registered_methods()["dp"]
     problem = Problem(graph, HARD, "throughput", options={"threads": 1})
     assert dp.unsuited(problem) is None
+    monkeypatch.setattr(dp_module, "TRIAL_FRACTION", 0.0)  # no trial run: the estimate decides
     monkeypatch.setattr(dp_module, "SECONDS_PER_PAIR", dp_module.AUTO_DP_SECONDS / 16 / dp_module.PAIRS_PER_IDEAL)
     # 16 ideals' worth in AUTO_DP_SECONDS (no time limit): 17 is too many on one thread, not on two
     assert "more than 16 ideals" in dp.unsuited(Problem(graph, HARD, "throughput", options={"threads": 1}))
@@ -286,6 +288,46 @@ def test_auto_takes_the_dp_when_it_is_expected_to_finish_in_time(monkeypatch: py
     # the memory budget binds first: said so
     tight = Problem(graph, HARD, "throughput", deadline=math.inf, options={"threads": 1, "memory_budget": 4096})
     assert "memory budget of 4 KiB" in dp.unsuited(tight)
+
+
+def test_auto_tries_the_dp_when_the_estimate_is_over_the_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An estimate over the time left but tables in memory: a trial run for TRIAL_FRACTION of the time
+    decides. Finished: its answer, run once. Unfinished: the next method, saying why; not tried again."""
+    graph = parallel_chains(branches=2, length=3)
+    exact = solve(graph, HARD, method="dp")
+    monkeypatch.setattr(dp_module, "SECONDS_PER_PAIR", 1e6)  # every DP "expected" to take forever
+    runs = []  # the DP's own solves (not DPL's, its incumbent)
+    native_run = dp_module._NativeDP.run
+
+    def counted(self: object, problem: Problem) -> object:
+        runs.extend([1] if isinstance(self, dp_module.DP) else [])
+        return native_run(self, problem)
+
+    monkeypatch.setattr(dp_module._NativeDP, "run", counted)
+    tried = solve(graph, HARD)
+    assert tried.method == "dp" and tried.status is Status.OPTIMAL and len(runs) == 1
+    assert tried.objective == pytest.approx(exact.objective)
+    assert "finished in" in tried.info["trial"] and "expected to finish" in tried.info["trial"]
+
+    def too_slow(self: object, problem: Problem) -> object:  # a DP that needs more than any trial
+        runs.extend([1] if isinstance(self, dp_module.DP) else [])
+        return dp_module._stopped(problem, Limit.TIME, {}, {})
+
+    runs.clear()
+    monkeypatch.setattr(dp_module._NativeDP, "run", too_slow)  # DP's own run, under the trial's cache lookup
+    passed = solve(graph, HARD)  # mip, whose default start asks the DP again: the cached verdict
+    assert passed.method == "mip" and passed.status is Status.OPTIMAL and len(runs) == 1
+    assert passed.objective == pytest.approx(exact.objective)
+    assert "a trial run did not finish in 6 s either" in passed.info["passed_over"]["dp"]
+    with_limit = solve(graph, HARD, time_limit=20)
+    assert "did not finish in 2 s either" in with_limit.info["passed_over"]["dp"]
+
+    def interrupted(self: object, problem: Problem) -> object:  # Ctrl-C during the trial: that result
+        return dp_module._stopped(problem, Limit.INTERRUPT, {}, {})
+
+    monkeypatch.setattr(dp_module._NativeDP, "run", interrupted)
+    stopped = solve(graph, HARD)
+    assert stopped.method == "dp" and stopped.limit is Limit.INTERRUPT
 
 
 def test_auto_validates_option_values_before_choosing() -> None:

@@ -98,7 +98,7 @@ from exactplace.evaluators.feasibility import Guarantees, contiguity_violations,
 from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
 
 __all__ = ["AUTO_DP_SECONDS", "DEFAULT_MEMORY_BUDGET", "DP", "DPL", "PAIRS_PER_IDEAL", "SECONDS_PER_PAIR",
-           "AcceleratorTypes", "accelerator_types", "dp_seconds", "ideal_capacity"]
+           "TRIAL_FRACTION", "AcceleratorTypes", "accelerator_types", "dp_seconds", "ideal_capacity"]
 
 #: Bytes the DP's tables may take unless the ``memory_budget`` option says otherwise.
 DEFAULT_MEMORY_BUDGET = 2 * 2**30
@@ -115,6 +115,13 @@ PAIRS_PER_IDEAL = 6_000
 
 #: The seconds ``method="auto"`` allows the DP when ``solve`` has no time limit.
 AUTO_DP_SECONDS = 60.0
+
+#: When ``dp_seconds`` says the DP would not finish in the time left but its tables fit the memory
+#: budget, the DP runs anyway for this share of the time left (a trial): the estimate is an upper
+#: one, since how much the cutoff skips is known only while the DP runs (PipeDream's InceptionV3,
+#: 221,565 ideals, estimated at 66 s on 2 threads, takes 0.3 s). A finished trial is the answer;
+#: an unfinished one costs this share and ``auto`` goes on to the next method. 0 turns trials off.
+TRIAL_FRACTION = 0.1
 
 # The native core numbers ideals with 31-bit integers.
 _NATIVE_MAX_IDEALS = 2**30 - 1
@@ -524,15 +531,19 @@ class DP(_NativeDP):
     description = "exact max-load DP over ideals (optimal among chain splits); needs few enough ideals"
 
     def run(self, problem: Problem) -> MethodResult:
+        trial = problem.cache.pop(_TRIAL, None)
+        if isinstance(trial, MethodResult):  # auto's trial run finished (or was interrupted): its answer
+            return trial
         if problem.cluster.is_two_level:
             return _run_two_level(problem)
         return super().run(problem)
 
     @classmethod
     def unsuited(cls, problem: Problem) -> str | None:
-        """More ideals than the DP is expected to finish in the time left (``dp_seconds``; without a
-        time limit, ``AUTO_DP_SECONDS``), or than the memory budget holds (on a two-level cluster: a
-        lattice beyond the Python DP's limits)."""
+        """More ideals than the memory budget holds, or than the DP is expected to finish in the time
+        left (``dp_seconds``; without a time limit, ``AUTO_DP_SECONDS``) unless a trial run for
+        ``TRIAL_FRACTION`` of that time finishes (on a two-level cluster: a lattice beyond the Python
+        DP's limits)."""
         if problem.cluster.is_two_level:
             try:
                 _two_level_table(problem)
@@ -545,11 +556,32 @@ class DP(_NativeDP):
         in_time = int(min(horizon / dp_seconds(1, threads), _NATIVE_MAX_IDEALS))  # time_limit=inf: any count
         contraction = problem.contraction
         in_memory = ideal_capacity(contraction, problem.cluster, budget)
-        if _count(problem, contraction, min(in_time, in_memory)) is None:
-            if in_memory <= in_time:
-                return f"more than {in_memory:,} ideals, more than the memory budget of {_gib(budget)} holds"
-            return (f"more than {in_time:,} ideals, more than the DP is expected to finish in {horizon:.3g} s "
-                    f"on {threads} thread(s) (at {PAIRS_PER_IDEAL:,} pairs per ideal, {SECONDS_PER_PAIR:.2g} s each)")
+        if _count(problem, contraction, min(in_time, in_memory)) is not None:
+            return None
+        if in_memory <= in_time or _count(problem, contraction, in_memory) is None:
+            return f"more than {in_memory:,} ideals, more than the memory budget of {_gib(budget)} holds"
+        slow = (f"more than {in_time:,} ideals, more than the DP is expected to finish in {horizon:.3g} s "
+                f"on {threads} thread(s) (at {PAIRS_PER_IDEAL:,} pairs per ideal, {SECONDS_PER_PAIR:.2g} s each)")
+        return cls._trial(problem, TRIAL_FRACTION * horizon, slow)
+
+    @classmethod
+    def _trial(cls, problem: Problem, seconds: float, slow: str) -> str | None:
+        """Run the DP for ``seconds``: None if it finished or was interrupted (its result waits in the
+        problem's cache for ``run``), else why not to run it. Decided once per problem."""
+        known = problem.cache.get(_TRIAL)
+        if known is not None:
+            return None if isinstance(known, MethodResult) else known
+        if seconds <= 0:
+            return slow
+        clock = time.perf_counter()
+        result = cls().run(dataclasses.replace(problem, deadline=time.monotonic() + seconds))
+        took = time.perf_counter() - clock
+        if result.limit is Limit.TIME:
+            problem.cache[_TRIAL] = f"{slow}; a trial run did not finish in {seconds:.3g} s either"
+            return problem.cache[_TRIAL]
+        result.timings["trial"] = took
+        result.info["trial"] = f"finished in {took:.3g} s of a {seconds:.3g}-s trial ({slow})"
+        problem.cache[_TRIAL] = result
         return None
 
 
@@ -570,6 +602,10 @@ class DPL(_NativeDP):
         if load().chain_memory_estimate(units, cpus, problem.graph.m) > float(cls.setting(problem, "memory_budget")):
             return "its tables exceed the memory budget"
         return None
+
+
+#: Where ``DP.unsuited`` leaves its trial's result (or why the DP does not suit) in ``Problem.cache``.
+_TRIAL = "dp:trial"
 
 
 def _two_level_table(problem: Problem) -> StageTable:

@@ -8,8 +8,9 @@ over that space, ``trace`` its (seconds, incumbent, bound) progress; the objecti
 evaluator's, and a solver objective that disagrees with it beyond rounding is raised as a bug.
 
 Warm start: the ``warm_start`` given to ``solve``, else (``warm_start="auto"``, the default)
-the DP's optimum when the DP fits (when ``method="auto"`` would run it: few enough ideals to
-finish in the time left, ``dp.dp_seconds``, a fraction of a second on every shared workload; so the
+the DP's optimum when the DP fits (when ``method="auto"`` would run it: tables in the memory budget
+and few enough ideals to finish in the time left, ``dp.dp_seconds``, or a trial run for
+``dp.TRIAL_FRACTION`` of it finishes; a fraction of a second on every shared workload; so the
 non-contiguous result is never above the contiguous optimum), else DPL, else greedy; a start outside the IP's space (a
 greedy split that is not a chain) is dropped and ``info["warm_start"]`` says so.
 ``warm_start=None`` starts from nothing.
