@@ -1,0 +1,353 @@
+"""A primal improvement phase ("polish") for the non-contiguous max-load IP (issue 21).
+
+The non-contiguous IP (:func:`~exactplace.formulations.throughput.noncontiguous_ip`) proves good
+bounds quickly on the layer graphs, but its solver finds good placements late: with two workers
+CP-SAT runs no large-neighbourhood search of its own. :func:`polish` improves a placement (the warm
+start, the DP's chain optimum) before the IP runs, by exact re-optimization of small device sets.
+
+Neighbourhoods
+--------------
+Let ``y`` put every colour class ``u`` on a device ``d(u)`` and let ``S`` be a set of devices. The
+load of an accelerator ``j`` is
+
+.. math::
+
+    \\ell_j = \\sum_{u: d(u) = j} \\frac{t_u}{s_j}
+             + \\sum_{g} c_g \\, [\\exists\\, v \\in \\{s_g\\} \\cup T_g:\\ [d(v) = j] \\ne [d(s_g) = j]]
+
+(``t_u`` the class's accelerator time, ``s_j`` the speed, ``c_g`` the cost of communication group
+``g`` with source class ``s_g`` and target classes ``T_g``: a device pays a group once when it holds
+the source but not every target, or a target but not the source); a CPU core's load is its
+classes' CPU time. Moving classes among the devices of ``S`` changes only the loads of ``S``: for
+``j \\notin S`` the indicator ``[d(v) = j]`` of every class is unchanged. So the best placement of
+the classes on ``S`` with every other class fixed is the small assignment IP
+
+.. math::
+
+    \\min L \\quad\\text{s.t.}\\quad \\sum_{j \\in S} y_{uj} = 1,\\quad
+    e_{gj} \\ge \\pm (y_{s_g j} - y_{tj}) \\;(t \\in T_g),\\quad
+    L \\ge \\sum_u \\frac{t_u}{s_j} y_{uj} + \\sum_g c_g e_{gj},\\quad
+    \\sum_u m_u y_{uj} \\le M_j \\qquad (j \\in S),
+
+over the classes ``u`` now on ``S`` (a class off ``S`` has ``y_{uj} = 0``, a constant; with
+``overlap`` the compute and communication sums are bounded by ``L`` separately). Its optimum
+``L^*`` is the least possible max load over ``S``, exactly; when ``L^*`` is below the current
+maximum over ``S`` the new placement is taken, which lowers the sorted load vector
+lexicographically (no cycling).
+
+Search: let ``a`` be a device of maximum load. Pairs ``{a, b}`` are tried, ``b`` from the least
+loaded up, then triples ``{a, b, c}`` (``b, c`` the least loaded first); the first that improves is
+taken and the sweep starts again. ``L``'s upper bound is the current maximum over ``S`` less
+:data:`IMPROVEMENT` (relative), so a sub-IP only looks for improving placements and an infeasible one
+proves there is none. Every sub-IP has at most :data:`SUB_SECONDS`; a sweep that improves nothing ends
+the search (``"local optimum"`` when every sub-IP was decided, else ``"stalled"``), as does
+``time_limit``. The result is re-scored by the evaluator
+(:func:`~exactplace.evaluators.max_load.device_loads`), never taken from a sub-IP's objective.
+
+Choices, measured on layer_resnet50_{inference,training} from the DP's optimum (33.7747, 78.6318; the
+1% bars above the packing bound are 33.355 and 76.558), 2 shared cores, load 2-3:
+
+* HiGHS, not CP-SAT, for the sub-IPs: the bars after 0.5-0.9 s and 1.7-2.1 s of polish (CP-SAT, one
+  worker: 1.2-4.3 s and 5.7-10 s);
+* short sub-IPs: 0.15 s each beat 0.3, 0.5 and 1 s (training bar at 1.7 s, against 2.1, 3.0 and
+  3.1 s); doubling the limit after a failed sweep found little more and spent up to 10 s proving a
+  local optimum (layer_gnmt_training, op_resnet50_inference);
+* no hint: with the current placement as a (then feasible) hint and ``L`` at most the current load,
+  HiGHS reached the inference bar only after 5.5 s;
+* identical devices of ``S`` are interchangeable in the sub-IP: the rank fixings of the full IP
+  (its docstring proves them valid) are applied to them.
+
+GPipe's objective (max forward + max backward load) does not decompose this way: ``method="mip"``
+does not polish under ``gpipe``.
+
+End-to-end measurements: ``benchmarks/RESULTS.md``, "Non-contiguous IP: polished start (issue 21)".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import itertools
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import numpy as np
+
+from exactplace.core.cluster import Cluster
+from exactplace.core.graph import Graph
+from exactplace.core.placement import Limit, Status
+from exactplace.evaluators.max_load import device_loads
+from exactplace.formulations.model import Kind, Model
+from exactplace.formulations.throughput import UnitData, fits_accelerator, unit_data
+
+from .solvers import Request, solve_model
+
+__all__ = ["IMPROVEMENT", "SUB_SECONDS", "Polished", "polish"]
+
+#: At most this many seconds for one neighbourhood's sub-IP.
+SUB_SECONDS = 0.15
+
+#: A neighbourhood's new placement is taken when its max load is at least this fraction below the old.
+IMPROVEMENT = 1e-7
+
+
+@dataclasses.dataclass(frozen=True)
+class Polished:
+    """The polished placement (``device``, node position -> device), its max load (the evaluator's), the
+    start's, how many neighbourhoods were solved and improved, why the search ended (``"local optimum"``:
+    every neighbourhood proven without an improving placement; ``"stalled"``: a sweep found none within
+    :data:`SUB_SECONDS` each; ``"time"``; ``"interrupted"``: Ctrl-C or ``cancel``), and its seconds."""
+
+    device: np.ndarray
+    value: float
+    start: float
+    solved: int
+    improved: int
+    ended: str
+    seconds: float
+    trace: tuple[tuple[float, float], ...] = ()
+    """(seconds, max load) after each improvement."""
+
+    @property
+    def interrupted(self) -> bool:
+        """Ctrl-C or ``cancel`` ended the search."""
+        return self.ended == "interrupted"
+
+
+def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool = False,
+           time_limit: float = 5.0, solver: str = "highs", threads: int = 1,
+           cancel: threading.Event | None = None) -> Polished:
+    """Improve a placement whose colour classes each sit on one device by exact re-optimization of device
+    pairs and triples (module docstring) within ``time_limit`` seconds; never worse than ``device``.
+
+    Parameters
+    ----------
+    graph, cluster : Graph, Cluster
+    device : array of int
+        A legal placement (classes together, memory respected, unsupported nodes on CPU cores).
+    overlap : bool
+        Communication overlapped with compute (an accelerator's load is max(compute, communication)).
+    time_limit : float
+        Seconds for the whole search.
+    solver : str
+        The solver adapter for the sub-IPs.
+    threads : int
+        Worker threads of each sub-IP.
+    cancel : threading.Event, optional
+        Set it to stop the search (it returns the best placement so far).
+
+    Returns
+    -------
+    Polished
+
+    Examples
+    --------
+    >>> from exactplace import read_workload, workload_path, solve
+    >>> w = read_workload(workload_path("layer_bert24_training"))
+    >>> start = solve(w, method="dp").device
+    >>> p = polish(w.graph, w.cluster, start, time_limit=5.0)
+    >>> p.value < p.start
+    True
+    """
+    clock = time.monotonic()
+    deadline = clock + time_limit
+    device = np.asarray(device, dtype=np.int64).copy()
+    loads = _loads(graph, cluster, device, overlap)
+    start = float(loads.max())
+    data = unit_data(graph, graph.color)
+    unit_device = device[np.unique(data.unit, return_index=True)[1]]  # the device of each class's first node
+    allowed, kinds = _allowed(data, cluster), _kinds(cluster)
+    solved = improved = 0
+    ended = "time"
+    trace: list[tuple[float, float]] = []
+
+    def stopped() -> bool:
+        return time.monotonic() >= deadline or (cancel is not None and cancel.is_set())
+
+    try:
+        with _solver_output_to_stderr():
+            while not stopped():
+                undecided = False
+                for neighbourhood in _neighbourhoods(loads):
+                    if stopped():
+                        break
+                    S = list(neighbourhood)
+                    sub_ip = _solve_sub(data, cluster, allowed, kinds, unit_device, neighbourhood,
+                                        float(loads[S].max()), overlap, solver, threads,
+                                        min(deadline, time.monotonic() + SUB_SECONDS), cancel)
+                    solved += 1
+                    undecided |= not sub_ip.decided
+                    if sub_ip.interrupted:
+                        raise KeyboardInterrupt
+                    if sub_ip.found is None:
+                        continue
+                    candidate = sub_ip.found[data.unit]
+                    new = _loads(graph, cluster, candidate, overlap)
+                    # The evaluator's loads, with half the sub-IP's margin for its rounding.
+                    if new[S].max() < loads[S].max() * (1 - IMPROVEMENT / 2):
+                        device, unit_device, loads = candidate, sub_ip.found, new
+                        improved += 1
+                        trace.append((time.monotonic() - clock, float(loads.max())))
+                        break
+                else:  # a sweep without improvement
+                    ended = "stalled" if undecided else "local optimum"
+                    break
+    except KeyboardInterrupt:  # Ctrl-C between sub-IPs; during one, the adapter returns its interrupt
+        ended = "interrupted"
+    if cancel is not None and cancel.is_set():
+        ended = "interrupted"
+    return Polished(device, float(loads.max()), start, solved, improved, ended, time.monotonic() - clock,
+                    tuple(trace))
+
+
+@contextlib.contextmanager
+def _solver_output_to_stderr() -> Iterator[None]:
+    """Point file descriptor 1 at stderr while the sub-IPs run in this process: HiGHS 1.12 prints a debug
+    line ("HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();") to stdout on some
+    of them, which would corrupt a command's output (the adapters' child processes do the same)."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # no Python stdout, or a closed one
+        sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1: nothing to protect
+        yield
+        return
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        _flush_c_stdio()  # the solver's printf sits in the C library's buffer until flushed
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _flush_c_stdio() -> None:
+    """``fflush(NULL)``: write out every C stdio buffer (no-op where the C library cannot be loaded)."""
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):
+        pass
+
+
+def _loads(graph: Graph, cluster: Cluster, device: np.ndarray, overlap: bool) -> np.ndarray:
+    """Every device's load, as the evaluator scores it."""
+    return device_loads(graph, cluster, device, overlap=overlap).load()
+
+
+class _SubResult(NamedTuple):
+    """A sub-IP's outcome: the new class -> device array (None: no improving placement found), whether the
+    solver proved it best or proved that none exists, and whether Ctrl-C / ``cancel`` stopped it."""
+
+    found: np.ndarray | None
+    decided: bool
+    interrupted: bool
+
+
+def _kinds(cluster: Cluster) -> np.ndarray:
+    """(D,): a number per device, equal for interchangeable devices (accelerators of one type; CPU cores)."""
+    kinds = np.full(cluster.num_devices, -1, dtype=np.int64)
+    for t, group in enumerate(cluster.accelerator_types()):
+        kinds[group] = t
+    return kinds
+
+
+def _allowed(data: UnitData, cluster: Cluster) -> np.ndarray:
+    """(U, D): the devices each class may go on (accelerators: supported and fitting alone; CPU cores: any)."""
+    k = cluster.accelerators
+    allowed = np.ones((data.units, cluster.num_devices), dtype=bool)
+    allowed[:, :k] = fits_accelerator(data, cluster.memory_limit)
+    return allowed
+
+
+def _neighbourhoods(loads: np.ndarray) -> list[tuple[int, ...]]:
+    """Device sets to re-optimize, in order: a most loaded device with each other (least loaded first),
+    then with each pair of others."""
+    order = np.argsort(loads, kind="stable")
+    top = int(order[-1])
+    rest = [int(d) for d in order[:-1]]
+    return [(top, b) for b in rest] + [(top, b, c) for b, c in itertools.combinations(rest, 2)]
+
+
+def _solve_sub(data: UnitData, cluster: Cluster, allowed: np.ndarray, kinds: np.ndarray, unit_device: np.ndarray,
+               devices: tuple[int, ...], current: float, overlap: bool, solver: str, threads: int,
+               deadline: float, cancel: threading.Event | None) -> _SubResult:
+    """The best placement of the classes on ``devices`` (module docstring's sub-IP) with a max load below
+    ``current``, as far as the solver got by ``deadline``."""
+    k = cluster.accelerators
+    S = np.asarray(sorted(devices), dtype=np.int64)
+    free = np.flatnonzero(np.isin(unit_device, S))
+    if not len(free):
+        return _SubResult(None, True, False)
+    local = np.full(data.units, -1, dtype=np.int64)
+    local[free] = np.arange(len(free))
+    m = Model("polish: classes of a device set")
+    ub = allowed[np.ix_(free, S)].copy()
+    # Symmetry: identical devices of S are interchangeable in the sub-IP; the i-th heaviest free class
+    # goes only on the first i + 1 of each such set (as in the full IP, whose docstring proves it valid).
+    rank = np.empty(len(free), dtype=np.int64)
+    rank[np.argsort(-(data.acc[free].sum(axis=1) + data.cpu[free].sum(axis=1)), kind="stable")] = np.arange(len(free))
+    for kind in np.unique(kinds[S]):
+        for position, slot in enumerate(np.flatnonzero(kinds[S] == kind).tolist()):
+            ub[rank < position, slot] = False
+    y = m.add_vars((len(free), len(S)), ub=ub.reshape(-1).astype(float), kind=Kind.INTEGER, name="y")
+    m.add_rows("assignment", len(free), lb=1.0, ub=1.0, rows=np.repeat(np.arange(len(free)), len(S)),
+               cols=y.reshape(-1), vals=1.0)
+    acc_slots = np.flatnonzero(S < k)
+    # Pairs (group, target) touching a free class; their groups get e[g, slot] for each accelerator in S.
+    source = data.group_source[data.pair_group]
+    touch = (local[source] >= 0) | (local[data.pair_target] >= 0)
+    groups, pair_group = np.unique(data.pair_group[touch], return_inverse=True)
+    e = m.add_vars((len(groups), len(acc_slots)), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e")
+    if len(groups) and len(acc_slots):
+        s_loc, t_loc = local[source[touch]], local[data.pair_target[touch]]
+        for column, slot in enumerate(acc_slots.tolist()):
+            for lead, other in ((s_loc, t_loc), (t_loc, s_loc)):
+                # e >= y_lead - y_other (y of a fixed class is 0): needed only where the lead class is free.
+                idx = np.flatnonzero(lead >= 0)
+                both = np.flatnonzero(other[idx] >= 0)
+                n = len(idx)
+                m.add_rows(f"crossing {slot}", n, lb=0.0,
+                           rows=np.concatenate([np.arange(n), np.arange(n), both]),
+                           cols=np.concatenate([e[pair_group[idx], column], y[lead[idx], slot],
+                                                y[other[idx[both]], slot]]),
+                           vals=np.concatenate([np.ones(n), -np.ones(n), np.ones(len(both))]))
+    # Only improving placements: L below the current maximum over S (an infeasible sub-IP proves there is none).
+    L = m.add_vars(1, ub=current * (1 - IMPROVEMENT), name="L")
+    for slot, d in enumerate(S.tolist()):
+        if d < k:
+            compute = data.acc[free].sum(axis=1) / float(cluster.speed[d])
+            column = int(np.flatnonzero(acc_slots == slot)[0])
+            comm_cols, comm_vals = e[:, column], data.group_cost[groups]
+        else:
+            compute = data.cpu[free].sum(axis=1)
+            comm_cols, comm_vals = np.zeros(0, np.int64), np.zeros(0)
+        if overlap:
+            _at_most_l(m, f"compute {d}", L, y[:, slot], compute)
+            _at_most_l(m, f"communication {d}", L, comm_cols, comm_vals)
+        else:
+            _at_most_l(m, f"load {d}", L, np.concatenate([y[:, slot], comm_cols]), np.concatenate([compute, comm_vals]))
+        if d < k and np.isfinite(cluster.memory_limit[d]) and data.memory[free].sum() > cluster.memory_limit[d]:
+            m.add_rows(f"memory {d}", 1, ub=float(cluster.memory_limit[d]), rows=np.zeros(len(free), np.int64),
+                       cols=y[:, slot], vals=data.memory[free])
+    m.minimize(L, [1.0])
+    # No hint: the current placement is outside the model (L is below its max load).
+    out = solve_model(m, solver, Request(deadline=deadline, rel_gap=0.0, threads=threads, cancel=cancel,
+                                         isolate=False))
+    decided = out.status in (Status.OPTIMAL, Status.INFEASIBLE)
+    if out.values is None:
+        return _SubResult(None, decided, out.limit is Limit.INTERRUPT)
+    found = unit_device.copy()
+    found[free] = S[np.argmax(out.values[y], axis=1)]
+    return _SubResult(found, decided, out.limit is Limit.INTERRUPT)
+
+
+def _at_most_l(m: Model, name: str, L: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
+    """The row ``sum vals * x[cols] <= L``."""
+    n = len(cols)
+    m.add_rows(name, 1, ub=0.0, rows=np.zeros(n + 1, np.int64), cols=np.concatenate([cols, L]),
+               vals=np.concatenate([np.asarray(vals, float), [-1.0]]))
