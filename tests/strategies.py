@@ -216,9 +216,9 @@ def training_graphs(**kwargs) -> st.SearchStrategy[Graph]:
     return training_specs(**kwargs).map(lambda spec: Graph(*spec))
 
 
-def any_graphs(**kwargs) -> st.SearchStrategy[Graph]:
-    """An inference DAG (``dags``) or a training graph (``training_graphs``), with default options."""
-    return st.one_of(dags(**kwargs), training_graphs())
+def any_graphs(max_forward: int = 3, **kwargs) -> st.SearchStrategy[Graph]:
+    """An inference DAG (``dags(**kwargs)``) or a training graph of up to ``max_forward`` forward nodes."""
+    return st.one_of(dags(**kwargs), training_graphs(max_forward=max_forward))
 
 
 @st.composite
@@ -247,6 +247,12 @@ def clusters(
         speed = draw(st.lists(st.sampled_from([0.5, 1.0, 2.0, 1.5]), min_size=k, max_size=k))
         return Cluster(accelerators=k, memory=mem, cpus=cpus, speed=speed)
     return Cluster(accelerators=k, memory=draw(cap), cpus=cpus)
+
+
+def mixed_clusters() -> st.SearchStrategy[Cluster]:
+    """Homogeneous clusters (up to 3 accelerators, 2 CPUs) or heterogeneous ones (2-3 accelerators)."""
+    return st.one_of(clusters(max_accelerators=3, max_cpus=2),
+                     clusters(min_accelerators=2, max_accelerators=3, heterogeneous=True))
 
 
 @st.composite

@@ -24,7 +24,7 @@ from exactplace.formulations.throughput import noncontiguous_ip, unit_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
-from strategies import clusters, dags, placements, training_graphs
+from strategies import any_graphs, mixed_clusters, placements
 
 from exactplace import Cluster, Graph, Status, check_feasibility, solve
 from exactplace.backends.packing import packing_bound
@@ -33,15 +33,7 @@ from exactplace.backends.solvers import get_solver
 EXAMPLES = int(os.environ.get("NC_EXAMPLES", "30"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SOLVERS = [s for s in ("cpsat", "highs") if get_solver(s).available()]
-
-
-def graphs() -> st.SearchStrategy[Graph]:
-    return st.one_of(dags(min_nodes=2, max_nodes=5), training_graphs(max_forward=2))
-
-
-def any_cluster() -> st.SearchStrategy[Cluster]:
-    return st.one_of(clusters(max_accelerators=3, max_cpus=2),
-                     clusters(min_accelerators=2, max_accelerators=3, heterogeneous=True))
+GRAPHS = any_graphs(max_forward=2, min_nodes=2, max_nodes=5)  # small enough for brute force
 
 
 def close(a: float, b: float) -> bool:
@@ -49,7 +41,7 @@ def close(a: float, b: float) -> bool:
 
 
 @SETTINGS
-@given(graphs(), any_cluster(), st.sampled_from(SOLVERS))
+@given(GRAPHS, mixed_clusters(), st.sampled_from(SOLVERS))
 def test_tightened_ip_reaches_the_brute_force_optimum(graph: Graph, cluster: Cluster, solver: str) -> None:
     optima = brute_force_optima(graph, cluster, "throughput")
     p = solve(graph, cluster, method="mip", solver=solver, contiguous=False, rel_gap=0.0, warm_start=None,
@@ -64,7 +56,7 @@ def test_tightened_ip_reaches_the_brute_force_optimum(graph: Graph, cluster: Clu
 
 
 @SETTINGS
-@given(graphs(), any_cluster(), st.sampled_from(["plain", "overlap", "gpipe"]))
+@given(GRAPHS, mixed_clusters(), st.sampled_from(["plain", "overlap", "gpipe"]))
 def test_packing_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster, variant: str) -> None:
     options = {} if variant == "plain" else {variant: True}
     optima = brute_force_optima(graph, cluster, "throughput", **options)
@@ -81,7 +73,7 @@ def test_packing_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster,
 
 
 @SETTINGS
-@given(st.data(), graphs(), any_cluster())
+@given(st.data(), GRAPHS, mixed_clusters())
 def test_encoded_placements_satisfy_the_fixings(data: st.DataObject, graph: Graph, cluster: Cluster) -> None:
     device = data.draw(placements(graph, cluster, colocated=True, supported=True))
     ip = noncontiguous_ip(graph, cluster)

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
-from strategies import clusters, dags, placements, training_graphs
+from strategies import any_graphs, clusters, mixed_clusters, placements
 
 from exactplace import Cluster, Graph, Node, ParameterError, Status, check_feasibility, max_load, solve
 from exactplace.backends import polish as polish_module
@@ -27,15 +27,7 @@ from exactplace.backends.polish import polish
 
 SETTINGS = settings(max_examples=int(os.environ.get("NC_EXAMPLES", "30")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
-
-
-def graphs() -> st.SearchStrategy[Graph]:
-    return st.one_of(dags(min_nodes=2, max_nodes=6), training_graphs(max_forward=3))
-
-
-def any_cluster() -> st.SearchStrategy[Cluster]:
-    return st.one_of(clusters(max_accelerators=3, max_cpus=2),
-                     clusters(min_accelerators=2, max_accelerators=3, heterogeneous=True))
+GRAPHS = any_graphs(max_forward=3, min_nodes=2, max_nodes=6)  # small enough for brute force
 
 
 def close(a: float, b: float) -> bool:
@@ -43,7 +35,7 @@ def close(a: float, b: float) -> bool:
 
 
 @SETTINGS
-@given(st.data(), graphs(), any_cluster(), st.booleans())
+@given(st.data(), GRAPHS, mixed_clusters(), st.booleans())
 def test_polished_placement_is_legal_and_never_worse(data: st.DataObject, graph: Graph, cluster: Cluster,
                                                       overlap: bool) -> None:
     start = data.draw(placements(graph, cluster, colocated=True, supported=True))
@@ -61,7 +53,7 @@ def test_polished_placement_is_legal_and_never_worse(data: st.DataObject, graph:
 
 
 @SETTINGS
-@given(st.data(), graphs(), st.sampled_from([(2, 0), (1, 1)]), st.booleans())
+@given(st.data(), GRAPHS, st.sampled_from([(2, 0), (1, 1)]), st.booleans())
 def test_on_two_devices_a_local_optimum_is_the_optimum(data: st.DataObject, graph: Graph, shape: tuple[int, int],
                                                         overlap: bool) -> None:
     cluster = data.draw(clusters(min_accelerators=shape[0], max_accelerators=shape[0], min_cpus=shape[1],
@@ -76,7 +68,7 @@ def test_on_two_devices_a_local_optimum_is_the_optimum(data: st.DataObject, grap
 
 
 @SETTINGS
-@given(graphs(), any_cluster(), st.booleans())
+@given(GRAPHS, mixed_clusters(), st.booleans())
 def test_mip_with_polish_reaches_the_brute_force_optimum(graph: Graph, cluster: Cluster, overlap: bool) -> None:
     optimum = brute_force_optima(graph, cluster, "throughput", overlap=overlap).any
     p = solve(graph, cluster, method="mip", solver="cpsat", contiguous=False, rel_gap=0.0, time_limit=30,
