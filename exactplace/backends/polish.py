@@ -170,7 +170,7 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
         return time.monotonic() >= deadline or (cancel is not None and cancel.is_set())
 
     try:
-        with _solver_output_to_stderr():
+        with _solver_stdout_discarded():
             while not stopped():
                 undecided = False
                 for neighbourhood in _neighbourhoods(loads):
@@ -206,18 +206,21 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
 
 
 @contextlib.contextmanager
-def _solver_output_to_stderr() -> Iterator[None]:
-    """Point file descriptor 1 at stderr while the sub-IPs run in this process: HiGHS 1.12 prints a debug
-    line ("HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();") to stdout on some
-    of them, which would corrupt a command's output (the adapters' child processes do the same)."""
+def _solver_stdout_discarded() -> Iterator[None]:
+    """Point file descriptor 1 at the null device while the sub-IPs run in this process. With its log
+    off, HiGHS 1.12 still prints a debug line ("HighsMipSolverData::transformNewIntegerFeasibleSolution
+    tmpSolver.run();") on some of them: dozens per polish on op_resnet50_training, which would corrupt
+    a command's output or flood a terminal. Errors go to stderr, which is left alone."""
     with contextlib.suppress(AttributeError, OSError, ValueError):  # no Python stdout, or a closed one
         sys.stdout.flush()
     try:
         saved = os.dup(1)
-    except OSError:  # no file descriptor 1: nothing to protect
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:  # no file descriptor 1 (or no null device): nothing to protect
         yield
         return
-    os.dup2(2, 1)
+    os.dup2(null, 1)
+    os.close(null)
     try:
         yield
     finally:
