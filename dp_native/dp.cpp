@@ -260,23 +260,6 @@ private:
 // Table::done: the ideal's row is final, or it was skipped (Worker::live) and its row is infinite.
 constexpr std::uint8_t kDone = 1, kDead = 2;
 
-// A DFS stack of at most `capacity` frames, allocated once. (std::vector's push_back stayed out of
-// line in the walks' loop: 15% of layer_gnmt_inference's DP time under perf.)
-template <typename T>
-class FixedStack {
-public:
-    explicit FixedStack(std::size_t capacity) : items_(capacity) {}
-    void clear() { size_ = 0; }
-    bool empty() const { return size_ == 0; }
-    void push(const T& item) { items_[size_++] = item; }
-    T& back() { return items_[size_ - 1]; }
-    void pop() { --size_; }
-
-private:
-    std::vector<T> items_;
-    std::size_t size_ = 0;
-};
-
 // One thread's share of the DP: takes ideals in id order and fills their rows. Cache-line
 // aligned so that two workers' counters, written at every step, never share a line.
 // `Typed` = false: one accelerator type of speed 1 (every homogeneous cluster), for which the
@@ -1006,7 +989,10 @@ Solution solve(const Instance& instance, const Options& options, Stopper& stop) 
     }
     out.seconds_ideals = seconds_since(t0);
 
-    if (options.replication) return solve_replicated(instance, poset, lattice, options, stop, std::move(out));
+    if (options.replication) {
+        const double cpu_capacity = device_capacity(model, options, types).back();
+        return solve_replicated(instance, poset, lattice, options, least, cpu_capacity, stop, std::move(out));
+    }
     const auto t1 = Stopper::Clock::now();
     Table table(model, lattice, options, types, std::move(cost_cpu), std::move(cost_acc), std::move(least), stop);
     const bool plain = types.count == 1 && types.speed[0] == 1.0;

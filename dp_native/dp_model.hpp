@@ -1,6 +1,7 @@
 // Internal to the native core (no Python): what the max-load DP (dp.cpp) and the DP with
 // replicated stages (replicated.cpp) share: the instance relabelled by the poset's topological
-// labels (Model) and the sums of a set of units (Sums, SetCost), and the replicated DP's entry.
+// labels (Model), the sums of a set of units (Sums, SetCost), the walks' stack (FixedStack), and
+// the replicated DP's entry.
 //
 // The two DPs are separate translation units so that neither one's code generation depends on
 // the other's: while they shared dp.cpp, GCC inlined SetCost differently and the plain DP's walk
@@ -25,9 +26,11 @@
 namespace exactplace {
 
 // Runs the DP with replicated stages (Options::replication) on the lattice solve() built and
-// follows its choices back into `out` (which carries solve()'s counts and timings so far).
+// follows its choices back into `out` (which carries solve()'s counts and timings so far). `least`:
+// by ideal id, the sum of its units' least times; `cpu_capacity`: the least time a CPU holds below
+// a load L, in units of L (dp.cpp: least_times, device_capacity), for the cutoff's skipping.
 Solution solve_replicated(const Instance& instance, const Poset& poset, const Lattice& lattice, const Options& options,
-                          Stopper& stop, Solution out);
+                          const std::vector<double>& least, double cpu_capacity, Stopper& stop, Solution out);
 
 namespace {
 
@@ -176,6 +179,24 @@ private:
     std::vector<int> targets_in_;
     std::vector<std::uint32_t> stamp_;  // groups already counted by recompute()
     std::uint32_t epoch_ = 0;
+};
+
+
+// A DFS stack of at most `capacity` frames, allocated once. (std::vector's push_back stayed out of
+// line in the walks' loop: 15% of layer_gnmt_inference's DP time under perf.)
+template <typename T>
+class FixedStack {
+public:
+    explicit FixedStack(std::size_t capacity) : items_(capacity) {}
+    void clear() { size_ = 0; }
+    bool empty() const { return size_ == 0; }
+    void push(const T& item) { items_[size_++] = item; }
+    T& back() { return items_[size_ - 1]; }
+    void pop() { --size_; }
+
+private:
+    std::vector<T> items_;
+    std::size_t size_ = 0;
 };
 
 }  // namespace

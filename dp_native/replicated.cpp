@@ -22,14 +22,14 @@ class ReplicatedDP {
 public:
     // `sync`: per unit label (empty: none).
     ReplicatedDP(const Model& model, std::vector<double> sync, const Lattice& lattice, const Options& options,
-                 Stopper& stop)
-        : model_(model), sync_of_(std::move(sync)), lattice_(lattice), stop_(stop), k_(options.accelerators), l_(options.cpus),
-          k1_(k_ + 1), layers_((l_ + 1) * k1_), cap_(options.memory_cap), set_(model), bound_(layers_),
+                 const std::vector<double>& least, double cpu_capacity, Stopper& stop)
+        : model_(model), sync_of_(std::move(sync)), lattice_(lattice), least_(least), cpu_capacity_(cpu_capacity),
+          stop_(stop), k_(options.accelerators), l_(options.cpus),
+          k1_(k_ + 1), layers_((l_ + 1) * k1_), cap_(options.memory_cap), cutoff_(options.cutoff), set_(model),
+          stack_(static_cast<std::size_t>(model.n) + 1), bound_(layers_),
           value(static_cast<std::size_t>(lattice.count) * layers_, kInf),
           choice(static_cast<std::size_t>(lattice.count) * layers_, 0),
-          reps(static_cast<std::size_t>(lattice.count) * layers_, 0) {
-        stack_.reserve(static_cast<std::size_t>(model.n) + 1);
-    }
+          reps(static_cast<std::size_t>(lattice.count) * layers_, 0) {}
 
     // Returns false if stopped.
     bool run() {
@@ -39,6 +39,10 @@ public:
             row_ = row;
             row_choice_ = choice.data() + static_cast<std::size_t>(id) * layers_;
             row_reps_ = reps.data() + static_cast<std::size_t>(id) * layers_;
+            if (!live(id)) {  // no split below the cutoff uses I: its row stays infinite
+                ++skipped;
+                continue;
+            }
             refresh();
             if (!walk(id)) return false;
             // Leaving a device empty: DP[c][a][I] may take DP[c-1][a][I] or DP[c][a-1][I].
@@ -71,14 +75,37 @@ private:
         double sync_before;
     };
 
-    // bound_[c][a]: the best value found so far for at most c CPUs and a accelerators; the cut
+    // Whether a split of max-load below the cutoff may pass through the ideal I (dp.cpp's
+    // Worker::live with device counts): it would hold I on a accelerators (replicas counted) and
+    // c CPUs and V \ I on the others, and a stage on r replicas holds less than r times the cutoff
+    // of least time (its load is at least acc(S) / r), a CPU less than cpu_capacity times it. So
+    // least(I) < (a + c cpu_capacity) cutoff and least(V \ I) < (k - a + (l - c) cpu_capacity)
+    // cutoff for some (c, a). Deflated by 1e-9 of least(V), far beyond rounding, as in dp.cpp.
+    bool live(std::int64_t id) const {
+        if (!(cutoff_ < kInf)) return true;
+        const double total = least_[static_cast<std::size_t>(lattice_.count - 1)];
+        const double mine = least_[static_cast<std::size_t>(id)] - 1e-9 * total;
+        const double rest = total - least_[static_cast<std::size_t>(id)] - 1e-9 * total;
+        for (int c = 0; c <= l_; ++c) {
+            for (int a = 0; a <= k_; ++a) {
+                if (mine < (a + c * cpu_capacity_) * cutoff_ && rest < (k_ - a + (l_ - c) * cpu_capacity_) * cutoff_) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    // bound_[c][a]: the best value found so far for at most c CPUs and a accelerators, at most the
+    // cutoff (Options::cutoff: only splits below it are searched, as in dp.cpp; rows of values at
+    // or above it may be inexact, and a split through such a row is at or above it too); the cut
     // thresholds follow from it.
     void refresh() {
         double acc_threshold = -kInf, cpu_threshold = -kInf;
         for (int c = 0; c <= l_; ++c) {
             for (int a = 0; a <= k_; ++a) {
                 const int layer = c * k1_ + a;
-                double v = row_[layer];
+                double v = std::min(row_[layer], cutoff_);
                 if (c > 0) v = std::min(v, bound_[layer - k1_]);
                 if (a > 0) v = std::min(v, bound_[layer - 1]);
                 bound_[layer] = v;
@@ -93,7 +120,7 @@ private:
     bool walk(std::int64_t id) {
         stack_.clear();
         sync_ = 0.0;
-        stack_.push_back({id, lattice_.down_ptr[id], model_.n, -1, set_.sums, 0.0});
+        stack_.push({id, lattice_.down_ptr[id], model_.n, -1, set_.sums, 0.0});
         while (!stack_.empty()) {
             if (stop_.check_owner(ticks_)) return false;
             Frame& f = stack_.back();
@@ -106,7 +133,7 @@ private:
                 set_.add(v);
                 if (!sync_of_.empty()) sync_ += sync_of_[v];
                 if (evaluate(child)) {
-                    stack_.push_back({child, lattice_.down_ptr[child], v, v, before, sync_before});
+                    stack_.push({child, lattice_.down_ptr[child], v, v, before, sync_before});
                 } else {
                     set_.undo_add(v, before);
                     sync_ = sync_before;
@@ -115,7 +142,7 @@ private:
                 const int removed = f.removed;
                 const Sums before = f.before;
                 const double sync_before = f.sync_before;
-                stack_.pop_back();
+                stack_.pop();
                 if (removed >= 0) {
                     set_.undo_add(removed, before);
                     sync_ = sync_before;
@@ -174,12 +201,14 @@ private:
     const Model& model_;
     const std::vector<double> sync_of_;
     const Lattice& lattice_;
+    const std::vector<double>& least_;  // by id
+    const double cpu_capacity_;
     Stopper& stop_;
     const int k_, l_, k1_, layers_;
-    const double cap_;
+    const double cap_, cutoff_;
     SetCost set_;
     double sync_ = 0.0;
-    std::vector<Frame> stack_;
+    FixedStack<Frame> stack_;
     std::vector<double> bound_;
     double acc_threshold_ = kInf, cpu_threshold_ = kInf;
     double* row_ = nullptr;
@@ -188,7 +217,7 @@ private:
     std::uint32_t ticks_ = 0;
 
 public:
-    std::int64_t pairs = 0;
+    std::int64_t pairs = 0, skipped = 0;
     std::vector<double> value;          // [id * layers + c * (k + 1) + a]
     std::vector<std::uint32_t> choice;  // sub-ideal id * 2 + (1: accelerator, 0: CPU)
     std::vector<std::uint16_t> reps;    // replicas of an accelerator choice
@@ -198,7 +227,7 @@ public:
 
 // Runs ReplicatedDP and follows its choices back (see solve() in dp.cpp for the plain DP's).
 Solution solve_replicated(const Instance& instance, const Poset& poset, const Lattice& lattice, const Options& options,
-                          Stopper& stop, Solution out) {
+                          const std::vector<double>& least, double cpu_capacity, Stopper& stop, Solution out) {
     const Model model(instance, poset);  // as solve() built it (a copy of its own: Model is internal to each file)
     const auto t1 = Stopper::Clock::now();
     std::vector<double> sync;  // by label, as the Model's arrays
@@ -206,9 +235,10 @@ Solution solve_replicated(const Instance& instance, const Poset& poset, const La
         sync.resize(model.n);
         for (int label = 0; label < model.n; ++label) sync[label] = instance.sync[poset.node_of(label)];
     }
-    ReplicatedDP dp(model, std::move(sync), lattice, options, stop);
+    ReplicatedDP dp(model, std::move(sync), lattice, options, least, cpu_capacity, stop);
     const bool finished = dp.run();
     out.pairs = dp.pairs;
+    out.skipped = dp.skipped;
     out.seconds_dp = seconds_since(t1);
     if (!finished || stop.stopped()) {
         out.stop_reason = stop.reason();
@@ -218,7 +248,9 @@ Solution solve_replicated(const Instance& instance, const Poset& poset, const La
     const std::int64_t full = lattice.count - 1;
     int layer = layers - 1;
     out.value = dp.value[static_cast<std::size_t>(full) * layers + layer];
-    if (!(out.value < kInf)) {
+    // A value at or above the cutoff comes from stages the walks were not bound to try in full.
+    if (!(out.value < options.cutoff)) {
+        out.value = kInf;
         out.outcome = Outcome::infeasible;
         return out;
     }

@@ -47,17 +47,23 @@ def branchy(draw: st.DrawFn) -> tuple[Graph, bool]:
     return Graph(nodes, edges), not free
 
 
-def native(graph: Graph, cluster: Cluster, cutoff: float, overlap: bool, threads: int = 1):
-    """The native core on the graph's units, one accelerator type per distinct (memory, speed)."""
+def native(graph: Graph, cluster: Cluster, cutoff: float, overlap: bool, threads: int = 1,
+           sync: np.ndarray | None = None):
+    """The native core on the graph's units, one accelerator type per distinct (memory, speed); with
+    ``sync`` (per unit), the DP with replicated stages on a homogeneous cluster."""
     units = contract(graph)
-    types = dp_module.accelerator_types(cluster, units.num_units)
+    if sync is None:
+        types = dp_module.accelerator_types(cluster, units.num_units)
+        devices = {"accelerators": sum(types.counts), "memory_cap": float(types.memory.min()),
+                   "type_count": types.counts, "type_memory": types.memory, "type_speed": types.speed}
+    else:  # every accelerator (replicas may outnumber the units), one type
+        devices = {"accelerators": cluster.accelerators, "memory_cap": cluster.memory_cap, "replication": True,
+                   "sync": sync}
     return load().solve(request(
         units=units.num_units, cpu_time=units.cpu_time, acc_time=units.acc_time, memory=units.memory,
         supported=units.supported, edge_src=units.src, edge_dst=units.dst, group_cost=units.group_cost,
         group_source=units.group_source, group_ptr=units.group_ptr, group_target=units.group_target,
-        cpus=min(cluster.cpus, units.num_units), overlap=overlap, accelerators=sum(types.counts),
-        memory_cap=float(types.memory.min()), type_count=types.counts, type_memory=types.memory,
-        type_speed=types.speed, cutoff=cutoff, threads=threads,
+        cpus=min(cluster.cpus, units.num_units), overlap=overlap, cutoff=cutoff, threads=threads, **devices,
     ))
 
 
@@ -84,6 +90,30 @@ def test_any_cutoff_above_the_optimum_keeps_it(
     if value > 0:  # nothing below the optimum: infeasible, not a worse split
         for cutoff in (value, value * 0.9):
             assert native(graph, cluster, cutoff, overlap).status == load().Status.infeasible
+
+
+@settings(max_examples=150, deadline=None)
+@given(branchy(), st.integers(1, 5), st.integers(0, 2), st.sampled_from([math.inf, 15.0]), st.data())
+def test_replicated_dp_keeps_its_optimum_under_any_cutoff_above_it(
+    instance: tuple[Graph, bool], k: int, cpus: int, memory: float, data: st.DataObject
+) -> None:
+    """The DP with replicated stages searches below the cutoff too (its walks' thresholds start there)."""
+    graph, _ = instance
+    cluster = Cluster(accelerators=k, memory=memory, cpus=cpus)
+    units = contract(graph).num_units
+    sync = np.array(data.draw(st.lists(st.integers(0, 20).map(lambda x: x / 4), min_size=units, max_size=units)))
+    plain = native(graph, cluster, math.inf, False, sync=sync)
+    if plain.status != load().Status.optimal:
+        assert native(graph, cluster, 1.0, False, sync=sync).status == plain.status
+        return
+    for cutoff in (math.nextafter(plain.value, math.inf), plain.value * 1.02 + 1e-9, plain.value * 1.5 + 1.0):
+        cut = native(graph, cluster, cutoff, False, sync=sync)
+        assert cut.status == load().Status.optimal
+        assert cut.value == pytest.approx(plain.value, rel=1e-12, abs=1e-12)
+        assert cut.pairs <= plain.pairs
+    if plain.value > 0:
+        for cutoff in (plain.value, plain.value * 0.9):
+            assert native(graph, cluster, cutoff, False, sync=sync).status == load().Status.infeasible
 
 
 @settings(max_examples=100, deadline=None)

@@ -434,10 +434,8 @@ class _NativeDP(Method):
                 # DPL's split (near-linear in the units) is a chain split too: the DP need only search
                 # below its load (Options::cutoff), and a stopped DP still returns it.
                 clock = time.perf_counter()
-                incumbent, cutoff = _incumbent(problem, overlap)
+                incumbent, cutoff = _incumbent(problem, overlap)  # one replica per stage: a replicated split too
                 timings["incumbent"] = time.perf_counter() - clock
-                if replication:  # the replicated DP's walk does not take a cutoff
-                    cutoff = math.inf
             order = dfs_topological_order(contraction.num_units, contraction.src, contraction.dst) if chain else []
             if hetero:
                 types = accelerator_types(cluster, contraction.num_units)
