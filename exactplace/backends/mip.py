@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from exactplace.backends.ip import solve_ip
+from exactplace.backends.solvers import get_solver
 from exactplace.core.errors import ExactplaceError, TooLargeError, check_param
 from exactplace.core.params import Boolean, Choice, Integer, Option
 from exactplace.core.placement import Limit, Space, Status
@@ -71,6 +72,15 @@ SOLVER_NAMES = ("auto", "highs", "cpsat", "scip", "cbc", "gurobi")
 #: than a useful time limit, and no solver here reaches a useful bound (measured:
 #: benchmarks/bench_time_limits.py). It refuses such an input at once, saying what to use instead.
 MAX_NONZEROS = 2_000_000
+
+#: ``solver="auto"`` runs the non-contiguous IP on HiGHS when the cluster has at most this many
+#: accelerators, else on CP-SAT (benchmarks/RESULTS.md, issue 21): on the three-accelerator graphs
+#: HiGHS's cuts lift the bound where CP-SAT's stays at the LP's (op_bert6_inference proven in 28.6 s
+#: against 10.2% left at 60 s; bert_l-6_training 7.3% against 11.5% at 60 s; op_bert3_* within 0.5 s
+#: of CP-SAT's 2 s); on six, CP-SAT is ahead where both were run (op_resnet50_training proven in 23 s
+#: against HiGHS's 15%, layer_gnmt_training to 1e-4 in 8 s against 35 s, the ResNet-50 layer graphs
+#: to 1% in 8 s against 9 s). One exception measured: bert_l-12_inference (6), 18.2% vs HiGHS's 15.5%.
+HIGHS_MAX_ACCELERATORS = 3
 
 #: At most this many seconds go to the packing relaxation's bound before a non-contiguous solve.
 PACKING_SECONDS = 30.0
@@ -140,7 +150,9 @@ class MIP(Method):
         "path_bound": Option("path_bound", Boolean(), True,
                              "latency, q=1: bound by the path DP over ideals (exact on chain-like layer graphs; "
                              "a start it certifies is returned without a solver)"),
-        "solver": Option("solver", Choice(SOLVER_NAMES), "auto", "the solver ('auto': the fastest installed)"),
+        "solver": Option("solver", Choice(SOLVER_NAMES), "auto",
+                         "the solver ('auto': the fastest installed; HiGHS for contiguous=False on at most 3 "
+                         "accelerators)"),
         "contiguous": Option("contiguous", Boolean(), True,
                              "True: chain splits (the DP's space); False: any split of the colour classes"),
         "replication": Option("replication", Boolean(), False,
@@ -232,6 +244,7 @@ class MIP(Method):
 
         overlap, gpipe = bool(problem.option("overlap")), bool(problem.option("gpipe"))
         contiguous = bool(self.setting(problem, "contiguous"))
+        solver = self._throughput_solver(problem, contiguous, info)
         timings: dict[str, float] = {}
         warm = problem.warm_start
         try:
@@ -253,7 +266,7 @@ class MIP(Method):
                                    replication=bool(self.setting(problem, "replication")))
             else:
                 if self.setting(problem, "packing_bound"):
-                    lower = self._packing_bound(problem, gpipe, info, timings)
+                    lower = self._packing_bound(problem, gpipe, solver, info, timings)
                 if self.setting(problem, "polish") and warm is not None:
                     polished = self._polish(problem, warm, overlap, gpipe, info, timings)
                     if polished is not None:
@@ -268,7 +281,7 @@ class MIP(Method):
 
             def run(ip: Any) -> tuple[MethodResult, Any]:
                 return solve_ip(
-                    problem, ip, self.setting(problem, "solver"), warm=warm, threads=int(threads),
+                    problem, ip, solver, warm=warm, threads=int(threads),
                     log=bool(self.setting(problem, "log")), progress=bool(self.setting(problem, "progress")),
                     space=Space.CHAIN if contiguous else Space.ANY, info=info, timings=timings,
                 )
@@ -287,7 +300,7 @@ class MIP(Method):
         except KeyboardInterrupt:
             # Ctrl-C before the solver ran (warm start, build, translation): return the start, if any.
             status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
-            return MethodResult(warm, status, limit=Limit.INTERRUPT, solver=str(self.setting(problem, "solver")),
+            return MethodResult(warm, status, limit=Limit.INTERRUPT, solver=solver,
                                 space=Space.CHAIN if contiguous else Space.ANY, timings=timings,
                                 info={**info, "returned": "warm start" if warm is not None else "nothing"})
         if result.device is not None and out.values is not None:
@@ -295,9 +308,21 @@ class MIP(Method):
             self._agree(problem, result, out, overlap, gpipe)
         return result
 
-    def _packing_bound(self, problem: Problem, gpipe: bool, info: dict, timings: dict) -> float | None:
+    def _throughput_solver(self, problem: Problem, contiguous: bool, info: dict) -> str:
+        """The ``solver`` option, except that ``"auto"`` takes HiGHS (when installed) for the non-contiguous
+        IP on at most :data:`HIGHS_MAX_ACCELERATORS` accelerators, and says so in ``info["solver"]``."""
+        chosen = str(self.setting(problem, "solver"))
+        if (chosen == "auto" and not contiguous and problem.cluster.accelerators <= HIGHS_MAX_ACCELERATORS
+                and get_solver("highs").available()):
+            info["solver"] = (f"highs (solver='auto', non-contiguous, at most {HIGHS_MAX_ACCELERATORS} "
+                              "accelerators)")
+            return "highs"
+        return chosen
+
+    def _packing_bound(self, problem: Problem, gpipe: bool, solver: str, info: dict,
+                       timings: dict) -> float | None:
         """The packing relaxation's proven bound (:mod:`exactplace.backends.packing`), within 5% of the
-        time left (at most :data:`PACKING_SECONDS`), on the method's solver."""
+        time left (at most :data:`PACKING_SECONDS`), on ``solver``."""
         from exactplace.backends.packing import packing_bound
         from exactplace.formulations.throughput import unit_data
 
@@ -305,7 +330,6 @@ class MIP(Method):
         budget = min(PACKING_SECONDS, PACKING_FRACTION * left)
         if not budget > 0.05:
             return None
-        solver = self.setting(problem, "solver")
         threads = int(self.setting(problem, "threads") or usable_cpus())
         try:
             found = packing_bound(unit_data(problem.graph, problem.graph.color), problem.cluster, gpipe=gpipe,
