@@ -130,6 +130,24 @@ def test_every_installed_solver_finds_the_same_optimum(contiguous: bool) -> None
     assert all(approx(v, values[INSTALLED[0]]) for v in values.values()), values
 
 
+def test_auto_solver_of_the_noncontiguous_ip_follows_the_accelerator_count() -> None:
+    """solver='auto': HiGHS for contiguous=False on at most HIGHS_MAX_ACCELERATORS accelerators, else the
+    first of AUTO_SOLVER; the contiguous IP always the latter. The same optimum either way."""
+    from exactplace.backends.mip import HIGHS_MAX_ACCELERATORS
+
+    graph = Graph([Node(i, 2.0 + i % 3, 1.0 + (i % 2), comm=0.5, memory=1.0) for i in range(6)],
+                  [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (3, 5)])
+    few, many = Cluster(HIGHS_MAX_ACCELERATORS, cpus=1), Cluster(HIGHS_MAX_ACCELERATORS + 1, cpus=1)
+    first = get_solver("auto").name
+    for cluster, expected in ((few, "highs"), (many, first)):
+        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0)
+        assert p.solver == expected and p.status is Status.OPTIMAL
+        assert ("solver" in p.info) == (expected == "highs" != first)
+        pinned = solve(graph, cluster, method="mip", contiguous=False, solver=first, rel_gap=0.0)
+        assert pinned.solver == first and approx(pinned.objective, p.objective)
+    assert solve(graph, few, method="mip").solver == first
+
+
 def test_warm_start_is_used_and_reported() -> None:
     graph = Graph([Node(i, 3.0, 1.0, comm=0.25) for i in range(5)], [(0, 1), (1, 2), (2, 3), (3, 4)])
     cluster = Cluster(2, cpus=1)
