@@ -249,6 +249,12 @@ def clusters(
     return Cluster(accelerators=k, memory=draw(cap), cpus=cpus)
 
 
+def brute_force_graphs() -> st.SearchStrategy[Graph]:
+    """Inference DAGs of 2-5 nodes or training graphs of up to 2 forward nodes: small enough for a
+    brute force over every split on 3-4 devices."""
+    return any_graphs(max_forward=2, min_nodes=2, max_nodes=5)
+
+
 def mixed_clusters() -> st.SearchStrategy[Cluster]:
     """Homogeneous clusters (up to 3 accelerators, 2 CPUs) or heterogeneous ones (2-3 accelerators)."""
     return st.one_of(clusters(max_accelerators=3, max_cpus=2),

@@ -26,7 +26,7 @@ from exactplace.formulations.throughput import contiguous_ip, noncontiguous_ip
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima, is_unit_chain
-from strategies import clusters, dags, placements, training_graphs
+from strategies import brute_force_graphs, clusters, placements
 
 from exactplace import (
     Cluster,
@@ -52,10 +52,6 @@ SOLVER = "highs" if get_solver("highs").available() else "cpsat"
 FEW = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def graphs() -> st.SearchStrategy[Graph]:
-    return st.one_of(dags(min_nodes=2, max_nodes=5), training_graphs(max_forward=2))
-
-
 def heterogeneous() -> st.SearchStrategy[Cluster]:
     """2-3 accelerators of drawn memory (sometimes uncapped) and speed (0.5-2), 0-2 CPUs; most differ."""
     return clusters(min_accelerators=2, max_accelerators=3, heterogeneous=True)
@@ -76,7 +72,7 @@ def proven(p: Placement) -> bool:
 
 
 @FEW
-@given(graphs(), heterogeneous(), st.booleans())
+@given(brute_force_graphs(), heterogeneous(), st.booleans())
 def test_dp_and_contiguous_ip_equal_the_best_chain_split(graph: Graph, cluster: Cluster, overlap: bool) -> None:
     optima = brute_force_optima(graph, cluster, "throughput", overlap=overlap)
     event(f"{len(cluster.accelerator_types())} accelerator types, {'no' if optima.units is None else 'a'} chain split")
@@ -97,7 +93,7 @@ def test_dp_and_contiguous_ip_equal_the_best_chain_split(graph: Graph, cluster: 
 
 
 @FEW
-@given(graphs(), heterogeneous())
+@given(brute_force_graphs(), heterogeneous())
 def test_noncontiguous_ip_equals_the_best_split(graph: Graph, cluster: Cluster) -> None:
     optima = brute_force_optima(graph, cluster, "throughput")
     event(f"{len(cluster.accelerator_types())} accelerator types, {'no' if optima.any is None else 'a'} split")
@@ -114,7 +110,7 @@ def test_noncontiguous_ip_equals_the_best_split(graph: Graph, cluster: Cluster) 
 
 
 @settings(max_examples=30, deadline=None)
-@given(graphs(), heterogeneous(), st.booleans(), st.data())
+@given(brute_force_graphs(), heterogeneous(), st.booleans(), st.data())
 def test_encoded_placements_satisfy_the_typed_models(graph: Graph, cluster: Cluster, overlap: bool,
                                                     data: st.DataObject) -> None:
     """A feasible placement is a point of both models at the evaluator's value, and decodes to one

@@ -20,7 +20,7 @@ from exactplace.formulations.throughput import contiguous_ip, noncontiguous_ip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
-from strategies import clusters, dags, placements, training_graphs
+from strategies import any_graphs, clusters, placements, training_graphs
 
 from exactplace import (
     Cluster,
@@ -47,10 +47,6 @@ FAST = [s for s in ("highs", "cpsat") if s in INSTALLED]
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def graphs() -> st.SearchStrategy[Graph]:
-    return st.one_of(dags(max_nodes=6), training_graphs(max_forward=3))
-
-
 def homogeneous() -> st.SearchStrategy[Cluster]:
     return clusters(min_accelerators=1, max_accelerators=3, max_cpus=2)
 
@@ -62,7 +58,7 @@ def approx(a: float | None, b: float | None) -> bool:
 
 
 @SETTINGS
-@given(graphs(), homogeneous(), st.booleans(), st.sampled_from(FAST))
+@given(any_graphs(max_nodes=6), homogeneous(), st.booleans(), st.sampled_from(FAST))
 def test_contiguous_ip_equals_dp_and_brute_force(graph: Graph, cluster: Cluster, overlap: bool, solver: str) -> None:
     optima = brute_force_optima(graph, cluster, "throughput", overlap=overlap)
     p = solve(graph, cluster, method="mip", solver=solver, rel_gap=0.0, warm_start=None, overlap=overlap)
@@ -77,7 +73,7 @@ def test_contiguous_ip_equals_dp_and_brute_force(graph: Graph, cluster: Cluster,
 
 
 @SETTINGS
-@given(graphs(), homogeneous(), st.sampled_from(FAST))
+@given(any_graphs(max_nodes=6), homogeneous(), st.sampled_from(FAST))
 def test_noncontiguous_ip_equals_brute_force(graph: Graph, cluster: Cluster, solver: str) -> None:
     optima = brute_force_optima(graph, cluster, "throughput")
     p = solve(graph, cluster, method="mip", solver=solver, contiguous=False, rel_gap=0.0, warm_start=None)
@@ -91,7 +87,7 @@ def test_noncontiguous_ip_equals_brute_force(graph: Graph, cluster: Cluster, sol
 # No max_examples: the profile decides (50 by default; HYPOTHESIS_PROFILE=thorough runs 2000, the
 # issue's "500 random tiny graphs" bar, recorded in benchmarks/RESULTS.md).
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(graphs(), homogeneous(), st.booleans())
+@given(any_graphs(max_nodes=6), homogeneous(), st.booleans())
 def test_default_options_are_optimal_within_the_default_gap(graph: Graph, cluster: Cluster, contiguous: bool) -> None:
     """What a user gets from ``solve(..., method="mip")``: default solver, rel_gap, time limit and start."""
     optima = brute_force_optima(graph, cluster, "throughput")
@@ -249,7 +245,7 @@ def test_cli_solver_options_and_plan(tmp_path: object, capsys: pytest.CaptureFix
 
 
 @settings(max_examples=60, deadline=None)
-@given(graphs(), homogeneous(), st.booleans(), st.booleans(), st.data())
+@given(any_graphs(max_nodes=6), homogeneous(), st.booleans(), st.booleans(), st.data())
 def test_encoded_placements_satisfy_the_model_at_their_value(graph: Graph, cluster: Cluster, overlap: bool,
                                                              gpipe: bool, data: st.DataObject) -> None:
     """Every feasible placement of the IP's space is a point of the model with the evaluator's objective:

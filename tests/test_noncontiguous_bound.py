@@ -24,7 +24,7 @@ from exactplace.formulations.throughput import noncontiguous_ip, unit_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
-from strategies import any_graphs, mixed_clusters, placements
+from strategies import brute_force_graphs, mixed_clusters, placements
 
 from exactplace import Cluster, Graph, Status, check_feasibility, solve
 from exactplace.backends.packing import packing_bound
@@ -33,7 +33,6 @@ from exactplace.backends.solvers import get_solver
 EXAMPLES = int(os.environ.get("NC_EXAMPLES", "30"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SOLVERS = [s for s in ("cpsat", "highs") if get_solver(s).available()]
-GRAPHS = any_graphs(max_forward=2, min_nodes=2, max_nodes=5)  # small enough for brute force
 
 
 def close(a: float, b: float) -> bool:
@@ -41,7 +40,7 @@ def close(a: float, b: float) -> bool:
 
 
 @SETTINGS
-@given(GRAPHS, mixed_clusters(), st.sampled_from(SOLVERS))
+@given(brute_force_graphs(), mixed_clusters(), st.sampled_from(SOLVERS))
 def test_tightened_ip_reaches_the_brute_force_optimum(graph: Graph, cluster: Cluster, solver: str) -> None:
     optima = brute_force_optima(graph, cluster, "throughput")
     p = solve(graph, cluster, method="mip", solver=solver, contiguous=False, rel_gap=0.0, warm_start=None,
@@ -56,7 +55,7 @@ def test_tightened_ip_reaches_the_brute_force_optimum(graph: Graph, cluster: Clu
 
 
 @SETTINGS
-@given(GRAPHS, mixed_clusters(), st.sampled_from(["plain", "overlap", "gpipe"]))
+@given(brute_force_graphs(), mixed_clusters(), st.sampled_from(["plain", "overlap", "gpipe"]))
 def test_packing_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster, variant: str) -> None:
     options = {} if variant == "plain" else {variant: True}
     optima = brute_force_optima(graph, cluster, "throughput", **options)
@@ -73,7 +72,7 @@ def test_packing_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster,
 
 
 @SETTINGS
-@given(st.data(), GRAPHS, mixed_clusters())
+@given(st.data(), brute_force_graphs(), mixed_clusters())
 def test_encoded_placements_satisfy_the_fixings(data: st.DataObject, graph: Graph, cluster: Cluster) -> None:
     device = data.draw(placements(graph, cluster, colocated=True, supported=True))
     ip = noncontiguous_ip(graph, cluster)

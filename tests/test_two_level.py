@@ -17,7 +17,7 @@ from exactplace.formulations.two_level import two_level_ip
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima, is_unit_chain
-from strategies import dags, node_values, training_graphs
+from strategies import brute_force_graphs, node_values
 
 from exactplace import (
     Cluster,
@@ -52,10 +52,6 @@ def two_level_clusters(draw: st.DrawFn) -> Cluster:
                    inter_machine_cost=draw(st.sampled_from([1.5, 3.0, 8.0])))
 
 
-def graphs() -> st.SearchStrategy[Graph]:
-    return st.one_of(dags(min_nodes=2, max_nodes=5), training_graphs(max_forward=2))
-
-
 def naive_loads(graph: Graph, cluster: Cluster, device: np.ndarray) -> list[float]:
     """Per device: compute, plus for every communication group one payment at the source (f times when
     some receiver is on another host) and one per receiving accelerator (f times from another host)."""
@@ -82,7 +78,7 @@ def naive_loads(graph: Graph, cluster: Cluster, device: np.ndarray) -> list[floa
 @given(st.data())
 def test_the_evaluator_charges_the_premium_between_hosts(data: st.DataObject) -> None:
     cluster = data.draw(two_level_clusters())
-    graph = data.draw(graphs())
+    graph = data.draw(brute_force_graphs())
     device = np.array(data.draw(st.lists(st.integers(0, cluster.num_devices - 1), min_size=graph.n,
                                          max_size=graph.n)), dtype=np.int64)
     expected = naive_loads(graph, cluster, device)
@@ -90,7 +86,7 @@ def test_the_evaluator_charges_the_premium_between_hosts(data: st.DataObject) ->
 
 
 @FEW
-@given(graphs(), two_level_clusters(), st.booleans())
+@given(brute_force_graphs(), two_level_clusters(), st.booleans())
 def test_dp_and_contiguous_ip_equal_the_best_two_level_chain_split(graph: Graph, cluster: Cluster,
                                                                    overlap: bool) -> None:
     optima = brute_force_optima(graph, cluster, "throughput", overlap=overlap)
