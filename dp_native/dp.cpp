@@ -13,6 +13,7 @@
 
 #include "chain.hpp"
 #include "dp_model.hpp"
+#include "groups.hpp"
 #include "ideals.hpp"
 
 namespace exactplace {
@@ -825,24 +826,7 @@ void check_instance(const Instance& in, const Options& options) {
                          (in.supported[u] && !(std::isfinite(in.acc_time[u]) && in.acc_time[u] >= 0));
         if (bad) throw std::invalid_argument("unit " + std::to_string(u) + " has a negative, NaN or infinite value");
     }
-    const std::size_t groups = in.group_cost.size();
-    if (in.group_source.size() != groups || in.group_ptr.size() != groups + 1 || in.group_ptr[0] != 0 ||
-        in.group_ptr[groups] != static_cast<std::int64_t>(in.group_target.size())) {
-        throw std::invalid_argument("group_source, group_ptr and group_target do not describe the groups");
-    }
-    for (std::size_t g = 0; g < groups; ++g) {
-        if (!(std::isfinite(in.group_cost[g]) && in.group_cost[g] >= 0)) {
-            throw std::invalid_argument("group " + std::to_string(g) + " has a negative, NaN or infinite cost");
-        }
-        if (in.group_source[g] < 0 || in.group_source[g] >= in.units || in.group_ptr[g + 1] < in.group_ptr[g]) {
-            throw std::invalid_argument("group " + std::to_string(g) + " is malformed");
-        }
-        for (std::int64_t t = in.group_ptr[g]; t < in.group_ptr[g + 1]; ++t) {
-            if (in.group_target[t] < 0 || in.group_target[t] >= in.units || in.group_target[t] == in.group_source[g]) {
-                throw std::invalid_argument("group " + std::to_string(g) + " has an invalid target");
-            }
-        }
-    }
+    check_groups(in.units, in.group_cost, in.group_source, in.group_ptr, in.group_target);
     if (options.accelerators < 0 || options.cpus < 0 || options.accelerators + options.cpus == 0) {
         throw std::invalid_argument("the cluster needs a non-negative number of devices, at least one");
     }

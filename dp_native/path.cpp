@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "csr.hpp"
+#include "groups.hpp"
 #include "ideals.hpp"
 
 namespace exactplace {
@@ -37,22 +38,13 @@ void check_instance(const PathInstance& in) {
     if (std::isnan(in.memory_cap) || in.memory_cap < 0) throw std::invalid_argument("the memory cap must be non-negative");
     if (in.accelerators < 0) throw std::invalid_argument("the number of accelerators must be non-negative");
     const std::size_t groups = in.group_cost.size();
-    if (in.group_source.size() != groups || in.group_ptr.size() != groups + 1 || in.group_ptr[0] != 0 ||
-        in.group_ptr[groups] != static_cast<std::int64_t>(in.group_target.size()) || in.group_stuck.size() != groups ||
-        in.group_sink_memory.size() != groups) {
-        throw std::invalid_argument("the group arrays do not describe the groups");
+    check_groups(in.units, in.group_cost, in.group_source, in.group_ptr, in.group_target);
+    if (in.group_stuck.size() != groups || in.group_sink_memory.size() != groups) {
+        throw std::invalid_argument("group_stuck and group_sink_memory need one value per group");
     }
     for (std::size_t g = 0; g < groups; ++g) {
-        if (!(std::isfinite(in.group_cost[g]) && in.group_cost[g] >= 0) || std::isnan(in.group_sink_memory[g])) {
-            throw std::invalid_argument("group " + std::to_string(g) + " has a negative, NaN or infinite cost");
-        }
-        if (in.group_source[g] < 0 || in.group_source[g] >= in.units || in.group_ptr[g + 1] < in.group_ptr[g]) {
-            throw std::invalid_argument("group " + std::to_string(g) + " is malformed");
-        }
-        for (std::int64_t t = in.group_ptr[g]; t < in.group_ptr[g + 1]; ++t) {
-            if (in.group_target[t] < 0 || in.group_target[t] >= in.units || in.group_target[t] == in.group_source[g]) {
-                throw std::invalid_argument("group " + std::to_string(g) + " has an invalid target");
-            }
+        if (std::isnan(in.group_sink_memory[g])) {
+            throw std::invalid_argument("group " + std::to_string(g) + " has a NaN sink memory");
         }
     }
     if (in.path_ptr.empty() || in.path_ptr[0] != 0 ||
