@@ -15,19 +15,12 @@
 #include "dp.hpp"
 #include "ideals.hpp"
 #include "stop.hpp"
+#include "tests/expect.hpp"
 
 using namespace exactplace;
+using testing::expect;
 
 namespace {
-
-int failures = 0;
-
-void expect(bool ok, const std::string& what) {
-    if (!ok) {
-        std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-        ++failures;
-    }
-}
 
 std::int64_t ideals_of(int n, const std::vector<std::int64_t>& src, const std::vector<std::int64_t>& dst) {
     const Poset poset(n, src, dst);
@@ -370,10 +363,5 @@ int main() {
     test_types_small_cases();
     test_types_match_homogeneous();
     test_replication_small_cases();
-    if (failures != 0) {
-        std::fprintf(stderr, "%d native test(s) failed\n", failures);
-        return EXIT_FAILURE;
-    }
-    std::puts("native tests passed");
-    return EXIT_SUCCESS;
+    return testing::report("native");
 }

@@ -12,19 +12,12 @@
 
 #include "path.hpp"
 #include "stop.hpp"
+#include "tests/expect.hpp"
 
 using namespace exactplace;
+using testing::expect;
 
 namespace {
-
-int failures = 0;
-
-void expect(bool ok, const std::string& what) {
-    if (!ok) {
-        std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-        ++failures;
-    }
-}
 
 // n units in a chain, each 10 on a CPU, `acc` on an accelerator, memory 1, copying its output
 // for `comm`; one path through all of them.
@@ -139,10 +132,5 @@ int main() {
     test_chain_values();
     test_trivial_sink_absorbed_within_memory();
     test_refusals();
-    if (failures != 0) {
-        std::fprintf(stderr, "%d path bound test(s) failed\n", failures);
-        return EXIT_FAILURE;
-    }
-    std::puts("path bound tests passed");
-    return EXIT_SUCCESS;
+    return testing::report("path bound");
 }
