@@ -2,7 +2,8 @@
 
 ``exactplace.backends.latency_bound`` now runs the DP in C++ (``dp_native/path.cpp``); this is
 the Python version it replaced (commit 41a022c, verbatim but for the native ideal-count
-pre-check), kept only so that tests can check the native bound against it. See the package
+pre-check and the node reductions, which it now takes from the package's ``reductions``: the
+brute-force tests check them), kept only so that tests can check the native bound against it. See the package
 module's docstring for the argument.
 """
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from exactplace.backends.latency_bound import reductions
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
 
@@ -65,17 +67,7 @@ class _Reduced:
         speed = float(np.max(cluster.speed)) if k else 1.0
         self.cap = float(np.max(cluster.memory_limit)) if k else 0.0
         preds, succs = graph.predecessors, graph.successors
-        out_free = np.ones(n, dtype=bool)
-        np.logical_and.at(out_free, graph.group_source, graph.group_cost == 0)
-        free_cpu = graph.cpu_time == 0
-        on_cpu = np.zeros(n, dtype=bool)  # reduced: free inputs, put on a CPU
-        sink = np.zeros(n, dtype=bool)  # reduced: trivial sinks
-        if cluster.cpus:  # both reductions move nodes to a CPU
-            for v in graph.topological_order.tolist():
-                on_cpu[v] = free_cpu[v] and out_free[v] and bool(on_cpu[preds[v]].all())
-            # A sink with accelerator time stays: putting it beside u costs time, so it is no free choice.
-            sink = (~on_cpu & free_cpu & (~graph.supported | (graph.acc_time == 0))
-                    & np.array([len(s) == 0 and len(p) == 1 for s, p in zip(succs, preds)]))
+        on_cpu, sink = reductions(graph, cluster)  # the same reduced graph as the native DP's
         absorbable = sink & graph.supported
         kept = np.flatnonzero(~on_cpu & ~sink)
         index = np.full(n, -1, dtype=np.int64)

@@ -87,7 +87,7 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
 
-__all__ = ["DEFAULT_MEMORY_BUDGET", "MAX_IDEALS", "PathBound", "path_bound"]
+__all__ = ["DEFAULT_MEMORY_BUDGET", "MAX_IDEALS", "PathBound", "path_bound", "reductions"]
 
 #: Ideals of the reduced graph beyond which no bound is computed.
 MAX_IDEALS = 1_000_000
@@ -122,6 +122,31 @@ class PathBound:
     placements: tuple[np.ndarray, ...] = ()
 
 
+def reductions(graph: Graph, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes the reductions (module docstring) take out of the path DP, as boolean masks:
+    free inputs put on a CPU, and trivial sinks. Without CPUs there are none.
+
+    >>> from exactplace.core.graph import Node
+    >>> g = Graph([Node(0, 0.0, 0.0), Node(1, 5.0, 1.0, comm=1.0), Node(2, 0.0, 0.0)], [(0, 1), (1, 2)])
+    >>> [mask.tolist() for mask in reductions(g, Cluster(1, cpus=1))]
+    [[True, False, False], [False, False, True]]
+    """
+    n = graph.n
+    preds, succs = graph.predecessors, graph.successors
+    out_free = np.ones(n, dtype=bool)
+    np.logical_and.at(out_free, graph.group_source, graph.group_cost == 0)
+    free_cpu = graph.cpu_time == 0
+    on_cpu = np.zeros(n, dtype=bool)
+    sink = np.zeros(n, dtype=bool)
+    if cluster.cpus:  # both reductions move nodes to a CPU
+        for v in graph.topological_order.tolist():
+            on_cpu[v] = free_cpu[v] and out_free[v] and bool(on_cpu[preds[v]].all())
+        # A sink with accelerator time stays: putting it beside u costs time, so it is no free choice.
+        sink = (~on_cpu & free_cpu & (~graph.supported | (graph.acc_time == 0))
+                & np.array([len(s) == 0 and len(p) == 1 for s, p in zip(succs, preds)]))
+    return on_cpu, sink
+
+
 class _Reduced:
     """The graph after the reductions, as arrays over the kept nodes (numbered in position order)."""
 
@@ -129,18 +154,8 @@ class _Reduced:
         n, k = graph.n, cluster.accelerators
         speed = float(np.max(cluster.speed)) if k else 1.0
         self.cap = float(np.max(cluster.memory_limit)) if k else 0.0
-        preds, succs = graph.predecessors, graph.successors
-        out_free = np.ones(n, dtype=bool)
-        np.logical_and.at(out_free, graph.group_source, graph.group_cost == 0)
-        free_cpu = graph.cpu_time == 0
-        on_cpu = np.zeros(n, dtype=bool)  # reduced: free inputs, put on a CPU
-        sink = np.zeros(n, dtype=bool)  # reduced: trivial sinks
-        if cluster.cpus:  # both reductions move nodes to a CPU
-            for v in graph.topological_order.tolist():
-                on_cpu[v] = free_cpu[v] and out_free[v] and bool(on_cpu[preds[v]].all())
-            # A sink with accelerator time stays: putting it beside u costs time, so it is no free choice.
-            sink = (~on_cpu & free_cpu & (~graph.supported | (graph.acc_time == 0))
-                    & np.array([len(s) == 0 and len(p) == 1 for s, p in zip(succs, preds)]))
+        preds = graph.predecessors
+        on_cpu, sink = reductions(graph, cluster)
         self.on_cpu, self.sink = on_cpu, sink
         self.absorbable = sink & graph.supported
         kept = np.flatnonzero(~on_cpu & ~sink)
