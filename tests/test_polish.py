@@ -84,8 +84,12 @@ def test_mip_with_polish_reaches_the_brute_force_optimum(graph: Graph, cluster: 
         assert "polish" in p.timings
 
 
-def test_info_timings_and_the_option() -> None:
-    """layer_bert24_training: the DP's chain optimum 41.75 is polished below 41 (the split optimum is 39.7895)."""
+def test_info_timings_trace_and_the_option() -> None:
+    """layer_bert24_training: the DP's chain optimum 41.75 is polished below 41 (the split optimum is 39.7895).
+
+    The trace, timed from solve()'s start, shows the packing bound, then the start and each polish
+    improvement against it, then the solver's progress; incumbents never rise, bounds never fall.
+    """
     from exactplace import read_workload, workload_path
 
     w = read_workload(workload_path("layer_bert24_training"))
@@ -93,8 +97,41 @@ def test_info_timings_and_the_option() -> None:
     polished = p.info["polish"]
     assert polished["start"] > 41.7 and polished["value"] < 41.0 and p.timings["polish"] > 0
     assert polished["ended"] in ("local optimum", "stalled", "time")
+    lower = p.info["packing_bound"]
+    first, start = p.trace[0], p.trace[1]
+    assert first.incumbent is None and first.bound == lower and first.seconds >= p.timings["packing_bound"]
+    assert start.incumbent == polished["start"] and start.bound == lower
+    ahead = p.trace[1:2 + polished["improved"]]  # the start, then one point per improvement
+    assert ahead[-1].incumbent == polished["value"] and all(q.bound == lower for q in ahead)
+    solver_points = p.trace[2 + polished["improved"]:]
+    assert solver_points and solver_points[0].seconds >= p.timings["packing_bound"] + p.timings["polish"]
+    seconds = [q.seconds for q in p.trace]
+    assert seconds == sorted(seconds) and seconds[-1] <= p.wall_seconds
+    assert all(b.incumbent <= a.incumbent for a, b in zip(p.trace[1:], p.trace[2:]))
+    assert all(b.bound >= a.bound for a, b in zip(p.trace, p.trace[1:]))
+    assert p.bound >= lower - 1e-9
     off = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=1, polish=False)
     assert "polish" not in off.info and "polish" not in off.timings
+
+
+def test_ctrl_c_during_polish_returns_the_polished_start_with_the_packing_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while polishing: the best placement so far comes back, interrupted, with the proven packing bound."""
+    import dataclasses
+
+    from exactplace import Limit, read_workload, workload_path
+
+    real = polish_module.polish
+
+    def interrupted(*args: object, **kwargs: object) -> polish_module.Polished:
+        return dataclasses.replace(real(*args, **kwargs), ended="interrupted")
+
+    monkeypatch.setattr(polish_module, "polish", interrupted)
+    w = read_workload(workload_path("layer_bert24_training"))
+    p = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=30)
+    assert p.limit is Limit.INTERRUPT and p.status is Status.FEASIBLE and "solve" not in p.timings
+    assert p.objective == pytest.approx(p.info["polish"]["value"], rel=1e-12)
+    assert p.bound == p.info["packing_bound"] and p.trace[-1].incumbent == p.objective
 
 
 def test_gpipe_and_latency() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -49,7 +50,8 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
 
     ``warm``: the start's devices (returned when the solver finds nothing better); its model
     values are ``values`` when the caller encoded it, else ``ip.encode(warm)``. Returns the
-    result and the adapter's raw :class:`~exactplace.backends.solvers.Result` (bound corrected).
+    result and the adapter's raw :class:`~exactplace.backends.solvers.Result` (bound corrected). Both traces
+    are timed from ``problem.started`` (``solve``'s start), so they include what the method did before.
     """
     from exactplace.backends.solvers import Request, get_solver, solve_model
 
@@ -61,9 +63,12 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
             info["warm_start"] = f"{info.get('warm_start', 'given')} (outside the IP's space, not used)"
     slack = float(ip.bound_slack)
     shown = progress_printer() if progress else None
+    # The adapter times its trace from its own start; the method's trace is timed from solve()'s start.
+    offset = time.monotonic() - problem.started
 
     def corrected(point: TracePoint) -> TracePoint:
-        return TracePoint(point.seconds, point.incumbent, None if point.bound is None else point.bound - slack)
+        return TracePoint(point.seconds + offset, point.incumbent,
+                          None if point.bound is None else point.bound - slack)
 
     request = Request(
         deadline=problem.deadline, rel_gap=problem.rel_gap, threads=threads, warm_start=values,

@@ -190,7 +190,7 @@ def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None,
                             timings=timings, info=info)
 
     if lower is not None and starts and starts[0].latency - lower <= (problem.rel_gap + 1e-12) * starts[0].latency:
-        return _certified(starts[0], lower, clock, log, progress, space, timings, info)
+        return _certified(starts[0], lower, problem.started, log, progress, space, timings, info)
 
     built = time.monotonic()
     ip, start, values = _program(problem, q, starts, lower)
@@ -223,13 +223,13 @@ def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None,
     return result
 
 
-def _certified(start: Start, lower: float, clock: float, log: bool, progress: bool, space: Space, timings: dict,
+def _certified(start: Start, lower: float, started: float, log: bool, progress: bool, space: Space, timings: dict,
                info: dict) -> MethodResult:
     """The best start, proven optimal by the path bound alone."""
     info.update(warm_start=start.name, warm_start_latency=start.latency, certified_by="path_bound")
     # A gap within the DP's float noise is no gap: report the start as its own bound.
     bound = start.latency if start.latency - lower <= 1e-12 * start.latency else lower
-    trace = [TracePoint(time.monotonic() - clock, start.latency, bound)]
+    trace = [TracePoint(time.monotonic() - started, start.latency, bound)]
     if log:
         print(f"path bound {lower:.6g} certifies the warm start {start.name!r} (latency {start.latency:.6g}); "
               "no solver run", file=sys.stderr, flush=True)

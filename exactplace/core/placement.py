@@ -101,7 +101,7 @@ class Space(str, Enum):
 
 @dataclass(frozen=True)
 class TracePoint:
-    """One point of a solve's progress: seconds since the start, incumbent value and dual bound."""
+    """One point of a solve's progress: seconds since ``solve`` began, incumbent value and dual bound."""
 
     seconds: float
     incumbent: float | None
@@ -130,7 +130,8 @@ class Placement:
     space : Space or None
         The placements the method searched, which its ``bound`` covers (None for heuristics).
     trace : tuple of TracePoint
-        Progress of the solve (incumbent non-increasing, bound non-decreasing), where recorded.
+        Progress of the solve (incumbent non-increasing, bound non-decreasing), where recorded, timed
+        from ``solve``'s start as ``wall_seconds`` is (a method's phases before its solver included).
     method, solver : str
         The registered method and the solver behind it.
     wall_seconds : float

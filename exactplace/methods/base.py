@@ -10,6 +10,7 @@ module can import it without cycles; the built-in methods are listed in
 from __future__ import annotations
 
 import importlib.util
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -66,6 +67,8 @@ class Problem:
     was given and the method may compute its own (``warm_start="auto"``, the default of
     ``solve``; ``warm_start=None`` turns it off). Preparation shared by several
     methods (the contraction; the DP's ideal counts in ``cache``) is computed once per problem.
+    ``started``: the ``time.monotonic()`` instant ``solve`` began (a problem made elsewhere: when it
+    was made); a method's trace is timed from it, as ``Placement.wall_seconds`` is.
     """
 
     graph: Graph
@@ -79,6 +82,7 @@ class Problem:
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     limit_given: bool = True
     warm_subgraph: np.ndarray | None = None
+    started: float = field(default_factory=time.monotonic, compare=False)
 
     @property
     def contraction(self) -> Contraction:

@@ -236,7 +236,7 @@ def solve(
                      and objective == "latency" else None)
     problem = Problem(graph, cluster, objective, deadline, float(rel_gap), warm, dict(options),
                       default_start=isinstance(warm_start, str) and warm_start == "auto",
-                      limit_given=time_limit is not None, warm_subgraph=warm_subgraph)
+                      limit_given=time_limit is not None, warm_subgraph=warm_subgraph, started=start)
     passed_over: dict[str, str] = {}
     if method == "auto":
         cls, passed_over = _choose(problem)
