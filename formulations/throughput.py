@@ -633,14 +633,17 @@ def _replicated_loads(m: Model, data: UnitData, sync: np.ndarray, k: int, a: np.
 
 
 def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, gpipe: bool = False,
-                     symmetry: bool | str = "first", lower_bound: float | None = None) -> ThroughputIP:
+                     symmetry: bool | str = "first", lower_bound: float | None = None,
+                     at_most: float | None = None) -> ThroughputIP:
     """The assignment max-load IP over colour classes (module docstring).
 
     ``symmetry``: ``"first"`` (default, ``True``) fixes the ``i``-th heaviest class off all but the
     first ``i + 1`` devices of each set of interchangeable devices; ``"load"`` instead sorts the
     accelerators of a type by load (the rows before issue 21); ``False`` adds neither (for
     measurements). ``lower_bound``: a proven lower bound on the objective (e.g.
-    :func:`~.throughput_bounds.packing_bound`), added as a row.
+    :func:`~.throughput_bounds.packing_bound`), added as a row. ``at_most``: the decision version,
+    objective at most that (``L``'s upper bound; a row on ``LF + LB`` with ``gpipe``), for
+    :mod:`exactplace.backends.gap_probe`; it must not be below ``lower_bound``.
 
     >>> from exactplace import read_workload, workload_path
     >>> w = read_workload(workload_path("layer_bert24_inference"))
@@ -671,6 +674,8 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     # A proven bound on L is its variable bound (a row L >= b made HiGHS 1.x fail with kSolveError in
     # its postsolve on 4 of 500 brute-force cases); with gpipe it is a row on LF + LB.
     floor = float(lower_bound) if lower_bound is not None and lower_bound > 0 and not gpipe else 0.0
+    if at_most is not None and not gpipe:
+        cap = min(cap, float(at_most))
     L = m.add_vars(2 if gpipe else 1, lb=min(floor, cap), ub=cap, name="L: max load")
     m.add_rows("assignment: each class on one device", U, lb=1.0, ub=1.0,
                rows=np.repeat(np.arange(U), D), cols=y.reshape(-1), vals=1.0)
@@ -701,6 +706,8 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     if lower_bound is not None and lower_bound > 0 and gpipe:
         m.add_rows("lower bound: packing relaxation", 1, lb=float(lower_bound), rows=np.zeros(len(L), int), cols=L,
                    vals=1.0)
+    if at_most is not None and gpipe:
+        m.add_rows("decision: objective at most", 1, ub=float(at_most), rows=np.zeros(len(L), int), cols=L, vals=1.0)
     return ThroughputIP(m, "any", graph, cluster, data, overlap, gpipe,
                         {"y": y, "e": e, "L": L, "rank": rank if mode == "first" else np.zeros(0, np.int64)})
 

@@ -65,6 +65,7 @@ from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usab
 from exactplace.methods.registry import start_from
 
 if TYPE_CHECKING:
+    from exactplace.backends.gap_probe import Probe
     from exactplace.backends.polish import Polished
 
 __all__ = ["DEFAULT_TIME_LIMIT", "MIP", "default_start", "with_default_limit"]
@@ -96,6 +97,12 @@ POLISH_SECONDS = 30.0
 
 #: ... and at most this fraction of the time left after the packing phase.
 POLISH_FRACTION = 0.1
+
+#: At most this many seconds go to the gap probe after the polish ...
+PROBE_SECONDS = 30.0
+
+#: ... and at most this fraction of the time left then.
+PROBE_FRACTION = 0.1
 
 
 def estimated_nonzeros(problem: Problem, q: int, contiguous: bool) -> int:
@@ -189,6 +196,10 @@ class MIP(Method):
         "polish": Option("polish", Boolean(), True,
                          "contiguous=False: first improve the warm start by exact re-optimization of device pairs "
                          "and triples (exactplace.backends.polish) for up to 10% of the time"),
+        "gap_probe": Option("gap_probe", Boolean(), True,
+                            "contiguous=False: then ask CP-SAT whether any split is 1%, then rel_gap, better than "
+                            "the start (exactplace.backends.gap_probe) for up to 10% of the time; a refutation is a "
+                            "bound"),
         "threads": THREADS,
         "log": Option("log", Boolean(), False, "stream the solver's log to stderr"),
         "progress": Option("progress", Boolean(), False, "print incumbent, bound and gap on stderr as they move"),
@@ -211,12 +222,11 @@ class MIP(Method):
             from exactplace.backends.latency_mip import check_latency
 
             check_latency(problem.options)
-            check_param("packing_bound" not in problem.options, "packing_bound", "solve",
-                        "left out for objective 'latency' (it bounds the non-contiguous max-load IP)",
-                        problem.options.get("packing_bound"))
-            check_param("polish" not in problem.options, "polish", "solve",
-                        "left out for objective 'latency' (it improves the non-contiguous max-load IP's start)",
-                        problem.options.get("polish"))
+            for name, role in (("packing_bound", "bounds"), ("polish", "improves the start of"),
+                               ("gap_probe", "proves the gap of")):
+                check_param(name not in problem.options, name, "solve",
+                            f"left out for objective 'latency' (it {role} the non-contiguous max-load IP)",
+                            problem.options.get(name))
             return
         check_param(
             "q" not in problem.options, "q", "solve", "left out for objective 'throughput' (it is the latency "
@@ -304,6 +314,21 @@ class MIP(Method):
                                    for seconds, value in ((0.0, polished.start), *polished.trace)]
                         if polished.interrupted:
                             raise KeyboardInterrupt
+                if self.setting(problem, "gap_probe") and warm is not None:
+                    began = time.monotonic() - problem.started
+                    probe = self._gap_probe(problem, warm, lower, overlap, gpipe, info, timings)
+                    if probe is not None:
+                        warm = probe.device
+                        before += [TracePoint(began + seconds, value, lower if bound is None else bound)
+                                   for seconds, value, bound in probe.trace]
+                        if probe.bound is not None:  # a proven bound above the packing bound
+                            lower = probe.bound
+                        if probe.outcome == "interrupted":
+                            raise KeyboardInterrupt
+                        if probe.outcome == "proven":
+                            return MethodResult(warm, Status.OPTIMAL, bound=lower, solver="cpsat", space=Space.ANY,
+                                                trace=best_known(before), timings=timings,
+                                                info={**info, "certified_by": "gap_probe"})
                 if self.setting(problem, "progress"):
                     shown = progress_printer()
                     for point in before:
@@ -404,6 +429,31 @@ class MIP(Method):
         timings["polish"] = found.seconds
         info["polish"] = {"start": found.start, "value": found.value, "neighbourhoods": found.solved,
                           "improved": found.improved, "ended": found.ended}
+        return found
+
+    def _gap_probe(self, problem: Problem, warm: np.ndarray, lower: float | None, overlap: bool, gpipe: bool,
+                   info: dict, timings: dict) -> Probe | None:
+        """Decision probes "is any split 1%, then ``rel_gap``, better than the start?"
+        (:mod:`exactplace.backends.gap_probe`) on CP-SAT with one worker, within 10% of the time left (at
+        most :data:`PROBE_SECONDS`); None when they do not apply (the packing bound already closes the gap,
+        no CP-SAT, no time)."""
+        from exactplace.backends.gap_probe import probe_gap
+
+        value = max_load(problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe)
+        if lower is not None and value - lower <= problem.rel_gap * value:
+            return None
+        if not get_solver("cpsat").available():
+            info["gap_probe"] = "none (CP-SAT is not installed)"
+            return None
+        left = problem.deadline - time.monotonic() if problem.deadline is not None else float("inf")
+        budget = min(PROBE_SECONDS, PROBE_FRACTION * left)
+        if not budget > 0.05:
+            return None
+        found = probe_gap(problem.graph, problem.cluster, warm, problem.rel_gap, overlap=overlap, gpipe=gpipe,
+                          lower_bound=lower, time_limit=budget)
+        timings["gap_probe"] = found.seconds
+        info["gap_probe"] = {"outcome": found.outcome, "start": value, "value": found.value, "bound": found.bound,
+                             "found": found.found}
         return found
 
     @staticmethod

@@ -1,0 +1,85 @@
+"""Issue 21: the gap probe of the non-contiguous IP (``exactplace/backends/gap_probe.py``).
+
+* Against brute force over all splits: a refuted probe's bound never exceeds the optimum and closes
+  the asked gap on the start's value; a split a probe finds is legal, re-scored by the evaluator, and
+  at least the gap better than the start (plain, ``overlap`` and ``gpipe`` loads, memory caps,
+  unsupported nodes, CPUs, heterogeneous clusters).
+* ``method="mip"`` with the probe (its default) still reaches the brute-force optimum within the gap;
+  when the probe certifies the start the result says so and carries the probe's bound.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from oracle import brute_force_optima
+from strategies import any_graphs, mixed_clusters, placements
+
+from exactplace import Cluster, Graph, ParameterError, Status, check_feasibility, max_load, solve
+from exactplace.backends.gap_probe import probe_gap
+
+SETTINGS = settings(max_examples=int(os.environ.get("NC_EXAMPLES", "30")), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+GRAPHS = any_graphs(max_forward=3, min_nodes=2, max_nodes=6)  # small enough for brute force
+
+
+@SETTINGS
+@given(st.data(), GRAPHS, mixed_clusters(), st.sampled_from(["plain", "overlap", "gpipe"]),
+       st.sampled_from([0.0, 1e-3, 0.01, 0.1, 0.3]))
+def test_probe_against_brute_force(data: st.DataObject, graph: Graph, cluster: Cluster, variant: str,
+                                   rel_gap: float) -> None:
+    options = {variant: True} if variant != "plain" else {}
+    start = data.draw(placements(graph, cluster, colocated=True, supported=True))
+    assume(not check_feasibility(graph, cluster, start))
+    optimum = brute_force_optima(graph, cluster, "throughput", **options).any
+    assert optimum is not None
+    value = max_load(graph, cluster, start, **options)
+    probe = probe_gap(graph, cluster, start, rel_gap, time_limit=30.0, **options)
+    assert probe.outcome in ("proven", "undecided")
+    assert not check_feasibility(graph, cluster, probe.device)
+    assert math.isclose(probe.value, max_load(graph, cluster, probe.device, **options), rel_tol=1e-12)
+    if probe.found:
+        assert probe.value <= value * (1 - rel_gap) * (1 + 1e-6) + 1e-12
+    else:
+        assert np.array_equal(probe.device, start)
+    assert probe.value >= optimum * (1 - 1e-9) - 1e-12
+    if probe.bound is not None:
+        assert probe.bound <= optimum * (1 + 1e-9) + 1e-12
+    if probe.outcome == "proven":
+        assert probe.value - probe.bound <= rel_gap * probe.value
+
+
+@SETTINGS
+@given(GRAPHS, mixed_clusters(), st.booleans(), st.sampled_from([1e-4, 0.05]))
+def test_mip_with_the_probe_reaches_the_brute_force_optimum(graph: Graph, cluster: Cluster, overlap: bool,
+                                                            rel_gap: float) -> None:
+    optimum = brute_force_optima(graph, cluster, "throughput", overlap=overlap).any
+    p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=rel_gap, time_limit=30, overlap=overlap)
+    if optimum is None:
+        assert p.status is Status.INFEASIBLE
+        return
+    assert p.status is Status.OPTIMAL
+    assert optimum * (1 - 1e-9) - 1e-12 <= p.objective <= optimum / (1 - rel_gap) * (1 + 1e-6) + 1e-9
+    assert p.bound <= optimum * (1 + 1e-9) + 1e-12
+    if p.info.get("certified_by") == "gap_probe":
+        assert p.info["gap_probe"]["outcome"] == "proven" and p.bound == p.info["gap_probe"]["bound"]
+        assert "solve" not in p.timings and p.trace[-1].bound == p.bound
+
+
+def test_op_bert3_probe_certifies_and_the_option_turns_it_off() -> None:
+    """op_bert3_inference's DP split is its non-contiguous optimum: the probe proves it within 5% at once."""
+    from exactplace import read_workload, workload_path
+
+    w = read_workload(workload_path("op_bert3_inference"))
+    p = solve(w, method="mip", contiguous=False, time_limit=30, rel_gap=0.05, polish=False)
+    assert p.info["certified_by"] == "gap_probe" and p.status is Status.OPTIMAL and p.solver == "cpsat"
+    assert p.bound >= 0.95 * p.objective and p.timings["gap_probe"] > 0
+    off = solve(w, method="mip", contiguous=False, time_limit=30, rel_gap=0.05, polish=False, gap_probe=False)
+    assert "gap_probe" not in off.info and "certified_by" not in off.info
+    with pytest.raises(ParameterError, match="gap_probe"):
+        solve(w, method="mip", objective="latency", gap_probe=False)
