@@ -31,6 +31,13 @@ polish improvement (the evaluator's loads) against it, then the solver's progres
 A certified gap is often reached there, before the solver starts: layer_gnmt_training's polish is
 within 0.3% of the packing bound after 0.25 s. The result is still the evaluator's.
 
+Gap probe (issue 21): then, unless the packing bound already closes ``rel_gap``, up to 10% of the time
+left (at most 30 s) goes to decision probes on CP-SAT, "is any split 1%, then ``rel_gap``, better than
+the start?" (:mod:`exactplace.backends.gap_probe`; option ``gap_probe``). A refutation is a proven bound:
+when it closes ``rel_gap`` the start comes back optimal with ``info["certified_by"] == "gap_probe"``
+and no IP is solved, else it becomes ``L``'s lower bound. A split a probe finds replaces the start.
+``info["gap_probe"]`` and ``timings["gap_probe"]`` say what it gave and took.
+
 How a formulation plugs in: build a ``Model`` in ``formulations/`` with ``decode`` /
 ``encode`` / ``bound_slack`` as :class:`~exactplace.formulations.throughput.ThroughputIP` and
 :class:`~exactplace.formulations.latency.LatencyIP` do, then call
