@@ -134,6 +134,20 @@ def test_ctrl_c_during_polish_returns_the_polished_start_with_the_packing_bound(
     assert p.bound == p.info["packing_bound"] and p.trace[-1].incumbent == p.objective
 
 
+def test_a_sub_ip_the_solver_fails_on_leaves_its_neighbourhood_undecided() -> None:
+    """HiGHS 1.12 ends this graph's one sub-IP in kSolveError (found by the 500-example run): polish goes on."""
+    graph = Graph([Node(0, 0.0, None, comm=1.75), Node(1, 9.5, None), Node(2, 1.25, 4.75, comm=3.0), Node(3, 0.0, None),
+                   Node(4, 0.0, 0.0, comm=1.25), Node(5, 0.0, None)],
+                  [(0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (1, 2), (1, 3), (1, 5), (2, 3), (2, 5), (3, 5), (4, 1),
+                   (4, 2)])
+    cluster = Cluster(accelerators=1, cpus=1)
+    start = np.ones(graph.n, dtype=np.int64)  # everything on the CPU core: the optimum, 10.75
+    found = polish(graph, cluster, start, time_limit=5.0)
+    assert found.value == 10.75 and found.ended == "stalled" and found.solved >= 1
+    p = solve(graph, cluster, method="mip", contiguous=False, time_limit=30)
+    assert p.status is Status.OPTIMAL and close(p.objective, 10.75)
+
+
 def test_gpipe_and_latency() -> None:
     """GPipe's objective does not decompose by device sets: the start is left alone; latency refuses the option."""
     graph = Graph([Node(0, 2.0, 1.0, comm=0.5, color=0), Node(1, 2.0, 1.0, comm=0.5),

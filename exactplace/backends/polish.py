@@ -79,6 +79,7 @@ from typing import NamedTuple
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.errors import ExactplaceError
 from exactplace.core.graph import Graph
 from exactplace.core.placement import Limit, Status
 from exactplace.evaluators.max_load import device_loads
@@ -339,8 +340,13 @@ def _solve_sub(data: UnitData, cluster: Cluster, allowed: np.ndarray, kinds: np.
                        cols=y[:, slot], vals=data.memory[free])
     m.minimize(L, [1.0])
     # No hint: the current placement is outside the model (L is below its max load).
-    out = solve_model(m, solver, Request(deadline=deadline, rel_gap=0.0, threads=threads, cancel=cancel,
-                                         isolate=False))
+    try:
+        out = solve_model(m, solver, Request(deadline=deadline, rel_gap=0.0, threads=threads, cancel=cancel,
+                                             isolate=False))
+    except ExactplaceError:
+        # HiGHS 1.12 ends some small sub-IPs in kSolveError (seen: 18 variables, a 6-node brute-force graph,
+        # L's bound just below the current load): the neighbourhood stays undecided, the search goes on.
+        return _SubResult(None, False, False)
     decided = out.status in (Status.OPTIMAL, Status.INFEASIBLE)
     if out.values is None:
         return _SubResult(None, decided, out.limit is Limit.INTERRUPT)
