@@ -150,6 +150,14 @@ def default_start(problem: Problem) -> tuple[np.ndarray | None, str]:
     return None, "none"
 
 
+def _phase_budget(problem: Problem, seconds: float, fraction: float) -> float | None:
+    """Seconds for a phase before the non-contiguous IP: ``fraction`` of the time left, at most ``seconds``;
+    None when that is too little to start it."""
+    left = problem.deadline - time.monotonic() if problem.deadline is not None else float("inf")
+    budget = min(seconds, fraction * left)
+    return budget if budget > 0.05 else None
+
+
 def best_known(points: list[TracePoint]) -> list[TracePoint]:
     """The trace as the method knows it at each point: the lowest incumbent and the highest bound so far.
 
@@ -398,9 +406,8 @@ class MIP(Method):
         from exactplace.backends.packing import packing_bound
         from exactplace.formulations.throughput import unit_data
 
-        left = problem.deadline - time.monotonic() if problem.deadline is not None else float("inf")
-        budget = min(PACKING_SECONDS, PACKING_FRACTION * left)
-        if not budget > 0.05:
+        budget = _phase_budget(problem, PACKING_SECONDS, PACKING_FRACTION)
+        if budget is None:
             return None
         threads = int(self.setting(problem, "threads") or usable_cpus())
         try:
@@ -425,9 +432,8 @@ class MIP(Method):
         if gpipe:
             info["polish"] = "none (GPipe's max FW + max BW does not decompose by device sets)"
             return None
-        left = problem.deadline - time.monotonic() if problem.deadline is not None else float("inf")
-        budget = min(POLISH_SECONDS, POLISH_FRACTION * left)
-        if not budget > 0.05:
+        budget = _phase_budget(problem, POLISH_SECONDS, POLISH_FRACTION)
+        if budget is None:
             return None
         if check_feasibility(problem.graph, problem.cluster, warm):
             info["polish"] = "none (the start is not a legal split)"
@@ -452,9 +458,8 @@ class MIP(Method):
         if not get_solver("cpsat").available():
             info["gap_probe"] = "none (CP-SAT is not installed)"
             return None
-        left = problem.deadline - time.monotonic() if problem.deadline is not None else float("inf")
-        budget = min(PROBE_SECONDS, PROBE_FRACTION * left)
-        if not budget > 0.05:
+        budget = _phase_budget(problem, PROBE_SECONDS, PROBE_FRACTION)
+        if budget is None:
             return None
         found = probe_gap(problem.graph, problem.cluster, warm, problem.rel_gap, overlap=overlap, gpipe=gpipe,
                           lower_bound=lower, time_limit=budget)
