@@ -31,9 +31,11 @@ polish improvement (the evaluator's loads) against it, then the solver's progres
 A certified gap is often reached there, before the solver starts: layer_gnmt_training's polish is
 within 0.3% of the packing bound after 0.25 s. The result is still the evaluator's.
 
-Gap probe (issue 21): then, unless the packing bound already closes ``rel_gap``, up to 10% of the time
-left (at most 30 s) goes to decision probes on CP-SAT, "is any split 1%, then ``rel_gap``, better than
-the start?" (:mod:`exactplace.backends.gap_probe`; option ``gap_probe``). A refutation is a proven bound:
+Gap probe (issue 21): then, when the IP's solver is CP-SAT (``"auto"`` on more than
+:data:`HIGHS_MAX_ACCELERATORS` accelerators) and the packing bound does not already close ``rel_gap``,
+up to 10% of the time left (at most 30 s) goes to decision probes on CP-SAT with one worker, "is any
+split 1%, then ``rel_gap``, better than the start?" (:mod:`exactplace.backends.gap_probe`; option
+``gap_probe``). A refutation is a proven bound:
 when it closes ``rel_gap`` the start comes back optimal with ``info["certified_by"] == "gap_probe"``
 and no IP is solved, else it becomes ``L``'s lower bound. A split a probe finds replaces the start.
 ``info["gap_probe"]`` and ``timings["gap_probe"]`` say what it gave and took.
@@ -212,9 +214,9 @@ class MIP(Method):
                          "contiguous=False: first improve the warm start by exact re-optimization of device pairs "
                          "and triples (exactplace.backends.polish) for up to 10% of the time"),
         "gap_probe": Option("gap_probe", Boolean(), True,
-                            "contiguous=False: then ask CP-SAT whether any split is 1%, then rel_gap, better than "
-                            "the start (exactplace.backends.gap_probe) for up to 10% of the time; a refutation is a "
-                            "bound"),
+                            "contiguous=False on CP-SAT: then ask whether any split is 1%, then rel_gap, better "
+                            "than the start (exactplace.backends.gap_probe) for up to 10% of the time; a refutation "
+                            "is a bound"),
         "threads": THREADS,
         "log": Option("log", Boolean(), False, "stream the solver's log to stderr"),
         "progress": Option("progress", Boolean(), False, "print incumbent, bound and gap on stderr as they move"),
@@ -329,7 +331,8 @@ class MIP(Method):
                                    for seconds, value in ((0.0, polished.start), *polished.trace)]
                         if polished.interrupted:
                             raise KeyboardInterrupt
-                if self.setting(problem, "gap_probe") and warm is not None:
+                # The probe is CP-SAT's: with another solver pinned (or HiGHS chosen by 'auto'), that solver proves.
+                if self.setting(problem, "gap_probe") and warm is not None and get_solver(solver).name == "cpsat":
                     began = time.monotonic() - problem.started
                     probe = self._gap_probe(problem, warm, lower, overlap, gpipe, info, timings)
                     if probe is not None:
@@ -449,14 +452,11 @@ class MIP(Method):
         """Decision probes "is any split 1%, then ``rel_gap``, better than the start?"
         (:mod:`exactplace.backends.gap_probe`) on CP-SAT with one worker, within 10% of the time left (at
         most :data:`PROBE_SECONDS`); None when they do not apply (the packing bound already closes the gap,
-        no CP-SAT, no time)."""
+        no time)."""
         from exactplace.backends.gap_probe import probe_gap
 
         value = max_load(problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe)
         if lower is not None and value - lower <= problem.rel_gap * value:
-            return None
-        if not get_solver("cpsat").available():
-            info["gap_probe"] = "none (CP-SAT is not installed)"
             return None
         budget = _phase_budget(problem, PROBE_SECONDS, PROBE_FRACTION)
         if budget is None:
