@@ -86,3 +86,27 @@ def test_op_bert3_probe_certifies_and_the_option_turns_it_off() -> None:
         assert "gap_probe" not in off.info and "certified_by" not in off.info
     with pytest.raises(ParameterError, match="gap_probe"):
         solve(w, method="mip", objective="latency", gap_probe=False)
+
+
+def test_ctrl_c_during_the_probe_keeps_the_bound_it_proved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C after the 1% rung was refuted: the start comes back interrupted, with that rung's bound."""
+    import dataclasses
+
+    from exactplace import Limit, read_workload, workload_path
+    from exactplace.backends import gap_probe
+
+    real = gap_probe.probe_gap
+
+    def interrupted(*args: object, **kwargs: object) -> gap_probe.Probe:
+        kwargs["rel_gap"] = 0.05  # a gap the probe proves at once, standing in for the coarse rung
+        probe = real(*args[:3], **kwargs)
+        assert probe.bound is not None
+        return dataclasses.replace(probe, outcome="interrupted")
+
+    monkeypatch.setattr(gap_probe, "probe_gap", lambda graph, cluster, device, rel_gap, **kw: interrupted(
+        graph, cluster, device, **kw))
+    w = read_workload(workload_path("op_bert3_inference"))
+    p = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=30, polish=False)
+    assert p.limit is Limit.INTERRUPT and p.status is Status.FEASIBLE and "solve" not in p.timings
+    assert p.bound == p.info["gap_probe"]["bound"] and p.bound >= 0.95 * p.objective
+    assert p.trace[-1].bound == p.bound
