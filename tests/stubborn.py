@@ -3,7 +3,8 @@
 It reports one incumbent (the model's all-lower-bounds point) and one progress point, writes
 its process id to ``$STUBBORN_PID`` when set, then sleeps ``$STUBBORN_SECONDS`` (default 60)
 without looking at the clock or at ``cancel``, as HiGHS does in root cut separation. With
-``$STUBBORN_FAIL`` set it raises instead.
+``$STUBBORN_FAIL`` set it raises instead; with ``$STUBBORN_CHATTER`` set it first writes that text to
+file descriptor 1, as HiGHS 1.12 writes debug lines with its log off.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class StubbornSolver(Solver):
         if os.environ.get("STUBBORN_PID"):
             with open(os.environ["STUBBORN_PID"], "w") as file:
                 file.write(str(os.getpid()))
+        if os.environ.get("STUBBORN_CHATTER"):
+            os.write(1, os.environ["STUBBORN_CHATTER"].encode() + b"\n")
         values = model.lb.copy()
         trace = Trace(request.progress)
         trace.record(model.objective_value(values), model.objective_value(values) - 1.0)

@@ -74,6 +74,19 @@ def test_a_failing_solver_is_an_error_naming_it(monkeypatch: pytest.MonkeyPatch)
         solve_isolated(StubbornSolver, knapsack(), Request())
 
 
+def test_a_solvers_own_output_reaches_stderr_only_with_the_log(monkeypatch: pytest.MonkeyPatch,
+                                                              capfd: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("STUBBORN_CHATTER", "solver chatter on stdout")
+    monkeypatch.setenv("STUBBORN_SECONDS", "0")
+    out = solve_isolated(StubbornSolver, knapsack(), Request())
+    assert out.values is not None  # the message stream was not disturbed
+    quiet = capfd.readouterr()
+    solve_isolated(StubbornSolver, knapsack(), Request(log=lambda line: None))
+    logged = capfd.readouterr()
+    assert "solver chatter" not in quiet.out + quiet.err
+    assert "solver chatter" in logged.err and "solver chatter" not in logged.out
+
+
 def _script(tmp_path: Path, body: str) -> Path:
     script = tmp_path / "run.py"
     script.write_text(textwrap.dedent(f"""

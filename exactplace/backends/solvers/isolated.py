@@ -11,7 +11,8 @@ last solution streamed.
 The child is spawned (``python -m exactplace.backends.solvers.child``: a fresh interpreter,
 never a fork, so the solvers' threads are safe) in a session of its own, so a terminal's Ctrl-C
 reaches only the parent, which decides. It writes nothing to its standard output but
-messages: its stdout is moved to stderr, where a solver's own log lines go. Messages are
+messages: its stdout is moved to stderr when the log was asked for (where a solver's own log lines
+go), else to the null device. Messages are
 pickled, one after another: the parent writes the job, then ``"stop"`` when it wants the
 solve to end; the child writes ``("point", TracePoint)``, ``("solution", values)``,
 ``("log", line)``, and finally ``("result", Result)`` or ``("error", text)``. End of file on
