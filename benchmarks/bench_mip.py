@@ -2,7 +2,7 @@
 
 For each workload, mode and solver it prints one Markdown row: the evaluator's value, the
 solver's bound and gap, the status, the seconds to reach a 1% gap and to reach the optimum
-(from the solver's trace; solvers without progress callbacks only have their end time),
+(from the method's trace, timed from solve()'s start; solvers without progress callbacks only have their end time),
 the total wall time, and the published reference beside it (``dp`` for the contiguous IP,
 ``ip_noncontiguous`` for the non-contiguous one, and the published Gurobi seconds with the
 ratio ours / theirs). The machine's load average is printed with every row: other jobs
