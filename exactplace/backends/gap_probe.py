@@ -42,7 +42,7 @@ from exactplace.evaluators.max_load import max_load
 from exactplace.formulations.throughput import noncontiguous_ip
 
 from .solvers import Request, solve_model
-from .solvers.cpsat import scale_for_cpsat
+from .solvers.cpsat import refutation_margin
 
 __all__ = ["HEADROOM", "LADDER", "Probe", "probe_gap"]
 
@@ -129,8 +129,7 @@ def probe_gap(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float
             outcome = "interrupted"
             break
         if out.status is Status.INFEASIBLE:
-            form = scale_for_cpsat(ip.model)
-            bound = max(bound if bound is not None else -np.inf, threshold - (form["error"] + 2.0 / form["scale"]))
+            bound = max(bound if bound is not None else -np.inf, threshold - refutation_margin(ip.model))
             trace.append((time.monotonic() - clock, value, bound))
             gaps.pop(0)
             continue

@@ -337,8 +337,7 @@ class MIP(Method):
                     probe = self._gap_probe(problem, warm, lower, overlap, gpipe, info, timings)
                     if probe is not None:
                         warm = probe.device
-                        before += [TracePoint(began + seconds, value, lower if bound is None else bound)
-                                   for seconds, value, bound in probe.trace]
+                        before += [TracePoint(began + seconds, value, bound) for seconds, value, bound in probe.trace]
                         if probe.bound is not None:  # a proven bound above the packing bound
                             lower = probe.bound
                         if probe.outcome == "interrupted":

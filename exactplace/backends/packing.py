@@ -21,7 +21,7 @@ from exactplace.core.placement import Status
 from exactplace.formulations.throughput_bounds import packing_model
 
 from .solvers import Request, get_solver, solve_model
-from .solvers.cpsat import scale_for_cpsat
+from .solvers.cpsat import refutation_margin
 
 __all__ = ["TOLERANCE", "PackingBound", "packing_bound"]
 
@@ -112,9 +112,7 @@ def _bisect(data: object, cluster: Cluster, gpipe: bool, time_limit: float, thre
             break
         if out.status is Status.INFEASIBLE:
             # CP-SAT decided a scaled copy: its threshold floored to the grid 1/S, its coefficients rounded.
-            form = scale_for_cpsat(decision) if solver == "cpsat" else None
-            margin = form["error"] + 2.0 / form["scale"] if form is not None else 0.0
-            bound = max(bound, threshold - margin)
+            bound = max(bound, threshold - (refutation_margin(decision) if solver == "cpsat" else 0.0))
         elif out.objective is not None:
             best = min(best, float(out.objective))  # a relaxed placement at most the threshold
             ceiling = min(ceiling, best)

@@ -40,7 +40,7 @@ from exactplace.formulations.model import Kind, Model
 from .base import Capabilities, Request, Result, Solver, Trace, run_interruptibly
 from .statuses import interpret
 
-__all__ = ["CpSatSolver", "scale_for_cpsat"]
+__all__ = ["CpSatSolver", "refutation_margin", "scale_for_cpsat"]
 
 _RESOLUTION = 2.0**32  # continuous variables: their largest bound times S is about this
 _MAX_COEF = 2.0**40    # ... unless that makes a coefficient larger than this
@@ -50,6 +50,23 @@ _INT32 = 2.0**31      # google/or-tools#5293: a row whose integer coefficients s
 
 def _pow2_at_most(x: float) -> float:
     return 2.0 ** math.floor(math.log2(x)) if x > 0 else 1.0
+
+
+def refutation_margin(model: Model) -> float:
+    """How far below a threshold CP-SAT's "infeasible" for a decision ``model`` (objective at most the
+    threshold, as a row or a bound) is a proof for the unscaled model: CP-SAT decided the scaled copy, its
+    threshold rounded to the grid ``1/S`` and its rows' coefficients rounded (the worst row's error). So a
+    refutation at ``T`` proves the bound ``T - refutation_margin(model)``.
+
+    >>> from exactplace.formulations.model import Model, Kind
+    >>> m = Model()
+    >>> y = m.add_vars(2, ub=1, kind=Kind.INTEGER); L = m.add_vars(1, ub=10.0)
+    >>> _ = m.add_rows("load", 1, ub=0.0, rows=[0, 0, 0], cols=[y[0], y[1], L[0]], vals=[1.5, 2.25, -1.0])
+    >>> refutation_margin(m) == 2.0 / scale_for_cpsat(m)["scale"]
+    True
+    """
+    form = scale_for_cpsat(model)
+    return float(form["error"]) + 2.0 / float(form["scale"])
 
 
 def scale_for_cpsat(model: Model) -> dict:
