@@ -159,11 +159,23 @@ def test_gpipe_and_latency() -> None:
         solve(graph, cluster, method="mip", objective="latency", polish=False)
 
 
-def test_solver_stdout_is_discarded(capfd: pytest.CaptureFixture[str]) -> None:
-    """What a solver prints on file descriptor 1 during the sub-IPs is dropped; stderr and later stdout are not."""
-    with polish_module._solver_stdout_discarded():
+def test_solver_stdout_is_discarded(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """What HiGHS prints on file descriptor 1 with its log off (as 1.12 does on some of polish's sub-IPs, which
+    run in this process) is dropped; stderr and later stdout are not."""
+    import highspy
+
+    from exactplace import read_workload, workload_path
+
+    real = highspy.Highs.run
+
+    def noisy(self: object) -> object:
         os.write(1, b"solver noise\n")
         os.write(2, b"solver error\n")
+        return real(self)
+
+    monkeypatch.setattr(highspy.Highs, "run", noisy)
+    w = read_workload(workload_path("layer_bert24_training"))
+    found = polish(w.graph, w.cluster, solve(w, method="dp").device, time_limit=2.0)
     print("after")
     out, err = capfd.readouterr()
-    assert "solver noise" not in out + err and "solver error" in err and "after" in out
+    assert found.solved >= 1 and "solver noise" not in out + err and "solver error" in err and "after" in out

@@ -65,15 +65,10 @@ End-to-end measurements: ``benchmarks/RESULTS.md``, "Non-contiguous IP: polished
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import dataclasses
 import itertools
-import os
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -171,71 +166,38 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
         return time.monotonic() >= deadline or (cancel is not None and cancel.is_set())
 
     try:
-        with _solver_stdout_discarded():
-            while not stopped():
-                undecided = False
-                for neighbourhood in _neighbourhoods(loads):
-                    if stopped():
-                        break
-                    S = list(neighbourhood)
-                    sub_ip = _solve_sub(data, cluster, allowed, kinds, unit_device, neighbourhood,
-                                        float(loads[S].max()), overlap, solver, threads,
-                                        min(deadline, time.monotonic() + SUB_SECONDS), cancel)
-                    solved += 1
-                    undecided |= not sub_ip.decided
-                    if sub_ip.interrupted:
-                        raise KeyboardInterrupt
-                    if sub_ip.found is None:
-                        continue
-                    candidate = sub_ip.found[data.unit]
-                    new = _loads(graph, cluster, candidate, overlap)
-                    # The evaluator's loads, with half the sub-IP's margin for its rounding.
-                    if new[S].max() < loads[S].max() * (1 - IMPROVEMENT / 2):
-                        device, unit_device, loads = candidate, sub_ip.found, new
-                        improved += 1
-                        trace.append((time.monotonic() - clock, float(loads.max())))
-                        break
-                else:  # a sweep without improvement
-                    ended = "stalled" if undecided else "local optimum"
+        while not stopped():
+            undecided = False
+            for neighbourhood in _neighbourhoods(loads):
+                if stopped():
                     break
+                S = list(neighbourhood)
+                sub_ip = _solve_sub(data, cluster, allowed, kinds, unit_device, neighbourhood,
+                                    float(loads[S].max()), overlap, solver, threads,
+                                    min(deadline, time.monotonic() + SUB_SECONDS), cancel)
+                solved += 1
+                undecided |= not sub_ip.decided
+                if sub_ip.interrupted:
+                    raise KeyboardInterrupt
+                if sub_ip.found is None:
+                    continue
+                candidate = sub_ip.found[data.unit]
+                new = _loads(graph, cluster, candidate, overlap)
+                # The evaluator's loads, with half the sub-IP's margin for its rounding.
+                if new[S].max() < loads[S].max() * (1 - IMPROVEMENT / 2):
+                    device, unit_device, loads = candidate, sub_ip.found, new
+                    improved += 1
+                    trace.append((time.monotonic() - clock, float(loads.max())))
+                    break
+            else:  # a sweep without improvement
+                ended = "stalled" if undecided else "local optimum"
+                break
     except KeyboardInterrupt:  # Ctrl-C between sub-IPs; during one, the adapter returns its interrupt
         ended = "interrupted"
     if cancel is not None and cancel.is_set():
         ended = "interrupted"
     return Polished(device, float(loads.max()), start, solved, improved, ended, time.monotonic() - clock,
                     tuple(trace))
-
-
-@contextlib.contextmanager
-def _solver_stdout_discarded() -> Iterator[None]:
-    """Point file descriptor 1 at the null device while the sub-IPs run in this process. With its log
-    off, HiGHS 1.12 still prints a debug line ("HighsMipSolverData::transformNewIntegerFeasibleSolution
-    tmpSolver.run();") on some of them: dozens per polish on op_resnet50_training, which would corrupt
-    a command's output or flood a terminal. Errors go to stderr, which is left alone."""
-    with contextlib.suppress(AttributeError, OSError, ValueError):  # no Python stdout, or a closed one
-        sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-        null = os.open(os.devnull, os.O_WRONLY)
-    except OSError:  # no file descriptor 1 (or no null device): nothing to protect
-        yield
-        return
-    os.dup2(null, 1)
-    os.close(null)
-    try:
-        yield
-    finally:
-        _flush_c_stdio()  # the solver's printf sits in the C library's buffer until flushed
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
-def _flush_c_stdio() -> None:
-    """``fflush(NULL)``: write out every C stdio buffer (no-op where the C library cannot be loaded)."""
-    try:
-        ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError, TypeError):
-        pass
 
 
 def _loads(graph: Graph, cluster: Cluster, device: np.ndarray, overlap: bool) -> np.ndarray:

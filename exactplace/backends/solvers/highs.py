@@ -7,8 +7,13 @@ gives the dual bound and is where a Ctrl-C request stops the search.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import math
+import os
+import sys
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -92,7 +97,8 @@ class HighsSolver(Solver):
         def requested_stop() -> None:
             stop["now"] = True
 
-        _, interrupted = run_interruptibly(h.run, requested_stop, request.cancel)
+        with contextlib.nullcontext() if request.log is not None else _stdout_discarded():
+            _, interrupted = run_interruptibly(h.run, requested_stop, request.cancel)
         raw = h.getModelStatus().name
         info = h.getInfo()
         has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
@@ -114,3 +120,36 @@ class HighsSolver(Solver):
             raise ExactplaceError("HiGHS reported optimal without a solution. This is a bug.")
         trace.record(objective, bound)
         return Result(status, limit, values, objective, bound, raw, self.name, time.monotonic() - clock, trace.points)
+
+
+@contextlib.contextmanager
+def _stdout_discarded() -> Iterator[None]:
+    """Point file descriptor 1 at the null device while HiGHS runs with its log off. HiGHS 1.12 still prints a
+    debug line ("HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();") on some MIPs:
+    dozens per polish on op_resnet50_training, which would corrupt a command's output or flood a terminal.
+    Errors go to stderr, which is left alone. (A solve in a child process has its stdout on the null device
+    already, unless the log was asked for.)"""
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # no Python stdout, or a closed one
+        sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:  # no file descriptor 1 (or no null device): nothing to protect
+        yield
+        return
+    os.dup2(null, 1)
+    os.close(null)
+    try:
+        yield
+    finally:
+        _flush_c_stdio()  # the solver's printf sits in the C library's buffer until flushed
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _flush_c_stdio() -> None:
+    """``fflush(NULL)``: write out every C stdio buffer (no-op where the C library cannot be loaded)."""
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):
+        pass
