@@ -13,6 +13,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -142,6 +143,47 @@ def test_auto_solver_of_the_noncontiguous_ip_follows_the_accelerator_count() -> 
         pinned = solve(graph, cluster, method="mip", contiguous=False, solver=first, rel_gap=0.0)
         assert pinned.solver == first and approx(pinned.objective, p.objective)
     assert solve(graph, few, method="mip").solver == first
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(any_graphs(max_nodes=5), clusters(min_accelerators=4, max_accelerators=4, max_cpus=1))
+def test_relay_from_cpsat_to_highs_keeps_the_optimum(graph: Graph, cluster: Cluster) -> None:
+    """solver='auto' on more than HIGHS_MAX_ACCELERATORS accelerators hands CP-SAT's split and bound to HiGHS
+    after CPSAT_LEG_SECONDS (here none): the optimum is still brute force's, whichever leg proved it."""
+    from exactplace.backends import mip
+
+    optima = brute_force_optima(graph, cluster, "throughput")
+    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.0):
+        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, warm_start=None, time_limit=30)
+    if optima.any is None:
+        assert p.status is Status.INFEASIBLE
+        return
+    assert p.status is Status.OPTIMAL and p.solver in ("cpsat", "cpsat+highs")
+    assert approx(p.objective, optima.any)
+
+
+def test_relay_hands_cpsats_split_and_bound_to_highs() -> None:
+    """A CP-SAT leg that runs out of time: HiGHS goes on from its split and bound within the time limit, the
+    result says both solvers, and the trace is one run (incumbents falling, bounds rising)."""
+    from exactplace.backends import mip
+
+    rng = np.random.default_rng(0)
+    n = 40
+    nodes = [Node(i, float(rng.uniform(1, 5)), float(rng.uniform(0.5, 2)), comm=float(rng.uniform(0, 1)))
+             for i in range(n)]
+    edges = [(i, j) for i in range(n) for j in range(i + 1, min(n, i + 4)) if rng.uniform() < 0.6]
+    graph, cluster = Graph(nodes, edges), Cluster(4, cpus=1)
+    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05):
+        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=4)
+    assert p.solver == "cpsat+highs" and p.info["relay"]["cpsat"]["status"] == "feasible"
+    assert "then highs" in p.info["solver"] and p.wall_seconds < 6
+    assert p.status in (Status.OPTIMAL, Status.FEASIBLE) and p.bound is not None and p.bound <= p.objective
+    incumbents = [t.incumbent for t in p.trace if t.incumbent is not None]
+    bounds = [t.bound for t in p.trace if t.bound is not None]
+    assert incumbents == sorted(incumbents, reverse=True) and bounds == sorted(bounds)
+    assert math.isclose(incumbents[-1], p.objective, rel_tol=1e-6)
+    unpatched = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=4)
+    assert unpatched.solver == "cpsat" and "relay" not in unpatched.info  # 4 s: no time for a second leg
 
 
 def test_warm_start_is_used_and_reported() -> None:

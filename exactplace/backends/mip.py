@@ -40,6 +40,14 @@ when it closes ``rel_gap`` the start comes back optimal with ``info["certified_b
 and no IP is solved, else it becomes ``L``'s lower bound. A split a probe finds replaces the start.
 ``info["gap_probe"]`` and ``timings["gap_probe"]`` say what it gave and took.
 
+Relay (issue 21): with ``solver="auto"`` on more than :data:`HIGHS_MAX_ACCELERATORS` accelerators and
+over :data:`CPSAT_LEG_SECONDS` left when the IP starts, CP-SAT gets that many seconds; when it has not
+closed ``rel_gap`` by then, HiGHS solves the IP for the rest of the time limit, from CP-SAT's best split
+(the warm start) and bound (``L``'s lower bound). CP-SAT is fast to good splits and, on some graphs, to
+proofs; where its bound stays at the LP's (the ResNet-50 layer graphs), HiGHS's branching and cuts move
+it. The result's ``solver`` is then ``"cpsat+highs"``, ``info["relay"]`` says where CP-SAT left off and
+``timings["cpsat_leg"]`` what it took; the trace is one run across both.
+
 How a formulation plugs in: build a ``Model`` in ``formulations/`` with ``decode`` /
 ``encode`` / ``bound_slack`` as :class:`~exactplace.formulations.throughput.ThroughputIP` and
 :class:`~exactplace.formulations.latency.LatencyIP` do, then call
@@ -94,6 +102,15 @@ MAX_NONZEROS = 2_000_000
 #: against HiGHS's 15%, layer_gnmt_training to 1e-4 in 8 s against 35 s, the ResNet-50 layer graphs
 #: to 1% in 8 s against 9 s). One exception measured: bert_l-12_inference (6), 18.2% vs HiGHS's 15.5%.
 HIGHS_MAX_ACCELERATORS = 3
+
+#: ``solver="auto"`` on more than :data:`HIGHS_MAX_ACCELERATORS` accelerators, with more time than this
+#: left when the IP starts, gives CP-SAT the IP's first this many seconds and then hands its split and bound
+#: to HiGHS for the rest (benchmarks/RESULTS.md, issue 21): CP-SAT's wins on six accelerators come within
+#: them (op_resnet50_training to 1e-4 in 23-43 s, layer_gnmt_training in 8 s, the ResNet-50 layer graphs to
+#: 1% in 8 s), and after them its bound stays at the LP's on the ResNet-50 layer graphs, where HiGHS's
+#: branching and cuts move it (10 minutes: 0.833% -> 0.321% on layer_resnet50_inference; 0.842% -> 0.60%
+#: on layer_resnet50_training).
+CPSAT_LEG_SECONDS = 60.0
 
 #: At most this many seconds go to the packing relaxation's bound before a non-contiguous solve.
 PACKING_SECONDS = 30.0
@@ -350,30 +367,60 @@ class MIP(Method):
                     shown = progress_printer()
                     for point in before:
                         shown(point)
-                clock = time.perf_counter()
-                ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe, lower_bound=lower)
-            timings["build"] = time.perf_counter() - clock
-            info.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
-            threads = self.setting(problem, "threads") or usable_cpus()
+            threads = int(self.setting(problem, "threads") or usable_cpus())
 
-            def run(ip: Any) -> tuple[MethodResult, Any]:
-                return solve_ip(
-                    problem, ip, solver, warm=warm, threads=int(threads),
+            def run(ip: Any, on: Problem, solver: str, warm: np.ndarray | None) -> tuple[MethodResult, Any]:
+                """Solve a built IP by ``on``'s deadline; the result carries the replicas of its solution."""
+                result, out = solve_ip(
+                    on, ip, solver, warm=warm, threads=threads,
                     log=bool(self.setting(problem, "log")), progress=bool(self.setting(problem, "progress")),
                     space=Space.CHAIN if contiguous else Space.ANY, info=info, timings=timings,
                 )
+                if result.device is not None and out.values is not None:
+                    result.replicas = ip.decode_replicas(out.values)
+                return result, out
 
-            try:
-                result, out = run(ip)
-            except ExactplaceError as error:
-                # HiGHS 1.x can end in kSolveError (postsolve) when L's lower bound sits a hair below the
-                # optimum (4 of 500 brute-force cases; the same model with the bound 1e-16 lower solves):
-                # solve again without the packing bound rather than fail.
-                if contiguous or lower is None or "error status" not in str(error):
-                    raise
-                info["packing_bound"] = f"{lower!r} (dropped: {error})"
-                ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe)
-                result, out = run(ip)
+            def solve_any_split(on: Problem, solver: str, warm: np.ndarray | None,
+                                lower: float | None) -> tuple[MethodResult, Any]:
+                """Build the non-contiguous IP with ``L >= lower`` and solve it on ``solver`` by ``on``'s deadline."""
+                clock = time.perf_counter()
+                ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe, lower_bound=lower)
+                timings["build"] = time.perf_counter() - clock
+                info.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
+                try:
+                    return run(ip, on, solver, warm)
+                except ExactplaceError as error:
+                    # HiGHS 1.x can end in kSolveError (postsolve) when L's lower bound sits a hair below the
+                    # optimum (4 of 500 brute-force cases; the same model with the bound 1e-16 lower solves):
+                    # solve again without the lower bound rather than fail.
+                    if lower is None or "error status" not in str(error):
+                        raise
+                    info["lower_bound"] = f"{lower!r} (dropped: {error})"
+                    return run(noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe),
+                               on, solver, warm)
+
+            if contiguous:
+                timings["build"] = time.perf_counter() - clock
+                info.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
+                result, out = run(ip, problem, solver, warm)
+            elif not self._relays(problem, solver, info):
+                result, out = solve_any_split(problem, solver, warm, lower)
+            else:
+                leg = dataclasses.replace(problem, deadline=time.monotonic() + CPSAT_LEG_SECONDS)
+                result, out = solve_any_split(leg, solver, warm, lower)
+                if result.limit is Limit.TIME and result.status in (Status.FEASIBLE, Status.NO_SOLUTION):
+                    # What CP-SAT knows becomes HiGHS's start: its split the warm start, its bound L's lower bound.
+                    info["relay"] = {"cpsat": {"status": result.status.value, "value": out.objective,
+                                               "bound": result.bound, "seconds": out.seconds}}
+                    timings["cpsat_leg"] = out.seconds
+                    before += result.trace
+                    if result.device is not None:
+                        warm = result.device
+                    if result.bound is not None:
+                        lower = result.bound if lower is None else max(lower, result.bound)
+                    solver = "highs"
+                    result, out = solve_any_split(problem, solver, warm, lower)
+                    result.solver = "cpsat+highs"
         except KeyboardInterrupt:
             # Ctrl-C before the solver ran (warm start, packing bound, polish, build, translation): return the
             # start, if any, with the packing bound when it was proven.
@@ -386,7 +433,6 @@ class MIP(Method):
         if lower is not None and result.device is not None:  # the packing bound holds whatever the solver proved
             result.bound = max(lower, result.bound if result.bound is not None else lower)
         if result.device is not None and out.values is not None:
-            result.replicas = ip.decode_replicas(out.values)
             self._agree(problem, result, out, overlap, gpipe)
         return result
 
@@ -400,6 +446,19 @@ class MIP(Method):
                               "accelerators)")
             return "highs"
         return chosen
+
+    @staticmethod
+    def _relays(problem: Problem, solver: str, info: dict) -> bool:
+        """Whether ``"auto"`` runs the non-contiguous IP on CP-SAT for :data:`CPSAT_LEG_SECONDS`, then on HiGHS
+        from CP-SAT's split and bound for the rest of the time limit: when CP-SAT is ``"auto"``'s choice, HiGHS
+        is installed and more than a second would be left to it; says so in ``info["solver"]``."""
+        left = problem.deadline - time.monotonic() if problem.deadline is not None else float("inf")
+        if (solver != "auto" or get_solver(solver).name != "cpsat" or left <= CPSAT_LEG_SECONDS + 1.0
+                or not get_solver("highs").available()):
+            return False
+        info["solver"] = (f"cpsat for {CPSAT_LEG_SECONDS:g} s, then highs (solver='auto', non-contiguous, more than "
+                          f"{HIGHS_MAX_ACCELERATORS} accelerators)")
+        return True
 
     def _packing_bound(self, problem: Problem, gpipe: bool, solver: str, info: dict,
                        timings: dict) -> float | None:
