@@ -58,6 +58,14 @@ def approx(a: float | None, b: float | None) -> bool:
     return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6)
 
 
+def banded_graph(n: int = 40) -> Graph:
+    """A random graph whose edges join nodes at most 3 apart: too big to prove in a blink on 4 accelerators."""
+    rng = np.random.default_rng(0)
+    nodes = [Node(i, float(rng.uniform(1, 5)), float(rng.uniform(0.5, 2)), comm=float(rng.uniform(0, 1)))
+             for i in range(n)]
+    return Graph(nodes, [(i, j) for i in range(n) for j in range(i + 1, min(n, i + 4)) if rng.uniform() < 0.6])
+
+
 @SETTINGS
 @given(any_graphs(max_nodes=6), homogeneous(), st.booleans(), st.sampled_from(FAST))
 def test_contiguous_ip_equals_dp_and_brute_force(graph: Graph, cluster: Cluster, overlap: bool, solver: str) -> None:
@@ -167,12 +175,7 @@ def test_relay_hands_cpsats_split_and_bound_to_highs() -> None:
     result says both solvers, and the trace is one run (incumbents falling, bounds rising)."""
     from exactplace.backends import mip
 
-    rng = np.random.default_rng(0)
-    n = 40
-    nodes = [Node(i, float(rng.uniform(1, 5)), float(rng.uniform(0.5, 2)), comm=float(rng.uniform(0, 1)))
-             for i in range(n)]
-    edges = [(i, j) for i in range(n) for j in range(i + 1, min(n, i + 4)) if rng.uniform() < 0.6]
-    graph, cluster = Graph(nodes, edges), Cluster(4, cpus=1)
+    graph, cluster = banded_graph(), Cluster(4, cpus=1)
     with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05):
         p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=4)
     assert p.solver == "cpsat+highs" and p.info["relay"]["cpsat"]["status"] == "feasible"
@@ -198,12 +201,7 @@ def test_warm_start_is_used_and_reported() -> None:
 
 
 def test_time_limit_returns_feasible_with_limit_and_trace() -> None:
-    rng = np.random.default_rng(0)
-    n = 40
-    nodes = [Node(i, float(rng.uniform(1, 5)), float(rng.uniform(0.5, 2)), comm=float(rng.uniform(0, 1)))
-             for i in range(n)]
-    edges = [(i, j) for i in range(n) for j in range(i + 1, min(n, i + 4)) if rng.uniform() < 0.6]
-    graph, cluster = Graph(nodes, edges), Cluster(4, cpus=1)
+    graph, cluster = banded_graph(), Cluster(4, cpus=1)
     for solver in FAST:
         p = solve(graph, cluster, method="mip", solver=solver, contiguous=False, rel_gap=0.0, time_limit=0.5)
         assert p.has_solution and p.wall_seconds < 5
