@@ -172,8 +172,7 @@ def default_start(problem: Problem) -> tuple[np.ndarray | None, str]:
 def _phase_budget(problem: Problem, seconds: float, fraction: float) -> float | None:
     """Seconds for a phase before the non-contiguous IP: ``fraction`` of the time left, at most ``seconds``;
     None when that is too little to start it."""
-    left = problem.deadline - time.monotonic() if problem.deadline is not None else float("inf")
-    budget = min(seconds, fraction * left)
+    budget = min(seconds, fraction * problem.remaining())
     return budget if budget > 0.05 else None
 
 
@@ -371,6 +370,7 @@ class MIP(Method):
 
             def run(ip: Any, on: Problem, solver: str, warm: np.ndarray | None) -> tuple[MethodResult, Any]:
                 """Solve a built IP by ``on``'s deadline; the result carries the replicas of its solution."""
+                info.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
                 result, out = solve_ip(
                     on, ip, solver, warm=warm, threads=threads,
                     log=bool(self.setting(problem, "log")), progress=bool(self.setting(problem, "progress")),
@@ -386,7 +386,6 @@ class MIP(Method):
                 clock = time.perf_counter()
                 ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe, lower_bound=lower)
                 timings["build"] = time.perf_counter() - clock
-                info.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
                 try:
                     return run(ip, on, solver, warm)
                 except ExactplaceError as error:
@@ -401,7 +400,6 @@ class MIP(Method):
 
             if contiguous:
                 timings["build"] = time.perf_counter() - clock
-                info.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
                 result, out = run(ip, problem, solver, warm)
             elif not self._relays(problem, solver, info):
                 result, out = solve_any_split(problem, solver, warm, lower)
@@ -410,7 +408,9 @@ class MIP(Method):
                 result, out = solve_any_split(leg, solver, warm, lower)
                 if result.limit is Limit.TIME and result.status in (Status.FEASIBLE, Status.NO_SOLUTION):
                     # What CP-SAT knows becomes HiGHS's start: its split the warm start, its bound L's lower bound.
-                    info["relay"] = {"cpsat": {"status": result.status.value, "value": out.objective,
+                    handed = (None if result.device is None else
+                              max_load(problem.graph, problem.cluster, result.device, overlap=overlap, gpipe=gpipe))
+                    info["relay"] = {"cpsat": {"status": result.status.value, "value": handed,
                                                "bound": result.bound, "seconds": out.seconds}}
                     timings["cpsat_leg"] = out.seconds
                     before += result.trace
@@ -422,15 +422,15 @@ class MIP(Method):
                     result, out = solve_any_split(problem, solver, warm, lower)
                     result.solver = "cpsat+highs"
         except KeyboardInterrupt:
-            # Ctrl-C before the solver ran (warm start, packing bound, polish, build, translation): return the
-            # start, if any, with the packing bound when it was proven.
+            # Ctrl-C before the solver ran (warm start, packing bound, polish, build, translation) or between the
+            # relay's legs: return the start (CP-SAT's split, after its leg), if any, with L's lower bound if any.
             status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
             return MethodResult(warm, status, bound=lower if warm is not None else None, limit=Limit.INTERRUPT,
                                 solver=solver, space=Space.CHAIN if contiguous else Space.ANY,
                                 trace=best_known(before), timings=timings,
                                 info={**info, "returned": "warm start" if warm is not None else "nothing"})
         result.trace = best_known([*before, *result.trace])
-        if lower is not None and result.device is not None:  # the packing bound holds whatever the solver proved
+        if lower is not None and result.device is not None:  # L's lower bound holds whatever the solver proved
             result.bound = max(lower, result.bound if result.bound is not None else lower)
         if result.device is not None and out.values is not None:
             self._agree(problem, result, out, overlap, gpipe)
@@ -452,8 +452,7 @@ class MIP(Method):
         """Whether ``"auto"`` runs the non-contiguous IP on CP-SAT for :data:`CPSAT_LEG_SECONDS`, then on HiGHS
         from CP-SAT's split and bound for the rest of the time limit: when CP-SAT is ``"auto"``'s choice, HiGHS
         is installed and more than a second would be left to it; says so in ``info["solver"]``."""
-        left = problem.deadline - time.monotonic() if problem.deadline is not None else float("inf")
-        if (solver != "auto" or get_solver(solver).name != "cpsat" or left <= CPSAT_LEG_SECONDS + 1.0
+        if (solver != "auto" or get_solver(solver).name != "cpsat" or problem.remaining() <= CPSAT_LEG_SECONDS + 1.0
                 or not get_solver("highs").available()):
             return False
         info["solver"] = (f"cpsat for {CPSAT_LEG_SECONDS:g} s, then highs (solver='auto', non-contiguous, more than "

@@ -10,6 +10,7 @@ module can import it without cycles; the built-in methods are listed in
 from __future__ import annotations
 
 import importlib.util
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -94,6 +95,10 @@ class Problem:
         if "contraction" not in self.cache:
             self.cache["contraction"] = contract(self.graph, self.cluster.memory_cap)
         return self.cache["contraction"]
+
+    def remaining(self) -> float:
+        """Seconds left before ``deadline`` (``inf`` without one; never negative)."""
+        return math.inf if self.deadline is None else max(0.0, self.deadline - time.monotonic())
 
     def option(self, name: str) -> Any:
         """An objective option's value (False when not given)."""
