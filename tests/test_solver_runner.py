@@ -149,3 +149,11 @@ def test_the_child_ends_when_its_parent_is_killed(tmp_path: Path) -> None:
     while _alive(child) and time.monotonic() < end:
         time.sleep(0.05)
     assert not _alive(child)
+
+
+def test_a_child_whose_parent_sends_no_job_ends_quietly() -> None:
+    """Ctrl-C while the parent starts the child closes the job's pipe before the job is in it (a clean-clone
+    CI run met this): the child exits without a traceback on the terminal."""
+    ended = subprocess.run([sys.executable, "-m", "exactplace.backends.solvers.child"], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=60)
+    assert ended.returncode == 0 and ended.stderr == "", ended.stderr

@@ -21,7 +21,10 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to decide
     channel = os.fdopen(os.dup(1), "wb")
     inbox = sys.stdin.buffer
-    job = pickle.load(inbox)
+    try:
+        job = pickle.load(inbox)
+    except (EOFError, pickle.UnpicklingError):  # the parent is gone before it sent the job (Ctrl-C as it started us)
+        return
     # A solver's own output never goes into the message stream: to stderr when the caller asked for the
     # log, else nowhere (with its log off HiGHS 1.12 still prints debug lines, "HighsMipSolverData::
     # transformNewIntegerFeasibleSolution tmpSolver.run();", which reached the terminal on bert_l-6_training).
