@@ -457,7 +457,7 @@ class _NativeDP(Method):
                 group_ptr=contraction.group_ptr, group_target=contraction.group_target, order=order,
                 cpus=used.cpus, overlap=overlap, threads=int(threads), max_ideals=ideals, **devices,
             )
-            remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
+            remaining = problem.remaining()
             if remaining <= 0:
                 return _stopped(problem, Limit.TIME, info, timings, incumbent)
             out = _native.solve(request(**fields, time_limit=remaining, cutoff=cutoff))
@@ -465,7 +465,7 @@ class _NativeDP(Method):
                 # Nothing below DPL's load, though DPL's split is a chain split: the evaluator and the
                 # native core disagree at the last bits (of a load, or a memory sum at the limit).
                 # Searched again without the cutoff, so the answer stays the DP's own.
-                remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
+                remaining = problem.remaining()
                 if remaining <= 0:
                     return _stopped(problem, Limit.TIME, info, timings, incumbent)
                 cutoff = math.inf
@@ -550,7 +550,7 @@ class DP(_NativeDP):
             return None
         budget = float(cls.setting(problem, "memory_budget"))
         threads = int(cls.setting(problem, "threads") or usable_cpus())
-        horizon = AUTO_DP_SECONDS if problem.deadline is None else max(0.0, problem.deadline - time.monotonic())
+        horizon = AUTO_DP_SECONDS if problem.deadline is None else problem.remaining()
         in_time = int(min(horizon / dp_seconds(1, threads), _NATIVE_MAX_IDEALS))  # time_limit=inf: any count
         contraction = problem.contraction
         in_memory = ideal_capacity(contraction, problem.cluster, budget)

@@ -58,9 +58,9 @@ def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
         found["greedy"] = greedy
     for i, split in enumerate(linear_latency_splits(graph, cluster, problem.contraction)):
         found[f"linear_dp{i}" if i else "linear_dp"] = split
-    remaining = math.inf if problem.deadline is None else problem.deadline - time.monotonic()
+    remaining = problem.remaining()
     throughput = Problem(graph, cluster, "throughput",
-                         deadline=None if math.isinf(remaining) else time.monotonic() + max(remaining, 0) / 5,
+                         deadline=None if math.isinf(remaining) else time.monotonic() + remaining / 5,
                          cache=problem.cache)
     for name, method in (("maxload_dp", "dp"), ("dpl", "dpl")):
         device = start_from(method, throughput)

@@ -32,7 +32,6 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import time
 
 from exactplace.core.placement import Limit
 from exactplace.heuristics.m_etf import etf_schedule
@@ -56,7 +55,7 @@ class MSCT(Method):
 
         graph, cluster = problem.graph, problem.cluster
         # Half the time for the LP: the schedule after it takes about as long on large graphs.
-        budget = None if problem.deadline is None else max(0.0, problem.deadline - time.monotonic()) / 2
+        budget = None if problem.deadline is None else problem.remaining() / 2
         relaxation = sct_relaxation(graph, cluster, time_limit=budget)
         tasks = task_graph(graph, self.setting(problem, "fusion"))
         task_of = {v: t for t, members in enumerate(tasks.members) for v in members}
