@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from strategies import any_graphs, clusters, mixed_clusters, placements
 
 from exactplace import Cluster, Graph, Node, ParameterError, Status, check_feasibility, max_load, solve
 from exactplace.backends import polish as polish_module
-from exactplace.backends.polish import polish
+from exactplace.backends.polish import Alongside, polish
 
 SETTINGS = settings(max_examples=int(os.environ.get("NC_EXAMPLES", "30")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -134,18 +135,62 @@ def test_ctrl_c_during_polish_returns_the_polished_start_with_the_packing_bound(
     assert p.bound == p.info["packing_bound"] and p.trace[-1].incumbent == p.objective
 
 
+def _failing_sub_ip_graph() -> Graph:
+    """A graph whose one sub-IP (on Cluster(1, cpus=1), from everything on the CPU core) HiGHS 1.12 ends in
+    kSolveError (found by the 500-example run)."""
+    return Graph([Node(0, 0.0, None, comm=1.75), Node(1, 9.5, None), Node(2, 1.25, 4.75, comm=3.0), Node(3, 0.0, None),
+                  Node(4, 0.0, 0.0, comm=1.25), Node(5, 0.0, None)],
+                 [(0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (1, 2), (1, 3), (1, 5), (2, 3), (2, 5), (3, 5), (4, 1),
+                  (4, 2)])
+
+
 def test_a_sub_ip_the_solver_fails_on_leaves_its_neighbourhood_undecided() -> None:
-    """HiGHS 1.12 ends this graph's one sub-IP in kSolveError (found by the 500-example run): polish goes on."""
-    graph = Graph([Node(0, 0.0, None, comm=1.75), Node(1, 9.5, None), Node(2, 1.25, 4.75, comm=3.0), Node(3, 0.0, None),
-                   Node(4, 0.0, 0.0, comm=1.25), Node(5, 0.0, None)],
-                  [(0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (1, 2), (1, 3), (1, 5), (2, 3), (2, 5), (3, 5), (4, 1),
-                   (4, 2)])
+    """HiGHS 1.12 ends this graph's one sub-IP in kSolveError: polish goes on."""
+    graph = _failing_sub_ip_graph()
     cluster = Cluster(accelerators=1, cpus=1)
     start = np.ones(graph.n, dtype=np.int64)  # everything on the CPU core: the optimum, 10.75
     found = polish(graph, cluster, start, time_limit=5.0)
     assert found.value == 10.75 and found.ended == "stalled" and found.solved >= 1
     p = solve(graph, cluster, method="mip", contiguous=False, time_limit=30)
     assert p.status is Status.OPTIMAL and close(p.objective, 10.75)
+
+
+def test_escalation_goes_on_where_a_sweep_stalls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With sub-IPs too short to decide anything much, a sweep stalls; with ``escalate`` the search doubles the
+    limit instead, and ends at a local optimum (every neighbourhood proven), never worse than the stalled one's
+    start. A sub-IP the solver always fails on cannot keep it going: the doubling stops at the time left."""
+    rng = np.random.default_rng(0)
+    nodes = [Node(i, float(rng.uniform(1, 5)), float(rng.uniform(0.5, 2)), comm=float(rng.uniform(0, 1)))
+             for i in range(20)]
+    graph = Graph(nodes, [(i, j) for i in range(20) for j in range(i + 1, min(20, i + 4)) if rng.uniform() < 0.6])
+    cluster = Cluster(accelerators=3, cpus=1)
+    start = solve(graph, cluster, method="dp").device
+    monkeypatch.setattr(polish_module, "SUB_SECONDS", 1e-4)
+    stalled = polish(graph, cluster, start, time_limit=30.0)
+    escalated = polish(graph, cluster, start, time_limit=30.0, escalate=True)
+    assert stalled.ended == "stalled"
+    assert escalated.ended == "local optimum" and escalated.solved > stalled.solved
+    assert escalated.value <= escalated.start and not check_feasibility(graph, cluster, escalated.device)
+    assert close(escalated.value, max_load(graph, cluster, escalated.device))
+    failing = _failing_sub_ip_graph()
+    found = polish(failing, Cluster(accelerators=1, cpus=1), np.ones(failing.n, dtype=np.int64), time_limit=5.0,
+                   escalate=True)
+    assert found.ended == "stalled" and found.seconds < 5.0
+
+
+def test_alongside_returns_the_best_split_it_found_when_stopped() -> None:
+    """The companion of HiGHS's leg: polish with ``escalate`` in a thread; ``stop`` ends it at once with its best."""
+    from exactplace import read_workload, workload_path
+
+    w = read_workload(workload_path("layer_bert24_training"))
+    start = solve(w, method="dp").device
+    companion = Alongside(w.graph, w.cluster, start, time_limit=60.0)
+    time.sleep(2.0)
+    clock = time.monotonic()
+    found = companion.stop()
+    assert time.monotonic() - clock < 1.0 and found.ended == "interrupted"
+    assert found.value < found.start == pytest.approx(max_load(w.graph, w.cluster, start))
+    assert close(found.value, max_load(w.graph, w.cluster, found.device))
 
 
 def test_gpipe_and_latency() -> None:
