@@ -178,8 +178,15 @@ def test_relay_hands_cpsats_split_and_bound_to_highs() -> None:
 
     graph, cluster = banded_graph(), Cluster(4, cpus=1)
     with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05):
-        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=4)
+        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=4, threads=2)
+        alone = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=4, threads=1)
     assert p.solver == "cpsat+highs" and p.info["relay"]["cpsat"]["status"] == "feasible"
+    # Polish ran beside HiGHS on the second thread (not with one): the result is the better split of the two.
+    beside = p.info["relay"]["polish"]
+    assert beside["start"] == pytest.approx(p.info["relay"]["cpsat"]["value"]) and beside["value"] <= beside["start"]
+    assert p.objective <= beside["value"] * (1 + 1e-9)
+    assert not beside.get("taken") or approx(p.objective, beside["value"])
+    assert alone.solver == "cpsat+highs" and "polish" not in alone.info["relay"]
     assert "then highs" in p.info["solver"] and p.wall_seconds < 6
     assert p.status in (Status.OPTIMAL, Status.FEASIBLE) and p.bound is not None and p.bound <= p.objective
     incumbents = [t.incumbent for t in p.trace if t.incumbent is not None]

@@ -46,7 +46,13 @@ closed ``rel_gap`` by then, HiGHS solves the IP for the rest of the time limit, 
 (the warm start) and bound (``L``'s lower bound). CP-SAT is fast to good splits and, on some graphs, to
 proofs; where its bound stays at the LP's (the ResNet-50 layer graphs), HiGHS's branching and cuts move
 it. The result's ``solver`` is then ``"cpsat+highs"``, ``info["relay"]`` says where CP-SAT left off and
-``timings["cpsat_leg"]`` what it took; the trace is one run across both.
+``timings["cpsat_leg"]`` what it took; the trace is one run across both. HiGHS's branch-and-bound keeps
+one core busy; with ``polish`` on and two threads or more, the polish goes on beside it on the other
+(:class:`~exactplace.backends.polish.Alongside`: from CP-SAT's split, doubling its sub-IPs' limit
+whenever a sweep stalls), stopped when HiGHS ends; its split is the result's when better than HiGHS's
+(``info["relay"]["polish"]``, ``"taken"``), HiGHS's bound holds either way. HiGHS finds few splits of its
+own here: on layer_resnet50_inference it kept CP-SAT's 33.3020 for 540 s, where the polish beside it
+reached 33.2279 within a minute (``benchmarks/RESULTS.md``).
 
 How a formulation plugs in: build a ``Model`` in ``formulations/`` with ``decode`` /
 ``encode`` / ``bound_slack`` as :class:`~exactplace.formulations.throughput.ThroughputIP` and
@@ -83,7 +89,7 @@ from exactplace.methods.registry import start_from
 
 if TYPE_CHECKING:
     from exactplace.backends.gap_probe import Probe
-    from exactplace.backends.polish import Polished
+    from exactplace.backends.polish import Alongside, Polished
 
 __all__ = ["DEFAULT_TIME_LIMIT", "MIP", "default_start", "with_default_limit"]
 
@@ -317,6 +323,8 @@ class MIP(Method):
         warm = problem.warm_start
         lower = None
         before: list[TracePoint] = []  # what the method knew before its solver ran, timed as the trace is
+        alongside: list[TracePoint] = []  # the polish beside HiGHS's leg of the relay: its improvements
+        swapped = False  # the result's split is that polish's, not the solver's
         try:
             if warm is not None:
                 info["warm_start"] = "given"
@@ -419,8 +427,17 @@ class MIP(Method):
                     if result.bound is not None:
                         lower = result.bound if lower is None else max(lower, result.bound)
                     solver = "highs"
-                    result, out = solve_any_split(problem, solver, warm, lower)
+                    companion = self._alongside(problem, warm, overlap, gpipe, threads, info)
+                    try:
+                        result, out = solve_any_split(problem, solver, warm, lower)
+                    finally:
+                        found = companion.stop() if companion is not None else None
                     result.solver = "cpsat+highs"
+                    if found is not None:
+                        assert companion is not None
+                        began = companion.started - problem.started
+                        alongside = [TracePoint(began + seconds, value, None) for seconds, value in found.trace]
+                        swapped = self._take_polished(problem, result, found, overlap, info)
         except KeyboardInterrupt:
             # Ctrl-C before the solver ran (warm start, packing bound, polish, build, translation) or between the
             # relay's legs: return the start (CP-SAT's split, after its leg), if any, with L's lower bound if any.
@@ -429,10 +446,10 @@ class MIP(Method):
                                 solver=solver, space=Space.CHAIN if contiguous else Space.ANY,
                                 trace=best_known(before), timings=timings,
                                 info={**info, "returned": "warm start" if warm is not None else "nothing"})
-        result.trace = best_known([*before, *result.trace])
+        result.trace = best_known(sorted([*before, *result.trace, *alongside], key=lambda point: point.seconds))
         if lower is not None and result.device is not None:  # L's lower bound holds whatever the solver proved
             result.bound = max(lower, result.bound if result.bound is not None else lower)
-        if result.device is not None and out.values is not None:
+        if result.device is not None and out.values is not None and not swapped:
             self._agree(problem, result, out, overlap, gpipe)
         return result
 
@@ -457,6 +474,37 @@ class MIP(Method):
             return False
         info["solver"] = (f"cpsat for {CPSAT_LEG_SECONDS:g} s, then highs (solver='auto', non-contiguous, more than "
                           f"{HIGHS_MAX_ACCELERATORS} accelerators)")
+        return True
+
+    def _alongside(self, problem: Problem, warm: np.ndarray | None, overlap: bool, gpipe: bool, threads: int,
+                   info: dict) -> Alongside | None:
+        """The polish that runs beside HiGHS's leg of the relay on the core HiGHS leaves idle
+        (:class:`~exactplace.backends.polish.Alongside`): when ``polish`` is on, two threads or more are
+        allowed, not GPipe, and the leg's start is a legal split; else None."""
+        from exactplace.backends.polish import Alongside
+
+        if (not self.setting(problem, "polish") or threads < 2 or gpipe or warm is None
+                or check_feasibility(problem.graph, problem.cluster, warm)):
+            return None
+        return Alongside(problem.graph, problem.cluster, warm, overlap=overlap, time_limit=problem.remaining())
+
+    @staticmethod
+    def _take_polished(problem: Problem, result: MethodResult, found: Polished, overlap: bool, info: dict) -> bool:
+        """Record what the polish beside HiGHS found (``info["relay"]["polish"]``) and make its split the
+        result's when it is better than HiGHS's (the evaluator's loads); True when it was taken. HiGHS's
+        bound stands: it holds for every split."""
+        info["relay"]["polish"] = {"start": found.start, "value": found.value, "neighbourhoods": found.solved,
+                                   "improved": found.improved, "seconds": found.seconds}
+        solver_value = (None if result.device is None else
+                        max_load(problem.graph, problem.cluster, result.device, overlap=overlap))
+        if not found.improved or (solver_value is not None and found.value >= solver_value):
+            return False
+        result.device, result.replicas = found.device, None
+        if result.status is Status.NO_SOLUTION:
+            result.status = Status.FEASIBLE
+        if result.bound is not None:
+            result.bound = min(result.bound, found.value)
+        info["relay"]["polish"]["taken"] = True
         return True
 
     def _packing_bound(self, problem: Problem, gpipe: bool, solver: str, info: dict,
