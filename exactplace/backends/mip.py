@@ -51,8 +51,9 @@ one core busy; with ``polish`` on and two threads or more, the polish goes on be
 (:class:`~exactplace.backends.polish.Alongside`: from CP-SAT's split, doubling its sub-IPs' limit
 whenever a sweep stalls), stopped when HiGHS ends; its split is the result's when better than HiGHS's
 (``info["relay"]["polish"]``, ``"taken"``), HiGHS's bound holds either way. HiGHS finds few splits of its
-own here: on layer_resnet50_inference it kept CP-SAT's 33.3020 for 540 s, where the polish beside it
-reached 33.2279 within a minute (``benchmarks/RESULTS.md``).
+own here (on layer_resnet50_inference it kept CP-SAT's 33.3020 for 540 s); with the polish beside it the
+ten-minute gap went 0.355% -> 0.226% there, 0.271% -> 0.167% and 0.286% -> 0.130% on the InceptionV3
+layer graphs, unchanged on layer_resnet50_training (``benchmarks/RESULTS.md``).
 
 How a formulation plugs in: build a ``Model`` in ``formulations/`` with ``decode`` /
 ``encode`` / ``bound_slack`` as :class:`~exactplace.formulations.throughput.ThroughputIP` and
@@ -234,7 +235,8 @@ class MIP(Method):
                                 "communication, no memory) for up to 5% of the time, and add it as a row"),
         "polish": Option("polish", Boolean(), True,
                          "contiguous=False: first improve the warm start by exact re-optimization of device pairs "
-                         "and triples (exactplace.backends.polish) for up to 10% of the time"),
+                         "and triples (exactplace.backends.polish) for up to 10% of the time, and go on beside "
+                         "HiGHS's leg of the relay (two threads or more)"),
         "gap_probe": Option("gap_probe", Boolean(), True,
                             "contiguous=False on CP-SAT: then ask whether any split is 1%, then rel_gap, better "
                             "than the start (exactplace.backends.gap_probe) for up to 10% of the time; a refutation "
