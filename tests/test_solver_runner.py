@@ -157,3 +157,24 @@ def test_a_child_whose_parent_sends_no_job_ends_quietly() -> None:
     ended = subprocess.run([sys.executable, "-m", "exactplace.backends.solvers.child"], stdin=subprocess.DEVNULL,
                            capture_output=True, text=True, timeout=60)
     assert ended.returncode == 0 and ended.stderr == "", ended.stderr
+
+
+def test_stdout_discarded_by_two_threads_at_once_comes_back() -> None:
+    """HiGHS in two threads at once (polish beside HiGHS's leg of the relay) each point file descriptor 1 at
+    the null device while they run: in the order first in, second in, first out, second out, the program's
+    stdout must be where it was (two unguarded save-and-restore pairs left it on the null device for good)."""
+    from exactplace.backends.solvers.highs import _stdout_discarded
+
+    def where() -> tuple[int, int]:
+        status = os.fstat(1)
+        return status.st_dev, status.st_ino
+
+    before = where()
+    first, second = _stdout_discarded(), _stdout_discarded()
+    first.__enter__()
+    second.__enter__()
+    assert where() == (os.stat(os.devnull).st_dev, os.stat(os.devnull).st_ino)
+    first.__exit__(None, None, None)
+    assert where() != before  # the second is still running: still discarded
+    second.__exit__(None, None, None)
+    assert where() == before

@@ -12,6 +12,7 @@ import ctypes
 import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -122,29 +123,58 @@ class HighsSolver(Solver):
         return Result(status, limit, values, objective, bound, raw, self.name, time.monotonic() - clock, trace.points)
 
 
-@contextlib.contextmanager
-def _stdout_discarded() -> Iterator[None]:
-    """Point file descriptor 1 at the null device while HiGHS runs with its log off. HiGHS 1.12 still prints a
-    debug line ("HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();") on some MIPs:
-    dozens per polish on op_resnet50_training, which would corrupt a command's output or flood a terminal.
-    Errors go to stderr, which is left alone. (A solve in a child process has its stdout on the null device
-    already, unless the log was asked for.)"""
+class _StdoutDiscarded:
+    """Point file descriptor 1 at the null device while HiGHS runs with its log off (``with
+    _stdout_discarded():``). HiGHS 1.12 still prints a debug line ("HighsMipSolverData::
+    transformNewIntegerFeasibleSolution tmpSolver.run();") on some MIPs: dozens per polish on
+    op_resnet50_training, which would corrupt a command's output or flood a terminal. Errors go to stderr,
+    which is left alone. (A solve in a child process has its stdout on the null device already, unless the
+    log was asked for.)
+
+    The descriptor is the process's, shared by its threads, and HiGHS runs in two at once when polish goes
+    on beside HiGHS's leg of the relay: the first thread in redirects, the last out restores, under a lock.
+    Two unguarded save-and-restore pairs can interleave so that the later one restores the null device,
+    silencing the program's stdout for good (seen: a 500-graph relay run printed nothing after it).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._saved: int | None = None
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth == 0:
+                self._saved = _point_stdout_at_null()
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0 and self._saved is not None:
+                    _flush_c_stdio()  # the solver's printf sits in the C library's buffer until flushed
+                    os.dup2(self._saved, 1)
+                    os.close(self._saved)
+                    self._saved = None
+
+
+_stdout_discarded = _StdoutDiscarded()
+
+
+def _point_stdout_at_null() -> int | None:
+    """Move file descriptor 1 to the null device; returns a duplicate of what it was (None: nothing to move)."""
     with contextlib.suppress(AttributeError, OSError, ValueError):  # no Python stdout, or a closed one
         sys.stdout.flush()
     try:
         saved = os.dup(1)
         null = os.open(os.devnull, os.O_WRONLY)
     except OSError:  # no file descriptor 1 (or no null device): nothing to protect
-        yield
-        return
+        return None
     os.dup2(null, 1)
     os.close(null)
-    try:
-        yield
-    finally:
-        _flush_c_stdio()  # the solver's printf sits in the C library's buffer until flushed
-        os.dup2(saved, 1)
-        os.close(saved)
+    return saved
 
 
 def _flush_c_stdio() -> None:
