@@ -155,15 +155,17 @@ def test_auto_solver_of_the_noncontiguous_ip_follows_the_accelerator_count() -> 
 
 # No max_examples: the profile decides (HYPOTHESIS_PROFILE=thorough: 2000, recorded in benchmarks/RESULTS.md).
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(any_graphs(max_nodes=5), clusters(min_accelerators=4, max_accelerators=4, max_cpus=1))
-def test_relay_from_cpsat_to_highs_keeps_the_optimum(graph: Graph, cluster: Cluster) -> None:
+@given(any_graphs(max_nodes=5), clusters(min_accelerators=4, max_accelerators=4, max_cpus=1), st.booleans())
+def test_relay_from_cpsat_to_highs_keeps_the_optimum(graph: Graph, cluster: Cluster, started: bool) -> None:
     """solver='auto' on more than HIGHS_MAX_ACCELERATORS accelerators hands CP-SAT's split and bound to HiGHS
-    after CPSAT_LEG_SECONDS (here none): the optimum is still brute force's, whichever leg proved it."""
+    after CPSAT_LEG_SECONDS (here none): the optimum is still brute force's, whichever leg proved it. With a
+    start (the DP's), CP-SAT's leg hands HiGHS a split, and polish runs beside HiGHS (two threads)."""
     from exactplace.backends import mip
 
     optima = brute_force_optima(graph, cluster, "throughput")
     with patch.object(mip, "CPSAT_LEG_SECONDS", 0.0):
-        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, warm_start=None, time_limit=30)
+        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, warm_start="auto" if started else None,
+                  time_limit=30, threads=2)
     if optima.any is None:
         assert p.status is Status.INFEASIBLE
         return
