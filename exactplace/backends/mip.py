@@ -429,7 +429,7 @@ class MIP(Method):
                     if result.bound is not None:
                         lower = result.bound if lower is None else max(lower, result.bound)
                     solver = "highs"
-                    companion = self._alongside(problem, warm, overlap, gpipe, threads, info)
+                    companion = self._alongside(problem, warm, overlap, gpipe, threads)
                     try:
                         result, out = solve_any_split(problem, solver, warm, lower)
                     finally:
@@ -478,8 +478,8 @@ class MIP(Method):
                           f"{HIGHS_MAX_ACCELERATORS} accelerators)")
         return True
 
-    def _alongside(self, problem: Problem, warm: np.ndarray | None, overlap: bool, gpipe: bool, threads: int,
-                   info: dict) -> Alongside | None:
+    def _alongside(self, problem: Problem, warm: np.ndarray | None, overlap: bool, gpipe: bool,
+                   threads: int) -> Alongside | None:
         """The polish that runs beside HiGHS's leg of the relay on the core HiGHS leaves idle
         (:class:`~exactplace.backends.polish.Alongside`): when ``polish`` is on, two threads or more are
         allowed, not GPipe, and the leg's start is a legal split; else None."""
