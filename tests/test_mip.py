@@ -21,7 +21,7 @@ from exactplace.formulations.throughput import contiguous_ip, noncontiguous_ip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
-from strategies import any_graphs, clusters, placements, training_graphs
+from strategies import any_graphs, banded_graph, clusters, placements, training_graphs
 
 from exactplace import (
     Cluster,
@@ -56,14 +56,6 @@ def approx(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is b
     return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6)
-
-
-def banded_graph(n: int = 40) -> Graph:
-    """A random graph whose edges join nodes at most 3 apart: too big to prove in a blink on 4 accelerators."""
-    rng = np.random.default_rng(0)
-    nodes = [Node(i, float(rng.uniform(1, 5)), float(rng.uniform(0.5, 2)), comm=float(rng.uniform(0, 1)))
-             for i in range(n)]
-    return Graph(nodes, [(i, j) for i in range(n) for j in range(i + 1, min(n, i + 4)) if rng.uniform() < 0.6])
 
 
 @SETTINGS

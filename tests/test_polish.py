@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
-from strategies import any_graphs, clusters, mixed_clusters, placements
+from strategies import any_graphs, banded_graph, clusters, mixed_clusters, placements
 
 from exactplace import Cluster, Graph, Node, ParameterError, Status, check_feasibility, max_load, solve
 from exactplace.backends import polish as polish_module
@@ -159,11 +159,7 @@ def test_escalation_goes_on_where_a_sweep_stalls(monkeypatch: pytest.MonkeyPatch
     """With sub-IPs too short to decide anything much, a sweep stalls; with ``escalate`` the search doubles the
     limit instead, and ends at a local optimum (every neighbourhood proven), never worse than the stalled one's
     start. A sub-IP the solver always fails on cannot keep it going: the doubling stops at the time left."""
-    rng = np.random.default_rng(0)
-    nodes = [Node(i, float(rng.uniform(1, 5)), float(rng.uniform(0.5, 2)), comm=float(rng.uniform(0, 1)))
-             for i in range(20)]
-    graph = Graph(nodes, [(i, j) for i in range(20) for j in range(i + 1, min(20, i + 4)) if rng.uniform() < 0.6])
-    cluster = Cluster(accelerators=3, cpus=1)
+    graph, cluster = banded_graph(20), Cluster(accelerators=3, cpus=1)
     start = solve(graph, cluster, method="dp").device
     monkeypatch.setattr(polish_module, "SUB_SECONDS", 1e-4)
     stalled = polish(graph, cluster, start, time_limit=30.0)

@@ -435,8 +435,7 @@ class MIP(Method):
                     finally:
                         found = companion.stop() if companion is not None else None
                     result.solver = "cpsat+highs"
-                    if found is not None:
-                        assert companion is not None
+                    if companion is not None and found is not None:
                         began = companion.started - problem.started
                         alongside = [TracePoint(began + seconds, value, None) for seconds, value in found.trace]
                         swapped = self._take_polished(problem, result, found, overlap, info)
