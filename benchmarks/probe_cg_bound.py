@@ -42,6 +42,7 @@ import numpy as np
 
 from exactplace import read_workload, solve
 from exactplace.backends.polish import polish
+from exactplace.evaluators.max_load import device_loads
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "throughput"
 
@@ -65,12 +66,10 @@ class Instance:
         self.memory, self.cap = self.data.memory, float(cluster.memory_cap)
 
     def load(self, members: np.ndarray) -> float:
-        """An accelerator's load holding the classes ``members`` (bool per class): compute plus every group
-        whose source and some target lie on different sides of the set, once."""
-        d = self.data
-        differs = np.zeros(d.groups, dtype=bool)
-        np.logical_or.at(differs, d.pair_group, members[d.pair_target] != members[d.group_source][d.pair_group])
-        return float(self.acc[members].sum() + d.group_cost[differs].sum())
+        """An accelerator's load holding the classes ``members`` (bool per class), as the evaluator scores it
+        (the other classes on the last device: only whether they are on this accelerator matters)."""
+        device = np.where(members[self.data.unit], 0, self.cluster.num_devices - 1)
+        return float(device_loads(self.graph, self.cluster, device).load()[0])
 
     def fits(self, members: np.ndarray, threshold: float) -> bool:
         """Whether one accelerator can hold ``members`` within ``threshold``."""
