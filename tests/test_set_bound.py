@@ -1,0 +1,128 @@
+"""The device-set relaxation (formulations/device_sets.py) and its column-generation bound (backends/set_bound.py).
+
+The pricing dynamic program against every subset of classes; the bound against brute force's optimum (a
+refuted threshold must lie below every split's max load); the relay's use of it in ``method="mip"``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from unittest.mock import patch
+
+import numpy as np
+import pytest
+from exactplace.formulations.device_sets import Pricer, SetRelaxation, frontier_order
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from oracle import brute_force_optima
+from strategies import any_graphs, banded_graph, brute_force_graphs, clusters
+
+from exactplace import Cluster, Status, read_workload, solve, workload_path
+from exactplace.backends.set_bound import set_bound, set_bound_applies
+from exactplace.core.errors import ParameterError
+from exactplace.core.graph import Graph
+from exactplace.evaluators.max_load import device_loads
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(any_graphs(max_nodes=7, max_forward=3), st.integers(0, 2**31), st.floats(0.5, 30.0),
+       st.sampled_from([0.0, 0.5, 1.0]))
+def test_pricing_is_the_best_subset(graph: Graph, seed: int, threshold: float, floor: float) -> None:
+    """max pi(S) over the class sets within the threshold, by the DP = by enumeration (above the floor), its sets
+    within the threshold, and each set's load the evaluator's."""
+    cluster = Cluster(1, memory=1e9, cpus=1)
+    sets = SetRelaxation.of(graph, cluster)
+    assume(sets.classes <= 9)
+    rng = np.random.default_rng(seed)
+    duals = rng.uniform(-0.5, 1.0, sets.classes)
+    order = frontier_order(sets)
+    assert sorted(order.tolist()) == list(range(sets.classes))
+    best = -np.inf
+    for index, bits in enumerate(itertools.product((False, True), repeat=sets.classes)):
+        chosen = np.array(bits, dtype=bool)
+        if not sets.on_acc[chosen].all():
+            continue
+        load = sets.load(chosen)
+        if index % 7 == 0:  # the relaxation's load is the evaluator's (on a sample: the evaluator is slower)
+            assert load == pytest.approx(device_loads(graph, cluster, np.where(chosen[sets.unit], 0, 1)).load()[0],
+                                         abs=1e-9)
+        if load <= threshold:
+            best = max(best, float(duals[chosen].sum()))
+    value, found = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, order).price(duals, threshold, floor)
+    if best > floor + 1e-9:
+        assert value == pytest.approx(best, abs=1e-9)
+        assert found and float(duals[found[0]].sum()) == pytest.approx(best, abs=1e-9)
+    else:
+        assert value <= floor + 1e-9 and not found
+    values = [float(duals[s].sum()) for s in found]
+    assert values == sorted(values, reverse=True) and all(v > floor for v in values)
+    assert all(sets.load(s) <= threshold + 1e-9 and sets.on_acc[s].all() for s in found)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(brute_force_graphs(), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2),
+       st.sampled_from([0.5, 0.9, 0.99, 1.0, 1.2]))
+def test_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster, fraction: float) -> None:
+    """Every refuted threshold lies below brute force's optimum over all splits; the trace rises; a target at or
+    above the optimum is never refuted."""
+    assume(set_bound_applies(graph, cluster) is None)
+    optimum = brute_force_optima(graph, cluster, "throughput").any
+    assume(optimum is not None and optimum > 0)
+    found = set_bound(graph, cluster, target=fraction * optimum, time_limit=20.0)
+    assert found.outcome in ("target refuted", "limit reached", "time")
+    if found.value is not None:
+        assert found.value < optimum * (1 + 1e-9)
+        assert [b for _, b in found.trace] == sorted(b for _, b in found.trace)
+        assert found.value == found.trace[-1][1]
+    if fraction >= 1.0:
+        assert found.outcome != "target refuted"
+    if found.outcome == "target refuted":
+        assert found.value == pytest.approx(fraction * optimum)
+    if found.ceiling is not None and found.value is not None:
+        assert found.value <= found.ceiling
+
+
+def test_bound_on_a_shipped_workload_reaches_its_limit() -> None:
+    """layer_bert24_inference (optimum 17.7147): the relaxation refutes 17.70 from the DP's split; asked for the
+    optimum itself, it stops at a limit within it, the last refuted and the first converged threshold adjacent."""
+    w = read_workload(workload_path("layer_bert24_inference"))
+    start = solve(w, method="dp").device
+    refuted = set_bound(w.graph, w.cluster, target=17.70, lower=17.0, seeds=(start,), time_limit=60.0)
+    assert refuted.outcome == "target refuted" and refuted.value == 17.70
+    assert len(refuted.trace) == 2 and refuted.trace[0][1] == pytest.approx(17.35)  # halfway first
+    limit = set_bound(w.graph, w.cluster, target=17.7147, seeds=(start,), time_limit=60.0)
+    assert limit.outcome in ("target refuted", "limit reached")
+    assert limit.value is not None and 17.70 <= limit.value <= 17.7147 + 1e-9
+
+
+def test_applies_only_to_plain_loads_on_identical_accelerators() -> None:
+    graph = banded_graph(8)
+    assert set_bound_applies(graph, Cluster(2, cpus=1)) is None
+    assert "GPipe" in set_bound_applies(graph, Cluster(2, cpus=1), gpipe=True)
+    assert "identical" in set_bound_applies(graph, Cluster(2, memory=[1e9, 2e9], cpus=1))
+    assert "no accelerators" in set_bound_applies(graph, Cluster(0, cpus=2))
+    with pytest.raises(ValueError, match="identical accelerators"):
+        SetRelaxation.of(graph, Cluster(2, speed=[1.0, 2.0], cpus=1))
+
+
+def test_relay_runs_the_set_bound_after_cpsats_leg() -> None:
+    """In the relay, the set bound runs between CP-SAT's leg and HiGHS's, says what it did, and its bound holds
+    in the result; by default (set_bound=False) it does not run."""
+    from exactplace.backends import mip
+
+    graph, cluster = banded_graph(), Cluster(4, cpus=1)
+    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05):
+        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2,
+                  set_bound=True)
+        off = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2)
+    assert p.solver == "cpsat+highs"
+    report = p.info["set_bound"]
+    assert report["outcome"] in ("target refuted", "limit reached", "time")
+    assert report["target"] == pytest.approx(report["start"])  # rel_gap 0: the target is the start itself
+    if report["bound"] is not None:
+        assert p.bound >= report["bound"] - 1e-9 and report["bound"] <= p.objective
+    if report["outcome"] == "target refuted":
+        assert p.status is Status.OPTIMAL and p.info["certified_by"] == "set_bound"
+    assert "set_bound" not in off.info
+    with pytest.raises(ParameterError, match="set_bound"):
+        solve(graph, cluster, objective="latency", method="mip", set_bound=True)
