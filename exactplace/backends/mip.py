@@ -55,6 +55,17 @@ own here (on layer_resnet50_inference it kept CP-SAT's 33.3020 for 540 s); with 
 ten-minute gap went 0.355% -> 0.226% there, 0.271% -> 0.167% and 0.286% -> 0.130% on the InceptionV3
 layer graphs, unchanged on layer_resnet50_training (``benchmarks/RESULTS.md``).
 
+Set bound (issue 21, opt-in: ``set_bound=True``): in the relay, between CP-SAT's leg and HiGHS's,
+:data:`SET_BOUND_FRACTION` of the time left goes to the device-set relaxation (:mod:`exactplace.backends.set_bound`;
+identical accelerators on one machine, plain loads): column generation over whole device sets, whose loads charge
+communication exactly where the assignment IP's LP charges none. It aims at ``U (1 - rel_gap)`` for CP-SAT's
+split ``U``: refuted, the split comes back optimal (``info["certified_by"] == "set_bound"``, no HiGHS leg);
+else its highest refuted threshold becomes ``L``'s lower bound for HiGHS's leg, and the polish beside HiGHS
+starts after it. ``info["set_bound"]`` and ``timings["set_bound"]`` say what it gave and took. Alone, aimed
+at 33.2189, it reaches its limit on layer_resnet50_inference, 33.2187 (0.011% below the best split known),
+in 375 s, where HiGHS's bound is 33.147 after ten minutes; in the relay, aimed at CP-SAT's 33.3020 (above
+that limit), it spent its time converging there and proved 33.1616 only: not yet a default.
+
 How a formulation plugs in: build a ``Model`` in ``formulations/`` with ``decode`` /
 ``encode`` / ``bound_slack`` as :class:`~exactplace.formulations.throughput.ThroughputIP` and
 :class:`~exactplace.formulations.latency.LatencyIP` do, then call
@@ -91,6 +102,7 @@ from exactplace.methods.registry import start_from
 if TYPE_CHECKING:
     from exactplace.backends.gap_probe import Probe
     from exactplace.backends.polish import Alongside, Polished
+    from exactplace.backends.set_bound import SetBound
 
 __all__ = ["DEFAULT_TIME_LIMIT", "MIP", "default_start", "with_default_limit"]
 
@@ -130,6 +142,12 @@ POLISH_SECONDS = 30.0
 
 #: ... and at most this fraction of the time left after the packing phase.
 POLISH_FRACTION = 0.1
+
+#: In the relay, after CP-SAT's leg, this fraction of the time left goes to the device-set relaxation's bound
+#: (HiGHS's leg, with the polish beside it, gets the rest): on layer_resnet50_inference it needs about 375 s to
+#: reach its limit, 33.2187,
+#: where HiGHS's bound on the assignment IP is 33.147 after ten minutes.
+SET_BOUND_FRACTION = 0.85
 
 #: At most this many seconds go to the gap probe after the polish ...
 PROBE_SECONDS = 30.0
@@ -241,6 +259,10 @@ class MIP(Method):
                             "contiguous=False on CP-SAT: then ask whether any split is 1%, then rel_gap, better "
                             "than the start (exactplace.backends.gap_probe) for up to 10% of the time; a refutation "
                             "is a bound"),
+        "set_bound": Option("set_bound", Boolean(), False,
+                            "contiguous=False, in the relay (solver='auto', more than 3 accelerators, over 60 s): "
+                            "after CP-SAT's leg, bound by column generation over device sets "
+                            "(exactplace.backends.set_bound) for 85% of the time left; a refuted target certifies"),
         "threads": THREADS,
         "log": Option("log", Boolean(), False, "stream the solver's log to stderr"),
         "progress": Option("progress", Boolean(), False, "print incumbent, bound and gap on stderr as they move"),
@@ -264,7 +286,7 @@ class MIP(Method):
 
             check_latency(problem.options)
             for name, role in (("packing_bound", "bounds"), ("polish", "improves the start of"),
-                               ("gap_probe", "proves the gap of")):
+                               ("gap_probe", "proves the gap of"), ("set_bound", "bounds")):
                 check_param(name not in problem.options, name, "solve",
                             f"left out for objective 'latency' (it {role} the non-contiguous max-load IP)",
                             problem.options.get(name))
@@ -429,9 +451,25 @@ class MIP(Method):
                     if result.bound is not None:
                         lower = result.bound if lower is None else max(lower, result.bound)
                     solver = "highs"
-                    companion = self._alongside(problem, warm, overlap, gpipe, threads)
+                    certified = False
+                    if self.setting(problem, "set_bound"):
+                        began = time.monotonic() - problem.started
+                        bound = self._set_bound(problem, warm, lower, overlap, gpipe, info, timings)
+                        if bound is not None and bound.value is not None:
+                            lower = bound.value if lower is None else max(lower, bound.value)
+                            before += [TracePoint(began + seconds, None, value) for seconds, value in bound.trace]
+                        if bound is not None and bound.outcome == "interrupted":
+                            raise KeyboardInterrupt
+                        certified = bound is not None and bound.outcome == "target refuted"
+                    # Not during the set bound: both are Python-heavy, and one interpreter lock slowed the bound 2x.
+                    companion = None if certified else self._alongside(problem, warm, overlap, gpipe, threads)
                     try:
-                        result, out = solve_any_split(problem, solver, warm, lower)
+                        if certified:  # CP-SAT's split is within rel_gap of every split: no IP to solve
+                            result, out = MethodResult(warm, Status.OPTIMAL, bound=lower, solver="highs",
+                                                       space=Space.ANY, timings=timings), None
+                            info["certified_by"] = "set_bound"
+                        else:
+                            result, out = solve_any_split(problem, solver, warm, lower)
                     finally:
                         found = companion.stop() if companion is not None else None
                     result.solver = "cpsat+highs"
@@ -450,7 +488,7 @@ class MIP(Method):
         result.trace = best_known(sorted([*before, *result.trace, *alongside], key=lambda point: point.seconds))
         if lower is not None and result.device is not None:  # L's lower bound holds whatever the solver proved
             result.bound = max(lower, result.bound if result.bound is not None else lower)
-        if result.device is not None and out.values is not None and not swapped:
+        if result.device is not None and out is not None and out.values is not None and not swapped:
             self._agree(problem, result, out, overlap, gpipe)
         return result
 
@@ -530,6 +568,29 @@ class MIP(Method):
         timings["packing_bound"] = found.seconds
         info["packing_bound"] = found.value
         return found.value
+
+    @staticmethod
+    def _set_bound(problem: Problem, warm: np.ndarray | None, lower: float | None, overlap: bool, gpipe: bool,
+                   info: dict, timings: dict) -> SetBound | None:
+        """The device-set relaxation's bound (:mod:`exactplace.backends.set_bound`), aimed at certifying the
+        start within ``rel_gap``, for :data:`SET_BOUND_FRACTION` of the time left; None when it does not apply."""
+        from exactplace.backends.set_bound import set_bound, set_bound_applies
+
+        why_not = set_bound_applies(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe)
+        if why_not is not None or warm is None:
+            info["set_bound"] = f"none ({why_not or 'no split to certify'})"
+            return None
+        value = max_load(problem.graph, problem.cluster, warm)
+        target = value * (1.0 - problem.rel_gap)
+        if lower is not None and lower >= target:
+            return None
+        found = set_bound(problem.graph, problem.cluster, target=target, lower=lower, seeds=(warm,),
+                          time_limit=SET_BOUND_FRACTION * problem.remaining())
+        timings["set_bound"] = found.seconds
+        info["set_bound"] = {"outcome": found.outcome, "start": value, "target": target, "bound": found.value,
+                             "ceiling": found.ceiling, "thresholds": found.thresholds, "pricings": found.pricings,
+                             "columns": found.columns}
+        return found
 
     def _polish(self, problem: Problem, warm: np.ndarray, overlap: bool, gpipe: bool, info: dict,
                 timings: dict) -> Polished | None:
