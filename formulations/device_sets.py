@@ -162,7 +162,6 @@ class Pricer:
         for g, m in enumerate(members):
             for u in np.unique(m).tolist():
                 self.groups_of[u].append(g)
-        self.width = max((int(((self.first < i) & (self.last >= i)).sum()) for i in range(len(order))), default=0)
 
     def _fill_bounds(self, pi: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """For each position ``i``: the fractional knapsack of the positive-value classes at ``i`` and after, as
@@ -218,9 +217,9 @@ class Pricer:
                 by_load = np.lexsort((-values, loads))
                 loads, values = loads[by_load], values[by_load]
                 best_before = np.maximum.accumulate(np.concatenate([[-np.inf], values[:-1]]))
-                front = by_load[values > best_before + 1e-12]
-                front_mask = values > best_before + 1e-12
-                states[key] = (loads[front_mask], values[front_mask])
+                on_front = values > best_before + 1e-12
+                states[key] = (loads[on_front], values[on_front])
+                front = by_load[on_front]  # positions in the unsorted candidates, where the parent pointers are
                 steps[key] = (parent[front], entry[front], x[front])
             history.append((keys, steps))
             if not states:

@@ -8,8 +8,8 @@ whose master value is ``<= k``). The restricted master is an LP on HiGHS, with o
 column per class (cost ``k + 1``) so that it is always feasible; the refutation never rests on it,
 only on Farley's bound, which needs nothing but the duals and the two exact pricings.
 
-Thresholds: first halfway between the known lower bound and the target (a bound early, cheaply:
-far below the relaxation's limit Farley's bound exceeds ``k`` within a few pricings), then the
+Thresholds: first halfway between the known lower bound and the target (a bound before the target's
+generation, which may run to the end of the time limit without refuting it), then the
 target (``U (1 - rel_gap)`` for the best split ``U``: its refutation certifies ``U``), then a bisection
 between the highest refuted threshold and the lowest converged one. Columns carry over: all of
 them up a threshold, those within it down. Duals are smoothed (Wentges, weight 1/2 on the duals
@@ -110,21 +110,32 @@ class _Master:
         """A column: an accelerator's set (cost 1) or a CPU core's (cost 0, on the CPU row)."""
         self._add(chosen, 0.0 if cpu else 1.0, cpu)
 
-    def solve(self) -> tuple[float, np.ndarray, float]:
-        """The LP's value, the classes' duals and the CPU row's dual."""
+    def duals(self) -> tuple[np.ndarray, float]:
+        """Solve the LP: the classes' duals and the CPU row's dual (its value is not needed: Farley's bound,
+        computed from the duals, is what refutes)."""
         self.h.run()
         duals = np.asarray(self.h.getSolution().row_dual)
-        return float(self.h.getInfo().objective_function_value), duals[:self.classes], float(duals[self.classes])
+        return duals[:self.classes], float(duals[self.classes])
 
 
 @dataclasses.dataclass
 class _Pool:
     """Every column generated, with its load, across thresholds."""
 
+    sets: SetRelaxation
     acc: list[np.ndarray] = dataclasses.field(default_factory=list)
     acc_load: list[float] = dataclasses.field(default_factory=list)
     cpu: list[np.ndarray] = dataclasses.field(default_factory=list)
     cpu_load: list[float] = dataclasses.field(default_factory=list)
+
+    def add(self, chosen: np.ndarray, cpu: bool) -> None:
+        """A column of an accelerator (its load with communication) or of a CPU core (its CPU time)."""
+        if cpu:
+            self.cpu.append(chosen)
+            self.cpu_load.append(float(self.sets.cpu[chosen].sum()))
+        else:
+            self.acc.append(chosen)
+            self.acc_load.append(self.sets.load(chosen))
 
 
 def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | None = None,
@@ -145,21 +156,19 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
     clock = time.monotonic()
     sets = SetRelaxation.of(graph, cluster)
     acc_pricer = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, frontier_order(sets))
-    pool = _Pool()
+    pool = _Pool(sets)
     for device in seeds:
         acc_sets, cpu_sets = sets.device_sets(device)
-        pool.acc += acc_sets
-        pool.acc_load += [sets.load(s) for s in acc_sets]
-        pool.cpu += cpu_sets
-        pool.cpu_load += [float(sets.cpu[s].sum()) for s in cpu_sets]
+        for chosen in acc_sets:
+            pool.add(chosen, cpu=False)
+        for chosen in cpu_sets:
+            pool.add(chosen, cpu=True)
     for c in range(sets.classes):
         single = np.arange(sets.classes) == c
         if sets.on_acc[c]:
-            pool.acc.append(single)
-            pool.acc_load.append(sets.load(single))
+            pool.add(single, cpu=False)
         if sets.cpus:
-            pool.cpu.append(single)
-            pool.cpu_load.append(float(sets.cpu[c]))
+            pool.add(single, cpu=True)
     bound, ceiling = lower, None  # the highest threshold proven (or given) refuted; the lowest converged
     trace: list[tuple[float, float]] = []
     counts = {"thresholds": 0, "pricings": 0}
@@ -172,7 +181,7 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
             if not tried_target and (bound is None or trace):
                 threshold, tried_target = target, True
             elif ceiling is None and bound is not None:
-                threshold = (bound + target) / 2.0  # a cheap bound first
+                threshold = (bound + target) / 2.0  # a bound before the target is tried
             else:
                 threshold = ((bound or 0.0) + ceiling) / 2.0  # type: ignore[operator]
             counts["thresholds"] += 1
@@ -213,7 +222,7 @@ def _refute(sets: SetRelaxation, acc_pricer: Pricer, pool: _Pool, threshold: flo
             master.add(chosen, cpu=True)
     best, center, center_cpu = -np.inf, None, 0.0
     while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()):
-        _, pi, sigma = master.solve()
+        pi, sigma = master.duals()
         if center is None:
             center, center_cpu = pi, sigma
         added = 0
@@ -231,14 +240,9 @@ def _refute(sets: SetRelaxation, acc_pricer: Pricer, pool: _Pool, threshold: flo
             # there (a "misprice"), and adding them again would never end.
             acc_sets = [s for s in acc_sets if pi[s].sum() > 1.0 + 1e-9]
             cpu_sets = [s for s in cpu_sets if pi[s].sum() + sigma > 1e-9]
-            for chosen in acc_sets:
-                master.add(chosen, cpu=False)
-                pool.acc.append(chosen)
-                pool.acc_load.append(sets.load(chosen))
-            for chosen in cpu_sets:
-                master.add(chosen, cpu=True)
-                pool.cpu.append(chosen)
-                pool.cpu_load.append(float(sets.cpu[chosen].sum()))
+            for chosen, cpu in [*((s, False) for s in acc_sets), *((s, True) for s in cpu_sets)]:
+                master.add(chosen, cpu=cpu)
+                pool.add(chosen, cpu=cpu)
             added = len(acc_sets) + len(cpu_sets)
             if added:
                 break
