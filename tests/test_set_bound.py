@@ -20,7 +20,7 @@ from strategies import any_graphs, banded_graph, brute_force_graphs, clusters
 from exactplace import Cluster, Status, read_workload, solve, workload_path
 from exactplace.backends.set_bound import set_bound, set_bound_applies
 from exactplace.core.errors import ParameterError
-from exactplace.core.graph import Graph
+from exactplace.core.graph import Graph, Node
 from exactplace.evaluators.max_load import device_loads
 
 
@@ -126,3 +126,12 @@ def test_relay_runs_the_set_bound_after_cpsats_leg() -> None:
     assert "set_bound" not in off.info
     with pytest.raises(ParameterError, match="set_bound"):
         solve(graph, cluster, objective="latency", method="mip", set_bound=True)
+
+
+def test_bisection_ends_where_no_float_lies_between() -> None:
+    """Loads so small that halving between the refuted and the converged threshold gives one of them back: the
+    bound stops there ("limit reached") instead of bisecting until its time limit (found by the property above)."""
+    tiny = 1.401298464324817e-45  # a subnormal load: the bisection from 0 reaches the bottom of the floats
+    graph = Graph([Node(0, 0.0, tiny), Node(1, 0.0, 0.0)], [(0, 1)])
+    found = set_bound(graph, Cluster(2, cpus=0), target=tiny, time_limit=30.0)
+    assert found.outcome == "limit reached" and found.value is None and 0.0 < found.ceiling <= tiny

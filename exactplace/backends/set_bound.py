@@ -184,6 +184,9 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
                 threshold = (bound + target) / 2.0  # a bound before the target is tried
             else:
                 threshold = ((bound or 0.0) + ceiling) / 2.0  # type: ignore[operator]
+                if not (bound or 0.0) < threshold < ceiling:  # no float between them (tiny loads): nothing to halve
+                    outcome = "limit reached"
+                    break
             counts["thresholds"] += 1
             verdict = _refute(sets, acc_pricer, pool, threshold, clock + time_limit, cancel, counts)
             if verdict == "stopped":
