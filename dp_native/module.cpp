@@ -1,11 +1,12 @@
 // pybind11 entry point of exactplace._native: thin bindings over the pure C++ core
-// (ideals.hpp, dp.hpp, path.hpp). Arrays are copied in, the GIL is released around the C++ work, and
+// (ideals.hpp, dp.hpp, path.hpp, set_pricing.hpp). Arrays are copied in, the GIL is released around the C++ work, and
 // Ctrl-C is noticed by polling PyErr_CheckSignals from the calling thread.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,7 @@
 #include "dp.hpp"
 #include "ideals.hpp"
 #include "path.hpp"
+#include "set_pricing.hpp"
 #include "stop.hpp"
 
 namespace py = pybind11;
@@ -123,6 +125,40 @@ py::dict latency_path_bound(int units, const IntArray& edge_src, const IntArray&
     return out;
 }
 
+// The device-set pricing DP (set_pricing.hpp): built once per relaxation, priced many times.
+std::unique_ptr<exactplace::SetPricer> make_set_pricer(const FloatArray& time, const ByteArray& allowed,
+                                                      const FloatArray& group_cost, const IntArray& group_ptr,
+                                                      const IntArray& group_member, const IntArray& order) {
+    exactplace::SetPricingInstance in;
+    in.time = to_vector(time, "time");
+    in.allowed = to_vector(allowed, "allowed");
+    in.group_cost = to_vector(group_cost, "group_cost");
+    in.group_ptr = to_vector(group_ptr, "group_ptr");
+    in.group_member = to_vector(group_member, "group_member");
+    in.order = to_vector(order, "order");
+    return std::make_unique<exactplace::SetPricer>(std::move(in));
+}
+
+// (value, sets as a bool array of shape (len(sets), classes)).
+py::tuple price_sets(const exactplace::SetPricer& pricer, const FloatArray& duals, double capacity, double floor,
+                     int keep) {
+    const auto pi = to_vector(duals, "duals");
+    SignalPoll poll;
+    exactplace::SetPricingResult r;
+    {
+        py::gil_scoped_release release;
+        exactplace::Stopper stop(std::numeric_limits<double>::infinity(), [&poll] { return poll(); });
+        r = pricer.price(pi, capacity, floor, keep, stop);
+    }
+    if (poll.pending) throw *poll.pending;
+    const auto classes = static_cast<py::ssize_t>(pricer.classes());
+    py::array_t<bool> sets({static_cast<py::ssize_t>(r.sets.size()), classes});
+    auto out = sets.mutable_unchecked<2>();
+    for (std::size_t s = 0; s < r.sets.size(); ++s)
+        for (py::ssize_t u = 0; u < classes; ++u) out(static_cast<py::ssize_t>(s), u) = r.sets[s][u] != 0;
+    return py::make_tuple(r.value, sets);
+}
+
 // Everything one solve() needs, as one object (instead of a long list of positional arguments).
 struct Request {
     exactplace::Instance instance;
@@ -160,7 +196,7 @@ void array_field(py::class_<Request>& cls, const char* name, Field field) {
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "exactplace native core: ideals of a DAG and the max-load DP (C++17)";
-    m.attr("abi_version") = 6;  // bump on any change of this module's interface
+    m.attr("abi_version") = 7;  // bump on any change of this module's interface
 
     // TooManyIdeals(message, count, limit): the lattice is larger than max_ideals.
     PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> too_many;
@@ -274,6 +310,12 @@ PYBIND11_MODULE(_native, m) {
         "type, which replaces `accelerators`); saturates at 2**63 - 1.");
     m.def("chain_memory_estimate", &exactplace::chain_memory_estimate, py::arg("units"), py::arg("cpus"),
           py::arg("group_members"), "Bytes solve() allocates for a request with an `order` (the chain DP).");
+    py::class_<exactplace::SetPricer>(m, "SetPricer",
+                                      "The device-set pricing DP (set_pricing.hpp); `price` releases the GIL.")
+        .def(py::init(&make_set_pricer), py::kw_only(), py::arg("time"), py::arg("allowed"), py::arg("group_cost"),
+             py::arg("group_ptr"), py::arg("group_member"), py::arg("order"))
+        .def("price", &price_sets, py::arg("duals"), py::arg("capacity"), py::arg("floor"), py::arg("keep"),
+             "(max pi(S) above `floor`, else `floor`; up to `keep` sets of value above `floor`, best first).");
     m.def("latency_path_bound", &latency_path_bound, py::kw_only(), py::arg("units"), py::arg("edge_src"),
           py::arg("edge_dst"), py::arg("cpu_time"), py::arg("acc_time"), py::arg("memory"), py::arg("memory_cap"),
           py::arg("accelerators"), py::arg("cpus"), py::arg("group_cost"), py::arg("group_source"),

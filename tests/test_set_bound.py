@@ -1,24 +1,27 @@
 """The device-set relaxation (formulations/device_sets.py) and its column-generation bound (backends/set_bound.py).
 
-The pricing dynamic program against every subset of classes; the bound against brute force's optimum (a
+The pricing dynamic program (C++) against every subset of classes and against the pure-Python DP it replaced
+(``set_pricing_oracle``) on the shared workloads; the bound against brute force's optimum (a
 refuted threshold must lie below every split's max load); the relay's use of it in ``method="mip"``.
 """
 
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from unittest.mock import patch
 
 import numpy as np
 import pytest
-from exactplace.formulations.device_sets import Pricer, SetRelaxation, frontier_order
+from exactplace.formulations.device_sets import SetRelaxation, frontier_order
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
+from set_pricing_oracle import Pricer as PythonPricer
 from strategies import any_graphs, banded_graph, brute_force_graphs, clusters
 
 from exactplace import Cluster, Status, read_workload, solve, workload_path
-from exactplace.backends.set_bound import set_bound, set_bound_applies
+from exactplace.backends.set_bound import APPROACH, Pricer, set_bound, set_bound_applies
 from exactplace.core.errors import ParameterError
 from exactplace.core.graph import Graph, Node
 from exactplace.evaluators.max_load import device_loads
@@ -59,6 +62,37 @@ def test_pricing_is_the_best_subset(graph: Graph, seed: int, threshold: float, f
     assert all(sets.load(s) <= threshold + 1e-9 and sets.on_acc[s].all() for s in found)
 
 
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "throughput"
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/workloads")
+@pytest.mark.parametrize("name", ["layer_resnet50_inference", "layer_gnmt_training"])
+def test_native_pricing_equals_the_python_dp(name: str) -> None:
+    """On a shared workload, at duals as the generation meets them (around 1/k per class's share of the
+    work, some negative) and thresholds near the optimum: the same maximum as the Python DP, sets of that
+    value within the threshold, for the accelerators' pricing and the CPU cores' knapsack."""
+    w = read_workload(SHARED / f"{name}.json")
+    sets = SetRelaxation.of(w.graph, w.cluster)
+    order = frontier_order(sets)
+    rng = np.random.default_rng(7)
+    share = sets.acc / sets.acc.sum() * (w.cluster.accelerators + 0.1)
+    cpu_allowed = sets.cpu <= sets.acc.sum()
+    pricers = [(sets.acc, sets.on_acc, sets.group_cost, sets.members, order, 1.0),
+               (sets.cpu, cpu_allowed, np.zeros(0), [], np.arange(sets.classes), 0.0)]
+    for time, allowed, cost, members, processing, floor in pricers:
+        native, python = Pricer(time, allowed, cost, members, processing), PythonPricer(time, allowed, cost,
+                                                                                       members, processing)
+        for _ in range(4):
+            duals = share * rng.uniform(0.6, 1.4, sets.classes) - rng.uniform(0, 0.01, sets.classes)
+            threshold = float(rng.uniform(0.15, 0.2) * sets.acc.sum())
+            value, found = native.price(duals, threshold, floor, keep=5)
+            expected, _ = python.price(duals, threshold, floor, keep=5)
+            assert value == pytest.approx(expected, rel=1e-12, abs=1e-12)
+            assert found and float(duals[found[0]].sum()) == pytest.approx(value, rel=1e-12)
+            if members:
+                assert all(sets.load(s) <= threshold * (1 + 1e-9) for s in found)
+
+
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(brute_force_graphs(), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2),
        st.sampled_from([0.5, 0.9, 0.99, 1.0, 1.2]))
@@ -89,7 +123,10 @@ def test_bound_on_a_shipped_workload_reaches_its_limit() -> None:
     start = solve(w, method="dp").device
     refuted = set_bound(w.graph, w.cluster, target=17.70, lower=17.0, seeds=(start,), time_limit=60.0)
     assert refuted.outcome == "target refuted" and refuted.value == 17.70
-    assert len(refuted.trace) == 2 and refuted.trace[0][1] == pytest.approx(17.35)  # halfway first
+    # Halfway first, and halfway again until within APPROACH of the target, then the target itself.
+    bounds = [b for _, b in refuted.trace]
+    assert bounds[0] == pytest.approx(17.35) and bounds[-1] == 17.70 and bounds == sorted(bounds)
+    assert bounds[-2] >= 17.70 * (1 - APPROACH) and all(b < 17.70 * (1 - APPROACH) for b in bounds[:-2])
     limit = set_bound(w.graph, w.cluster, target=17.7147, seeds=(start,), time_limit=60.0)
     assert limit.outcome in ("target refuted", "limit reached")
     assert limit.value is not None and 17.70 <= limit.value <= 17.7147 + 1e-9
@@ -135,3 +172,21 @@ def test_bisection_ends_where_no_float_lies_between() -> None:
     graph = Graph([Node(0, 0.0, tiny), Node(1, 0.0, 0.0)], [(0, 1)])
     found = set_bound(graph, Cluster(2, cpus=0), target=tiny, time_limit=30.0)
     assert found.outcome == "limit reached" and found.value is None and 0.0 < found.ceiling <= tiny
+
+
+def test_aim_lowers_the_target_during_the_run() -> None:
+    """A better split found meanwhile (``aim``) lowers the target: asked for the optimum 17.7147, which the
+    relaxation cannot refute, it refutes the 17.70 the aim names instead; an aim above the target is ignored."""
+    w = read_workload(workload_path("layer_bert24_inference"))
+    start = solve(w, method="dp").device
+    asked: list[int] = []
+
+    def aim() -> float:
+        asked.append(1)
+        return 17.70
+
+    lowered = set_bound(w.graph, w.cluster, target=17.7147, lower=17.0, seeds=(start,), aim=aim, time_limit=60.0)
+    assert lowered.outcome == "target refuted" and lowered.value == 17.70 and len(asked) == lowered.thresholds
+    above = set_bound(w.graph, w.cluster, target=17.70, lower=17.0, seeds=(start,), aim=lambda: 99.0,
+                      time_limit=60.0)
+    assert above.outcome == "target refuted" and above.value == 17.70
