@@ -190,3 +190,48 @@ def test_aim_lowers_the_target_during_the_run() -> None:
     above = set_bound(w.graph, w.cluster, target=17.70, lower=17.0, seeds=(start,), aim=lambda: 99.0,
                       time_limit=60.0)
     assert above.outcome == "target refuted" and above.value == 17.70
+
+
+def test_relay_interrupted_in_the_set_bound_keeps_what_it_knows() -> None:
+    """Ctrl-C while the set bound runs (its outcome "interrupted"): the relay returns its best split, feasible,
+    limit interrupt, with the bound proven so far, and does not start HiGHS's leg."""
+    from exactplace.backends import mip
+    from exactplace.backends import set_bound as module
+    from exactplace.backends.set_bound import SetBound
+    from exactplace.core.placement import Limit
+
+    def interrupted(*args: object, **kwargs: object) -> SetBound:
+        return SetBound(value=None, ceiling=None, outcome="interrupted", trace=(), thresholds=0, pricings=0,
+                        columns=0, seconds=0.0)
+
+    graph, cluster = banded_graph(), Cluster(4, cpus=1)
+    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05), patch.object(module, "set_bound", interrupted):
+        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2,
+                  set_bound=True)
+    if "relay" not in p.info:
+        pytest.skip("CP-SAT proved the optimum within its 0.05-s leg: nothing was relayed")
+    assert p.info["set_bound"]["outcome"] == "interrupted"
+    assert p.status is Status.FEASIBLE and p.limit is Limit.INTERRUPT
+    assert p.device is not None and p.bound is not None and p.bound <= p.objective
+    assert "certified_by" not in p.info
+
+
+def test_relay_certified_by_the_set_bound_says_so() -> None:
+    """A refuted target (here handed over by a stand-in for the bound, at the target the relay asks) returns the
+    relay's best split optimal, certified by the set bound, with what the bound reported: no HiGHS leg."""
+    from exactplace.backends import mip
+    from exactplace.backends import set_bound as module
+    from exactplace.backends.set_bound import SetBound
+
+    def refuted(*args: object, target: float, **kwargs: object) -> SetBound:
+        return SetBound(value=target, ceiling=None, outcome="target refuted", trace=((0.0, target),), thresholds=1,
+                        pricings=0, columns=0, seconds=0.0)
+
+    graph, cluster = banded_graph(), Cluster(4, cpus=1)
+    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05), patch.object(module, "set_bound", refuted):
+        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2,
+                  set_bound=True)
+    if "relay" not in p.info:
+        pytest.skip("CP-SAT proved the optimum within its 0.05-s leg: nothing was relayed")
+    assert p.status is Status.OPTIMAL and p.info["certified_by"] == "set_bound"
+    assert p.info["set_bound"]["outcome"] == "target refuted" and p.bound == pytest.approx(p.objective)

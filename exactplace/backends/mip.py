@@ -450,24 +450,27 @@ class MIP(Method):
                     if result.bound is not None:
                         lower = result.bound if lower is None else max(lower, result.bound)
                     solver = "highs"
-                    certified = False
-                    if self.setting(problem, "set_bound"):
-                        began = time.monotonic() - problem.started
-                        bound = self._set_bound(problem, warm, lower, overlap, gpipe, info, timings)
-                        if bound is not None and bound.value is not None:
-                            lower = bound.value if lower is None else max(lower, bound.value)
-                            before += [TracePoint(began + seconds, None, value) for seconds, value in bound.trace]
-                        if bound is not None and bound.outcome == "interrupted":
-                            raise KeyboardInterrupt
-                        certified = bound is not None and bound.outcome == "target refuted"
-                    # Started after the set bound, not beside it: both are Python-heavy under one interpreter lock.
-                    # (Measured once each way on layer_resnet50_inference: the bound reached 33.1616 in both runs.)
-                    companion = None if certified else self._alongside(problem, warm, overlap, gpipe, threads)
+                    # The polish runs beside the set bound and then beside HiGHS: the bound's pricing (C++) and
+                    # LPs (HiGHS) release the interpreter lock, as HiGHS's MIP search does.
+                    companion = self._alongside(problem, warm, overlap, gpipe, threads)
                     try:
-                        if certified:  # CP-SAT's split is within rel_gap of every split: no IP to solve
-                            result, out = MethodResult(warm, Status.OPTIMAL, bound=lower, solver="highs",
-                                                       space=Space.ANY, timings=timings), None
-                            info["certified_by"] = "set_bound"
+                        bound = None
+                        if self.setting(problem, "set_bound"):
+                            began = time.monotonic() - problem.started
+                            bound = self._set_bound(problem, warm, lower, overlap, gpipe, info, timings, companion)
+                            if bound is not None and bound.value is not None:
+                                lower = bound.value if lower is None else max(lower, bound.value)
+                                before += [TracePoint(began + seconds, None, value) for seconds, value in bound.trace]
+                        if bound is not None and bound.outcome in ("target refuted", "interrupted"):
+                            # Refuted: the best split (CP-SAT's or, taken below, the polish's, whose value the target
+                            # followed) is within rel_gap of every split, no IP to solve. Interrupted: what is known.
+                            refuted = bound.outcome == "target refuted"
+                            result, out = MethodResult(warm, Status.OPTIMAL if refuted else Status.FEASIBLE,
+                                                       bound=lower, limit=None if refuted else Limit.INTERRUPT,
+                                                       solver="highs", space=Space.ANY, info=info,
+                                                       timings=timings), None
+                            if refuted:
+                                info["certified_by"] = "set_bound"
                         else:
                             result, out = solve_any_split(problem, solver, warm, lower)
                     finally:
@@ -571,9 +574,10 @@ class MIP(Method):
 
     @staticmethod
     def _set_bound(problem: Problem, warm: np.ndarray | None, lower: float | None, overlap: bool, gpipe: bool,
-                   info: dict, timings: dict) -> SetBound | None:
+                   info: dict, timings: dict, companion: Alongside | None) -> SetBound | None:
         """The device-set relaxation's bound (:mod:`exactplace.backends.set_bound`), aimed at certifying the
-        start within ``rel_gap``, for :data:`SET_BOUND_FRACTION` of the time left; None when it does not apply."""
+        best split within ``rel_gap`` (the start's, then the ``companion``'s as it improves), for
+        :data:`SET_BOUND_FRACTION` of the time left; None when it does not apply."""
         from exactplace.backends.set_bound import set_bound, set_bound_applies
 
         why_not = set_bound_applies(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe)
@@ -584,7 +588,8 @@ class MIP(Method):
         target = value * (1.0 - problem.rel_gap)
         if lower is not None and lower >= target:
             return None
-        found = set_bound(problem.graph, problem.cluster, target=target, lower=lower, seeds=(warm,),
+        aim = None if companion is None else (lambda: companion.best() * (1.0 - problem.rel_gap))
+        found = set_bound(problem.graph, problem.cluster, target=target, lower=lower, seeds=(warm,), aim=aim,
                           time_limit=SET_BOUND_FRACTION * problem.remaining())
         timings["set_bound"] = found.seconds
         info["set_bound"] = {"outcome": found.outcome, "start": value, "target": target, "bound": found.value,
