@@ -63,6 +63,10 @@ def run(path: Path, ref: dict[str, str] | None, mode: str, solver: str, time_lim
     p = solve(w, method="mip", solver=solver, contiguous=contiguous, warm_start=warm, time_limit=time_limit,
               rel_gap=rel_gap, **options)
     wall = time.perf_counter() - start
+    # What the relay's phases gave (CP-SAT's leg, the set bound, the polish beside them), below the row, to stderr.
+    phases = {key: p.info[key] for key in ("relay", "set_bound", "certified_by") if key in p.info}
+    if phases:
+        print(f"# {path.stem} {solver}: {phases}", file=sys.stderr, flush=True)
     published = math.nan if ref is None else float(ref["dp"] if contiguous else ref["ip_noncontiguous"])
     gurobi = "" if ref is None else ref["ip_contiguous_seconds" if contiguous else "ip_noncontiguous_seconds"]
     # The trace is timed from solve()'s start: warm start, packing bound and polish included.

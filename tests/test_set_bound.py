@@ -144,14 +144,15 @@ def test_applies_only_to_plain_loads_on_identical_accelerators() -> None:
 
 def test_relay_runs_the_set_bound_after_cpsats_leg() -> None:
     """In the relay, the set bound runs between CP-SAT's leg and HiGHS's, says what it did, and its bound holds
-    in the result; by default (set_bound=False) it does not run."""
+    in the result; with set_bound=False it does not run."""
     from exactplace.backends import mip
 
     graph, cluster = banded_graph(), Cluster(4, cpus=1)
     with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05):
         p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2,
                   set_bound=True)
-        off = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2)
+        off = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2,
+                    set_bound=False)
     assert p.solver == "cpsat+highs"
     report = p.info["set_bound"]
     assert report["outcome"] in ("target refuted", "limit reached", "time")

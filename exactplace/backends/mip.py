@@ -258,7 +258,7 @@ class MIP(Method):
                             "contiguous=False on CP-SAT: then ask whether any split is 1%, then rel_gap, better "
                             "than the start (exactplace.backends.gap_probe) for up to 10% of the time; a refutation "
                             "is a bound"),
-        "set_bound": Option("set_bound", Boolean(), False,
+        "set_bound": Option("set_bound", Boolean(), True,
                             "contiguous=False, in the relay (solver='auto', more than 3 accelerators, over 60 s): "
                             "after CP-SAT's leg, bound by column generation over device sets "
                             "(exactplace.backends.set_bound) for 85% of the time left; a refuted target certifies"),

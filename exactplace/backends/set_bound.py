@@ -3,8 +3,9 @@
 The relaxation, why a refutation is a proof, and the pricing dynamic program:
 :mod:`exactplace.formulations.device_sets`. :func:`set_bound` refutes thresholds ``T``, "no split
 has max load ``<= T``", by generating columns until Farley's bound exceeds ``k`` (refuted: ``T`` is a
-lower bound of every split) or no column prices out (converged: the relaxation cannot refute ``T``,
-whose master value is ``<= k``). The restricted master is an LP on HiGHS, with one artificial
+lower bound of every split) or the relaxation is seen to hold a solution of value ``<= k`` ("converged": it
+cannot refute ``T``): the restricted master's value once no artificial column is in its solution (an upper
+bound on the relaxation's: its columns are a solution), at the latest when no column prices out. The restricted master is an LP on HiGHS, with one artificial
 column per class (cost ``k + 1``) so that it is always feasible; the refutation never rests on it,
 only on Farley's bound, which needs nothing but the duals and the two exact pricings.
 
@@ -13,10 +14,9 @@ is more than :data:`APPROACH` above the highest refuted threshold, halfway betwe
 proven on the way: the target's own generation may run to the end of the time limit without refuting
 it); then the target itself; once a threshold converges at or below the target, a bisection between the
 highest refuted threshold and the lowest converged one (the relaxation's limit, the most it can prove).
-Columns carry over: all of
-them up a threshold, those within it down. Duals are smoothed (Wentges, weight 1/2 on the duals
-of the best Farley bound so far), with the master's own duals when the smoothed ones price out
-nothing.
+Columns carry over: all of them up a threshold, those within it down. Duals are smoothed (Wentges,
+weight 1/2 on the duals of the best Farley bound so far), with the master's own duals when the smoothed
+ones price out nothing.
 
 Measured (layer_resnet50_inference, one thread, the DP's split as the only seed, no other load):
 at ``T = 33.2189`` (1e-4 below the best known split 33.2222) the generation converges in 240 s at
@@ -161,12 +161,17 @@ class _Master:
         """A column: an accelerator's set (cost 1) or a CPU core's (cost 0, on the CPU row)."""
         self._add(chosen, 0.0 if cpu else 1.0, cpu)
 
-    def duals(self) -> tuple[np.ndarray, float]:
-        """Solve the LP: the classes' duals and the CPU row's dual (its value is not needed: Farley's bound,
-        computed from the duals, is what refutes)."""
+    def solve(self) -> tuple[np.ndarray, float, float]:
+        """Solve the LP: the classes' duals, the CPU row's dual, and the LP's value when no artificial column is
+        in its solution (then its columns form a solution of the relaxation: its value is an upper bound on the
+        relaxation's), else infinity. (Farley's bound, from the duals, is what refutes; this value only says
+        when refuting is hopeless.)"""
         self.h.run()
-        duals = np.asarray(self.h.getSolution().row_dual)
-        return duals[:self.classes], float(duals[self.classes])
+        solution = self.h.getSolution()
+        duals = np.asarray(solution.row_dual)
+        artificial = np.asarray(solution.col_value[:self.classes])
+        upper = self.h.getInfo().objective_function_value if artificial.max() <= 1e-9 else np.inf
+        return duals[:self.classes], float(duals[self.classes]), float(upper)
 
 
 @dataclasses.dataclass
@@ -280,7 +285,9 @@ def _refute(sets: SetRelaxation, acc_pricer: Pricer, pool: _Pool, threshold: flo
             master.add(chosen, cpu=True)
     best, center, center_cpu = -np.inf, None, 0.0
     while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()):
-        pi, sigma = master.duals()
+        pi, sigma, upper = master.solve()
+        if upper <= k - MARGIN:  # the relaxation holds a solution of value <= k: this threshold cannot be refuted
+            return "converged"
         if center is None:
             center, center_cpu = pi, sigma
         added = 0
