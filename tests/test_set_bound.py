@@ -193,11 +193,23 @@ def test_aim_lowers_the_target_during_the_run() -> None:
     assert above.outcome == "target refuted" and above.value == 17.70
 
 
-def test_relay_interrupted_in_the_set_bound_keeps_what_it_knows() -> None:
-    """Ctrl-C while the set bound runs (its outcome "interrupted"): the relay returns its best split, feasible,
-    limit interrupt, with the bound proven so far, and does not start HiGHS's leg."""
+def _relayed_with(stand_in: object) -> object:
+    """``method="mip"``'s relay on a banded graph (CP-SAT's leg cut to 0.05 s) with ``stand_in`` for the set bound."""
     from exactplace.backends import mip
     from exactplace.backends import set_bound as module
+
+    graph, cluster = banded_graph(), Cluster(4, cpus=1)
+    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05), patch.object(module, "set_bound", stand_in):
+        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2,
+                  set_bound=True)
+    if "relay" not in p.info:
+        pytest.skip("CP-SAT proved the optimum within its 0.05-s leg: nothing was relayed")
+    return p
+
+
+def test_relay_interrupted_in_the_set_bound_keeps_what_it_knows() -> None:
+    """Ctrl-C while the set bound runs (its outcome "interrupted"): the relay returns its best split, feasible,
+    limit interrupt, with the bound proven so far."""
     from exactplace.backends.set_bound import SetBound
     from exactplace.core.placement import Limit
 
@@ -205,12 +217,7 @@ def test_relay_interrupted_in_the_set_bound_keeps_what_it_knows() -> None:
         return SetBound(value=None, ceiling=None, outcome="interrupted", trace=(), thresholds=0, pricings=0,
                         columns=0, seconds=0.0)
 
-    graph, cluster = banded_graph(), Cluster(4, cpus=1)
-    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05), patch.object(module, "set_bound", interrupted):
-        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2,
-                  set_bound=True)
-    if "relay" not in p.info:
-        pytest.skip("CP-SAT proved the optimum within its 0.05-s leg: nothing was relayed")
+    p = _relayed_with(interrupted)
     assert p.info["set_bound"]["outcome"] == "interrupted"
     assert p.status is Status.FEASIBLE and p.limit is Limit.INTERRUPT
     assert p.device is not None and p.bound is not None and p.bound <= p.objective
@@ -219,20 +226,13 @@ def test_relay_interrupted_in_the_set_bound_keeps_what_it_knows() -> None:
 
 def test_relay_certified_by_the_set_bound_says_so() -> None:
     """A refuted target (here handed over by a stand-in for the bound, at the target the relay asks) returns the
-    relay's best split optimal, certified by the set bound, with what the bound reported: no HiGHS leg."""
-    from exactplace.backends import mip
-    from exactplace.backends import set_bound as module
+    relay's best split optimal, certified by the set bound, with what the bound reported."""
     from exactplace.backends.set_bound import SetBound
 
     def refuted(*args: object, target: float, **kwargs: object) -> SetBound:
         return SetBound(value=target, ceiling=None, outcome="target refuted", trace=((0.0, target),), thresholds=1,
                         pricings=0, columns=0, seconds=0.0)
 
-    graph, cluster = banded_graph(), Cluster(4, cpus=1)
-    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05), patch.object(module, "set_bound", refuted):
-        p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2,
-                  set_bound=True)
-    if "relay" not in p.info:
-        pytest.skip("CP-SAT proved the optimum within its 0.05-s leg: nothing was relayed")
+    p = _relayed_with(refuted)
     assert p.status is Status.OPTIMAL and p.info["certified_by"] == "set_bound"
     assert p.info["set_bound"]["outcome"] == "target refuted" and p.bound == pytest.approx(p.objective)

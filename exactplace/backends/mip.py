@@ -55,16 +55,16 @@ own here (on layer_resnet50_inference it kept CP-SAT's 33.3020 for 540 s); with 
 ten-minute gap went 0.355% -> 0.226% there, 0.271% -> 0.167% and 0.286% -> 0.130% on the InceptionV3
 layer graphs, unchanged on layer_resnet50_training (``benchmarks/RESULTS.md``).
 
-Set bound (issue 21, opt-in: ``set_bound=True``): in the relay, between CP-SAT's leg and HiGHS's,
+Set bound (issue 21, ``set_bound``, on by default): in the relay, between CP-SAT's leg and HiGHS's,
 :data:`SET_BOUND_FRACTION` of the time left goes to the device-set relaxation (:mod:`exactplace.backends.set_bound`;
 identical accelerators on one machine, plain loads): column generation over whole device sets, whose loads charge
-communication exactly where the assignment IP's LP charges none. It aims at ``U (1 - rel_gap)`` for CP-SAT's
-split ``U``: refuted, the split comes back optimal (``info["certified_by"] == "set_bound"``, no HiGHS leg);
-else its highest refuted threshold becomes ``L``'s lower bound for HiGHS's leg, and the polish beside HiGHS
-starts after it. ``info["set_bound"]`` and ``timings["set_bound"]`` say what it gave and took. Alone, aimed
-at 33.2189, it reaches its limit on layer_resnet50_inference, 33.2187 (0.011% below the best split known),
-in 375 s, where HiGHS's bound is 33.147 after ten minutes; in the relay, aimed at CP-SAT's 33.3020 (above
-that limit), it spent its time converging there and proved 33.1616 only: not yet a default.
+communication exactly where the assignment IP's LP charges none, with the polish beside it. It aims at
+``U (1 - rel_gap)`` for the best split ``U`` so far (CP-SAT's, then the polish's): refuted, that split comes back
+optimal (``info["certified_by"] == "set_bound"``, no HiGHS leg); else its highest refuted threshold becomes ``L``'s
+lower bound for HiGHS's leg. ``info["set_bound"]`` and ``timings["set_bound"]`` say what it gave and took. On
+layer_resnet50_training it reaches its limit, 76.2009 (HiGHS's bound: 76.031 after ten minutes), and the
+ten-minute gap goes 0.304% -> 0.086%; on layer_resnet50_inference, 33.2187 (HiGHS's: 33.147), 0.011% below
+the best split known (``benchmarks/RESULTS.md``).
 
 How a formulation plugs in: build a ``Model`` in ``formulations/`` with ``decode`` /
 ``encode`` / ``bound_slack`` as :class:`~exactplace.formulations.throughput.ThroughputIP` and

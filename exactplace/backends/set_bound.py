@@ -18,12 +18,13 @@ Columns carry over: all of them up a threshold, those within it down. Duals are 
 weight 1/2 on the duals of the best Farley bound so far), with the master's own duals when the smoothed
 ones price out nothing.
 
-Measured (layer_resnet50_inference, one thread, the DP's split as the only seed, no other load):
-at ``T = 33.2189`` (1e-4 below the best known split 33.2222) the generation converges in 240 s at
-a master value of 5.99997: the relaxation's limit lies a hair below it, where HiGHS's bound on the
-assignment IP reaches 33.147 after ten minutes. From the packing bound 33.0246 with that target,
-:func:`set_bound` refutes 33.1218 (122 s), converges at the target (290 s) and bisects to 33.21869 refuted /
-33.21871 converged in 374 s (14 thresholds, 817 pricings, 9130 columns).
+Measured (layer_resnet50_inference, one thread, the DP's split as the only seed, no other load): the
+relaxation's limit is 33.2187 (0.011% below the best split known, 33.2222), where HiGHS's bound on the
+assignment IP reaches 33.147 after ten minutes. Aimed at 33.2189 from the packing bound 33.0246, the limit
+(33.21869 refuted / 33.21871 converged) took 374 s with the Python pricing and HiGHS's default simplex,
+208 s with the C++ pricing and primal simplex; aimed at 33.3987 (far above the limit) from CP-SAT's bound
+33.0711, 169 s once a threshold is given up as soon as the master is at ``k`` without artificials.
+On layer_resnet50_training the limit is 76.2009 (HiGHS: 76.031 after ten minutes).
 """
 
 from __future__ import annotations
