@@ -236,3 +236,22 @@ def test_relay_certified_by_the_set_bound_says_so() -> None:
     p = _relayed_with(refuted)
     assert p.status is Status.OPTIMAL and p.info["certified_by"] == "set_bound"
     assert p.info["set_bound"]["outcome"] == "target refuted" and p.bound == pytest.approx(p.objective)
+
+
+def test_an_undecided_threshold_sends_the_next_ones_below_it() -> None:
+    """A generation out of patience (stood in for: every threshold above 17.5 "stopped") leaves its threshold
+    undecided; the bound still climbs below it, to 17.5 within the resolution, never above."""
+    from exactplace.backends import set_bound as module
+
+    real = module._refute
+
+    def slow_above(sets: object, pricer: object, pool: object, threshold: float, *rest: object) -> str:
+        return "stopped" if threshold > 17.5 else real(sets, pricer, pool, threshold, *rest)
+
+    w = read_workload(workload_path("layer_bert24_inference"))
+    start = solve(w, method="dp").device
+    with patch.object(module, "_refute", slow_above):
+        found = set_bound(w.graph, w.cluster, target=17.70, lower=17.0, seeds=(start,), time_limit=10.0)
+    assert found.outcome == "time" and found.value is not None and found.ceiling is None
+    assert 17.5 * (1 - 1e-5) <= found.value <= 17.5
+    assert [b for _, b in found.trace] == sorted(b for _, b in found.trace)

@@ -1,19 +1,22 @@
 """A proven lower bound on the non-contiguous max load by column generation over device sets (issue 21).
 
-The relaxation, why a refutation is a proof, and the pricing dynamic program:
-:mod:`exactplace.formulations.device_sets`. :func:`set_bound` refutes thresholds ``T``, "no split
+The relaxation and why a refutation is a proof: :mod:`exactplace.formulations.device_sets`; the pricing
+dynamic program: ``dp_native/set_pricing.hpp`` (:class:`Pricer`). :func:`set_bound` refutes thresholds ``T``, "no split
 has max load ``<= T``", by generating columns until Farley's bound exceeds ``k`` (refuted: ``T`` is a
 lower bound of every split) or the relaxation is seen to hold a solution of value ``<= k`` ("converged": it
 cannot refute ``T``): the restricted master's value once no artificial column is in its solution (an upper
-bound on the relaxation's: its columns are a solution), at the latest when no column prices out. The restricted master is an LP on HiGHS, with one artificial
-column per class (cost ``k + 1``) so that it is always feasible; the refutation never rests on it,
-only on Farley's bound, which needs nothing but the duals and the two exact pricings.
+bound on the relaxation's: its columns are a solution), at the latest when no column prices out. The
+restricted master is an LP on HiGHS, with one artificial column per class (cost ``k + 1``) so that it is
+always feasible; the refutation never rests on it, only on Farley's bound, which needs nothing but the
+duals and the two exact pricings.
 
 Thresholds: while the target (``U (1 - rel_gap)`` for the best split ``U``: its refutation certifies ``U``)
 is more than :data:`APPROACH` above the highest refuted threshold, halfway between them (each a bound
 proven on the way: the target's own generation may run to the end of the time limit without refuting
 it); then the target itself; once a threshold converges at or below the target, a bisection between the
-highest refuted threshold and the lowest converged one (the relaxation's limit, the most it can prove).
+highest refuted threshold and the lowest converged one (the relaxation's limit, the most it can prove). A
+threshold neither refuted nor converged within :data:`PATIENCE` of the time limit is left undecided, and the
+next ones lie halfway below it.
 Columns carry over: all of them up a threshold, those within it down. Duals are smoothed (Wentges,
 weight 1/2 on the duals of the best Farley bound so far), with the master's own duals when the smoothed
 ones price out nothing.
@@ -53,6 +56,11 @@ MARGIN = 1e-7
 
 #: The bisection ends when the refuted and the converged thresholds are this close (relative).
 RESOLUTION = 1e-6
+
+#: A threshold's generation is left undecided after this share of the time limit; the next thresholds lie below it.
+#: (On OperatorGraphs_bert_L-12_training the first threshold, halfway between CP-SAT's bound 313 and its split 418,
+#: was still undecided when the relay's 460 s for the bound ran out: nothing proven.)
+PATIENCE = 0.25
 
 #: The target itself is tried once the highest refuted threshold is within this of it (relative); until then,
 #: halfway to it. (Refutations below the relaxation's limit take a few generations each once columns carry over;
@@ -229,6 +237,7 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
         if sets.cpus:
             pool.add(single, cpu=True)
     bound, ceiling = lower, None  # the highest threshold proven (or given) refuted; the lowest converged
+    reach = None  # the lowest threshold whose generation ran out of patience, undecided
     trace: list[tuple[float, float]] = []
     counts = {"thresholds": 0, "pricings": 0}
     outcome = "time"
@@ -239,19 +248,27 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
             if bound is not None and trace and bound >= target:
                 outcome = "target refuted"  # the target fell below what is proven already
                 break
+            if reach is not None and reach - (bound or 0.0) <= RESOLUTION * target:
+                reach = None  # refuted up to it: try above it again, with the columns gathered since
             if ceiling is not None and ceiling <= target:  # the target lies beyond the relaxation: to its limit
-                threshold = ((bound or 0.0) + ceiling) / 2.0
+                threshold = ((bound or 0.0) + min(ceiling, reach or ceiling)) / 2.0
                 if ceiling - (bound or 0.0) <= RESOLUTION * target or not (bound or 0.0) < threshold < ceiling:
                     outcome = "limit reached"  # (or no float between them: tiny loads, nothing to halve)
                     break
+            elif reach is not None and reach < target:
+                threshold = ((bound or 0.0) + reach) / 2.0  # below the undecided one
             elif bound is None or target - bound <= APPROACH * target:
                 threshold = target
             else:
                 threshold = (bound + target) / 2.0
             counts["thresholds"] += 1
-            verdict = _refute(sets, acc_pricer, pool, threshold, clock + time_limit, cancel, counts)
+            patience = min(clock + time_limit, time.monotonic() + PATIENCE * time_limit)
+            verdict = _refute(sets, acc_pricer, pool, threshold, patience, cancel, counts)
             if verdict == "stopped":
-                break
+                if time.monotonic() - clock >= time_limit or (cancel is not None and cancel.is_set()):
+                    break
+                reach = threshold if reach is None else min(reach, threshold)
+                continue
             if verdict == "converged":
                 ceiling = threshold
                 continue
