@@ -103,7 +103,7 @@ def test_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster, fractio
     optimum = brute_force_optima(graph, cluster, "throughput").any
     assume(optimum is not None and optimum > 0)
     found = set_bound(graph, cluster, target=fraction * optimum, time_limit=20.0)
-    assert found.outcome in ("target refuted", "limit reached", "time")
+    assert found.outcome in ("target refuted", "limit reached", "undecided", "time")
     if found.value is not None:
         assert found.value < optimum * (1 + 1e-9)
         assert [b for _, b in found.trace] == sorted(b for _, b in found.trace)
@@ -155,7 +155,7 @@ def test_relay_runs_the_set_bound_after_cpsats_leg() -> None:
                     set_bound=False)
     assert p.solver == "cpsat+highs"
     report = p.info["set_bound"]
-    assert report["outcome"] in ("target refuted", "limit reached", "time")
+    assert report["outcome"] in ("target refuted", "limit reached", "undecided", "time")
     assert report["target"] == pytest.approx(report["start"])  # rel_gap 0: the target is the start itself
     if report["bound"] is not None:
         assert p.bound >= report["bound"] - 1e-9 and report["bound"] <= p.objective
@@ -255,3 +255,19 @@ def test_an_undecided_threshold_sends_the_next_ones_below_it() -> None:
     assert found.outcome == "time" and found.value is not None and found.ceiling is None
     assert 17.5 * (1 - 1e-5) <= found.value <= 17.5
     assert [b for _, b in found.trace] == sorted(b for _, b in found.trace)
+
+
+def test_it_gives_up_when_not_even_the_first_threshold_is_decided() -> None:
+    """Every generation out of patience (stood in for): after the first, the bound gives up, nothing proven."""
+    from exactplace.backends import set_bound as module
+
+    calls: list[float] = []
+
+    def stopped(sets: object, pricer: object, pool: object, threshold: float, *rest: object) -> str:
+        calls.append(threshold)
+        return "stopped"
+
+    graph = banded_graph(8)
+    with patch.object(module, "_refute", stopped):
+        found = set_bound(graph, Cluster(2, cpus=1), target=5.0, lower=1.0, time_limit=10.0)
+    assert found.outcome == "undecided" and found.value is None and len(calls) == 1 and found.seconds < 5.0

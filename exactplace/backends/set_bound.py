@@ -58,8 +58,10 @@ MARGIN = 1e-7
 RESOLUTION = 1e-6
 
 #: A threshold's generation is left undecided after this share of the time limit; the next thresholds lie below it.
-#: (On OperatorGraphs_bert_L-12_training the first threshold, halfway between CP-SAT's bound 313 and its split 418,
-#: was still undecided when the relay's 460 s for the bound ran out: nothing proven.)
+#: When not even the first threshold is decided by then, the bound gives up (the relay's HiGHS leg gets the time).
+#: (Measured in the relay, 460 s for the bound: the first threshold still undecided at the end on
+#: OperatorGraphs_bert_L-12_training and LayerGraphs_inceptionv3_inference; on LayerGraphs_inceptionv3_training four
+#: thresholds below one another, each undecided after 115 s: nothing proven, HiGHS's leg the poorer for it.)
 PATIENCE = 0.25
 
 #: The target itself is tried once the highest refuted threshold is within this of it (relative); until then,
@@ -75,8 +77,9 @@ class SetBound:
     ``value``: the highest refuted threshold (a lower bound on every split's max load), None when none
     was refuted. ``ceiling``: the lowest threshold the relaxation could not refute (None: none
     converged). ``outcome``: ``"target refuted"``, ``"limit reached"`` (refuted and converged
-    thresholds within :data:`RESOLUTION`), ``"time"`` or ``"interrupted"``. ``trace``: (seconds since
-    the start, bound) at each refutation."""
+    thresholds within :data:`RESOLUTION`), ``"undecided"`` (the first threshold neither refuted nor converged
+    within :data:`PATIENCE`: it gave up early, nothing proven), ``"time"`` or ``"interrupted"``. ``trace``:
+    (seconds since the start, bound) at each refutation."""
 
     value: float | None
     ceiling: float | None
@@ -266,6 +269,9 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
             verdict = _refute(sets, acc_pricer, pool, threshold, patience, cancel, counts)
             if verdict == "stopped":
                 if time.monotonic() - clock >= time_limit or (cancel is not None and cancel.is_set()):
+                    break
+                if not trace:  # not even the first threshold decided: the generation is too slow here to bound
+                    outcome = "undecided"
                     break
                 reach = threshold if reach is None else min(reach, threshold)
                 continue
