@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dp.hpp"
@@ -47,19 +48,30 @@ struct SignalPoll {
     }
 };
 
+// Runs `work(stop)` with the GIL released and a Stopper of `seconds` that polls for Ctrl-C; a Python exception
+// the poll caught is raised once the C++ work has unwound.
+template <typename Work>
+auto without_gil(double seconds, Work&& work) {
+    SignalPoll poll;
+    decltype(work(std::declval<exactplace::Stopper&>())) result;
+    {
+        py::gil_scoped_release release;
+        exactplace::Stopper stop(seconds, [&poll] { return poll(); });
+        result = work(stop);
+    }
+    if (poll.pending) throw *poll.pending;
+    return result;
+}
+
 py::object count_ideals(int units, const IntArray& src, const IntArray& dst, std::int64_t limit) {
     if (limit < 0) throw std::invalid_argument("limit must be non-negative");
     const auto s = to_vector(src, "src");
     const auto d = to_vector(dst, "dst");
-    SignalPoll poll;
-    exactplace::IdealCount count;
-    {
-        py::gil_scoped_release release;
-        const exactplace::Poset poset(units, s, d);
-        exactplace::Stopper stop(std::numeric_limits<double>::infinity(), [&poll] { return poll(); });
-        count = exactplace::count_ideals(poset, limit, stop);
-    }
-    if (poll.pending) throw *poll.pending;
+    const exactplace::IdealCount count =
+        without_gil(std::numeric_limits<double>::infinity(), [&](exactplace::Stopper& stop) {
+            const exactplace::Poset poset(units, s, d);
+            return exactplace::count_ideals(poset, limit, stop);
+        });
     if (count.exceeded) return py::none();
     return py::make_tuple(count.ideals, count.covers);
 }
@@ -92,14 +104,8 @@ py::dict latency_path_bound(int units, const IntArray& edge_src, const IntArray&
     exactplace::PathOptions options;
     options.max_ideals = max_ideals;
     options.memory_budget = memory_budget;
-    SignalPoll poll;
-    exactplace::PathResult r;
-    {
-        py::gil_scoped_release release;
-        exactplace::Stopper stop(time_limit, [&poll] { return poll(); });
-        r = exactplace::path_bound(in, options, stop);
-    }
-    if (poll.pending) throw *poll.pending;
+    const exactplace::PathResult r =
+        without_gil(time_limit, [&](exactplace::Stopper& stop) { return exactplace::path_bound(in, options, stop); });
     static const char* const names[] = {"done", "too_many_ideals", "over_budget", "time", "interrupt"};
     py::list chains;
     for (std::size_t p = 0; p < r.step_of_unit.size(); ++p) {
@@ -143,14 +149,9 @@ std::unique_ptr<exactplace::SetPricer> make_set_pricer(const FloatArray& time, c
 py::tuple price_sets(const exactplace::SetPricer& pricer, const FloatArray& duals, double capacity, double floor,
                      int keep) {
     const auto pi = to_vector(duals, "duals");
-    SignalPoll poll;
-    exactplace::SetPricingResult r;
-    {
-        py::gil_scoped_release release;
-        exactplace::Stopper stop(std::numeric_limits<double>::infinity(), [&poll] { return poll(); });
-        r = pricer.price(pi, capacity, floor, keep, stop);
-    }
-    if (poll.pending) throw *poll.pending;
+    const exactplace::SetPricingResult r = without_gil(
+        std::numeric_limits<double>::infinity(),
+        [&](exactplace::Stopper& stop) { return pricer.price(pi, capacity, floor, keep, stop); });
     const auto classes = static_cast<py::ssize_t>(pricer.classes());
     py::array_t<bool> sets({static_cast<py::ssize_t>(r.sets.size()), classes});
     auto out = sets.mutable_unchecked<2>();
@@ -167,15 +168,9 @@ struct Request {
 };
 
 exactplace::Solution solve(const Request& request) {
-    SignalPoll poll;
-    exactplace::Solution solution;
-    {
-        py::gil_scoped_release release;
-        exactplace::Stopper stop(request.time_limit, [&poll] { return poll(); });
-        solution = exactplace::solve(request.instance, request.options, stop);
-    }
-    if (poll.pending) throw *poll.pending;
-    return solution;
+    return without_gil(request.time_limit, [&](exactplace::Stopper& stop) {
+        return exactplace::solve(request.instance, request.options, stop);
+    });
 }
 
 // A read-write array attribute of Request: numpy in (copied, any convertible dtype), numpy out.

@@ -75,11 +75,12 @@ SetPricer::SetPricer(SetPricingInstance instance) : in_(std::move(instance)) {
     const std::size_t n = in_.time.size();
     require(in_.allowed.size() == n, "allowed: one entry per class");
     require(in_.order.size() == n, "order: one entry per class");
-    std::vector<std::int64_t> position(n, -1);
+    position_.assign(n, -1);
     for (std::size_t i = 0; i < n; ++i) {
         const std::int64_t u = in_.order[i];
-        require(u >= 0 && static_cast<std::size_t>(u) < n && position[u] < 0, "order: not a permutation of the classes");
-        position[u] = static_cast<std::int64_t>(i);
+        require(u >= 0 && static_cast<std::size_t>(u) < n && position_[u] < 0,
+                "order: not a permutation of the classes");
+        position_[u] = static_cast<std::int64_t>(i);
     }
     for (std::size_t u = 0; u < n; ++u) {
         require(!in_.allowed[u] || (std::isfinite(in_.time[u]) && in_.time[u] >= 0.0),
@@ -101,8 +102,8 @@ SetPricer::SetPricer(SetPricingInstance instance) : in_(std::move(instance)) {
         for (std::int64_t e = in_.group_ptr[g]; e < in_.group_ptr[g + 1]; ++e) {
             const std::int64_t u = in_.group_member[e];
             require(u >= 0 && static_cast<std::size_t>(u) < n, "group_member: class out of range");
-            first_[g] = std::min(first_[g], position[u]);
-            last_[g] = std::max(last_[g], position[u]);
+            first_[g] = std::min(first_[g], position_[u]);
+            last_[g] = std::max(last_[g], position_[u]);
             auto& of = groups_of_[u];
             if (of.empty() || of.back() != static_cast<std::int64_t>(g)) of.push_back(static_cast<std::int64_t>(g));
         }
@@ -120,14 +121,12 @@ SetPricingResult SetPricer::price(const std::vector<double>& duals, double capac
         if (in_.allowed[u]) pi[u] = duals[u];
     }
     // The positive-value classes by value per time, best first (ties: processing order).
-    std::vector<std::int64_t> position(n);
-    for (std::size_t i = 0; i < n; ++i) position[in_.order[i]] = static_cast<std::int64_t>(i);
     std::vector<std::int64_t> valuable;
     for (std::size_t u = 0; u < n; ++u)
         if (pi[u] > 0.0) valuable.push_back(static_cast<std::int64_t>(u));
     std::sort(valuable.begin(), valuable.end(), [&](std::int64_t a, std::int64_t b) {
         const double lhs = pi[a] * in_.time[b], rhs = pi[b] * in_.time[a];
-        return lhs != rhs ? lhs > rhs : position[a] < position[b];
+        return lhs != rhs ? lhs > rhs : position_[a] < position_[b];
     });
 
     SetPricingResult result;
@@ -145,7 +144,7 @@ SetPricingResult SetPricer::price(const std::vector<double>& duals, double capac
         const std::int64_t u = in_.order[i];
         rest = Knapsack{};
         for (const std::int64_t v : valuable) {
-            if (position[v] <= static_cast<std::int64_t>(i)) continue;
+            if (position_[v] <= static_cast<std::int64_t>(i)) continue;
             rest.capacity.push_back(rest.capacity.back() + in_.time[v]);
             rest.value.push_back(rest.value.back() + pi[v]);
         }

@@ -44,6 +44,7 @@ public:
 
 private:
     SetPricingInstance in_;
+    std::vector<std::int64_t> position_;       // per class: its place in the order
     std::vector<std::int64_t> first_, last_;  // per group: positions of its first and last member
     std::vector<std::vector<std::int64_t>> groups_of_;  // per class
 };

@@ -146,7 +146,7 @@ POLISH_SECONDS = 30.0
 POLISH_FRACTION = 0.1
 
 #: In the relay, after CP-SAT's leg, this fraction of the time left goes to the device-set relaxation's bound
-#: (HiGHS's leg, with the polish beside it, gets the rest): on layer_resnet50_inference it needs about 375 s to
+#: (HiGHS's leg, with the polish beside it, gets the rest): on layer_resnet50_inference it needs 169-208 s alone to
 #: reach its limit, 33.2187, where HiGHS's bound on the assignment IP is 33.147 after ten minutes.
 SET_BOUND_FRACTION = 0.85
 
