@@ -134,7 +134,8 @@ py::dict latency_path_bound(int units, const IntArray& edge_src, const IntArray&
 // The device-set pricing DP (set_pricing.hpp): built once per relaxation, priced many times.
 std::unique_ptr<exactplace::SetPricer> make_set_pricer(const FloatArray& time, const ByteArray& allowed,
                                                       const FloatArray& group_cost, const IntArray& group_ptr,
-                                                      const IntArray& group_member, const IntArray& order) {
+                                                      const IntArray& group_member, const IntArray& order,
+                                                      const IntArray& apart) {
     exactplace::SetPricingInstance in;
     in.time = to_vector(time, "time");
     in.allowed = to_vector(allowed, "allowed");
@@ -142,6 +143,7 @@ std::unique_ptr<exactplace::SetPricer> make_set_pricer(const FloatArray& time, c
     in.group_ptr = to_vector(group_ptr, "group_ptr");
     in.group_member = to_vector(group_member, "group_member");
     in.order = to_vector(order, "order");
+    in.apart = to_vector(apart, "apart");
     return std::make_unique<exactplace::SetPricer>(std::move(in));
 }
 
@@ -191,7 +193,7 @@ void array_field(py::class_<Request>& cls, const char* name, Field field) {
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "exactplace native core: ideals of a DAG and the max-load DP (C++17)";
-    m.attr("abi_version") = 7;  // bump on any change of this module's interface
+    m.attr("abi_version") = 8;  // bump on any change of this module's interface
 
     // TooManyIdeals(message, count, limit): the lattice is larger than max_ideals.
     PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> too_many;
@@ -308,7 +310,8 @@ PYBIND11_MODULE(_native, m) {
     py::class_<exactplace::SetPricer>(m, "SetPricer",
                                       "The device-set pricing DP (set_pricing.hpp); `price` releases the GIL.")
         .def(py::init(&make_set_pricer), py::kw_only(), py::arg("time"), py::arg("allowed"), py::arg("group_cost"),
-             py::arg("group_ptr"), py::arg("group_member"), py::arg("order"))
+             py::arg("group_ptr"), py::arg("group_member"), py::arg("order"),
+             py::arg("apart") = IntArray(0))
         .def("price", &price_sets, py::arg("duals"), py::arg("capacity"), py::arg("floor"), py::arg("keep"),
              "(max pi(S) above `floor`, else `floor`; up to `keep` sets of value above `floor`, best first).");
     m.def("latency_path_bound", &latency_path_bound, py::kw_only(), py::arg("units"), py::arg("edge_src"),

@@ -108,6 +108,17 @@ SetPricer::SetPricer(SetPricingInstance instance) : in_(std::move(instance)) {
             if (of.empty() || of.back() != static_cast<std::int64_t>(g)) of.push_back(static_cast<std::int64_t>(g));
         }
     }
+    require(in_.apart.size() % 2 == 0, "apart: pairs of classes, flat (an even length)");
+    for (std::size_t p = 0; p < in_.apart.size(); p += 2) {
+        const std::int64_t a = in_.apart[p], b = in_.apart[p + 1];
+        require(a >= 0 && b >= 0 && static_cast<std::size_t>(a) < n && static_cast<std::size_t>(b) < n && a != b,
+                "apart: pair " + std::to_string(p / 2) + " is not two distinct classes");
+        const auto id = static_cast<std::int64_t>(groups + p / 2);
+        first_.push_back(std::min(position_[a], position_[b]));
+        last_.push_back(std::max(position_[a], position_[b]));
+        groups_of_[a].push_back(id);
+        groups_of_[b].push_back(id);
+    }
 }
 
 SetPricingResult SetPricer::price(const std::vector<double>& duals, double capacity, double floor, int keep,
@@ -131,6 +142,7 @@ SetPricingResult SetPricer::price(const std::vector<double>& duals, double capac
 
     SetPricingResult result;
     result.value = floor;
+    const auto groups = static_cast<std::int64_t>(in_.group_cost.size());
     std::vector<std::vector<Candidate>> fronts{{Candidate{0.0, 0.0, -1, -1, 0}}};
     std::vector<Key> keys{Key{}};
     std::vector<std::vector<std::vector<Back>>> history;  // per step, per state, per front entry
@@ -153,10 +165,18 @@ SetPricingResult SetPricer::price(const std::vector<double>& duals, double capac
         for (std::size_t s = 0; s < keys.size(); ++s) {
             for (std::uint8_t x = 0; x <= (in_.allowed[u] ? 1 : 0); ++x) {
                 double charge = 0.0;
+                bool clash = false;  // a pair kept apart would be in the set together
                 Key after = keys[s];
                 for (const std::int64_t g : groups_of_[u]) {
                     const auto it = std::lower_bound(after.begin(), after.end(), g << 1);
-                    if (it != after.end() && (*it >> 1) == g) {
+                    if (g >= groups) {  // a pair kept apart: recorded (side 1) while its first member is in the set
+                        if (it != after.end() && (*it >> 1) == g) {
+                            clash = clash || x == 1;
+                            after.erase(it);
+                        } else if (first_[g] == static_cast<std::int64_t>(i) && x == 1) {
+                            after.insert(it, g << 1 | 1);
+                        }
+                    } else if (it != after.end() && (*it >> 1) == g) {
                         if ((*it & 1) != x) {
                             charge += in_.group_cost[g];  // split now: charged once, then forgotten
                             after.erase(it);
@@ -167,6 +187,7 @@ SetPricingResult SetPricer::price(const std::vector<double>& duals, double capac
                         after.insert(it, g << 1 | x);
                     }
                 }
+                if (clash) continue;
                 const double add_load = (x ? in_.time[u] : 0.0) + charge, add_value = x ? pi[u] : 0.0;
                 std::pair<std::vector<Candidate>, std::vector<std::size_t>>* into = nullptr;
                 const auto& front = fronts[s];

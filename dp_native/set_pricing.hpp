@@ -7,7 +7,9 @@
 // the state by that side, a group found split is charged (once) and forgotten. Per state, the Pareto
 // front of (load, value) pairs, ascending in both. A partial set whose value plus the fractional
 // knapsack of the positive-value classes still to come (within the capacity left) cannot exceed
-// `floor` is dropped, so the result is exact above the floor. Pure C++, no Python here.
+// `floor` is dropped, so the result is exact above the floor. A pair kept apart (a branch of the
+// relaxation's branch-and-price) is open like a group from its first member to its last, recorded in the
+// state only when the first is in the set. Pure C++, no Python here.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,7 @@ struct SetPricingInstance {
     std::vector<double> group_cost;                    // per group, >= 0
     std::vector<std::int64_t> group_ptr, group_member;  // CSR: the distinct classes of each group
     std::vector<std::int64_t> order;                   // a permutation of the classes
+    std::vector<std::int64_t> apart;                   // pairs of distinct classes no set may hold both of, flat
 };
 
 struct SetPricingResult {
@@ -45,8 +48,8 @@ public:
 private:
     SetPricingInstance in_;
     std::vector<std::int64_t> position_;       // per class: its place in the order
-    std::vector<std::int64_t> first_, last_;  // per group: positions of its first and last member
-    std::vector<std::vector<std::int64_t>> groups_of_;  // per class
+    std::vector<std::int64_t> first_, last_;  // per group, then per pair kept apart: positions of its first and last member
+    std::vector<std::vector<std::int64_t>> groups_of_;  // per class: its groups, then its pairs (as group count + pair)
 };
 
 }  // namespace exactplace

@@ -107,6 +107,35 @@ class SetRelaxation:
         outside = (self.incidence & ~chosen[None, :]).any(axis=1)
         return float(self.acc[chosen].sum() + self.group_cost[inside & outside].sum())
 
+    def merged(self, pairs: tuple[tuple[int, int], ...]) -> tuple[SetRelaxation, np.ndarray]:
+        """The relaxation with each pair of classes (and so every chain of pairs) made one class, and the map
+        class -> merged class: a merged class's times are its members' sums, it may be on an accelerator when
+        all of them may, and a group whose members all fall in one merged class is dropped (never split)."""
+        parent = list(range(self.classes))
+
+        def root(c: int) -> int:
+            while parent[c] != c:
+                parent[c] = parent[parent[c]]
+                c = parent[c]
+            return c
+
+        for a, b in pairs:
+            parent[root(a)] = root(b)
+        _, into = np.unique([root(c) for c in range(self.classes)], return_inverse=True)
+        into = into.astype(np.int64)
+        count = int(into.max()) + 1 if self.classes else 0
+        members = [np.unique(into[m]) for m in self.members]
+        kept = [g for g, m in enumerate(members) if len(m) > 1]
+        incidence = np.zeros((len(kept), count), dtype=bool)
+        for row, g in enumerate(kept):
+            incidence[row, members[g]] = True
+        on_acc = np.ones(count, dtype=bool)
+        np.logical_and.at(on_acc, into, self.on_acc)
+        return SetRelaxation(acc=np.bincount(into, self.acc, count), cpu=np.bincount(into, self.cpu, count),
+                             on_acc=on_acc, group_cost=self.group_cost[kept], members=tuple(members[g] for g in kept),
+                             incidence=incidence, unit=into[self.unit], accelerators=self.accelerators,
+                             cpus=self.cpus), into
+
     def device_sets(self, device: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """The accelerators' and the CPU cores' class sets of a placement (node position -> device)."""
         of_class = np.zeros(self.classes, dtype=np.int64)

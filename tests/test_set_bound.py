@@ -31,19 +31,22 @@ from exactplace.evaluators.max_load import device_loads
 @given(any_graphs(max_nodes=7, max_forward=3), st.integers(0, 2**31), st.floats(0.5, 30.0),
        st.sampled_from([0.0, 0.5, 1.0]))
 def test_pricing_is_the_best_subset(graph: Graph, seed: int, threshold: float, floor: float) -> None:
-    """max pi(S) over the class sets within the threshold, by the DP = by enumeration (above the floor), its sets
-    within the threshold, and each set's load the evaluator's."""
+    """max pi(S) over the class sets within the threshold (none holding both classes of a pair kept apart, as a
+    branch asks), by the DP = by enumeration (above the floor), its sets within the threshold, and each set's
+    load the evaluator's."""
     cluster = Cluster(1, memory=1e9, cpus=1)
     sets = SetRelaxation.of(graph, cluster)
     assume(sets.classes <= 9)
     rng = np.random.default_rng(seed)
     duals = rng.uniform(-0.5, 1.0, sets.classes)
+    apart = tuple(tuple(int(c) for c in rng.choice(sets.classes, 2, replace=False))
+                  for _ in range(int(rng.integers(0, 3)) if sets.classes >= 2 else 0))
     order = frontier_order(sets)
     assert sorted(order.tolist()) == list(range(sets.classes))
     best = -np.inf
     for index, bits in enumerate(itertools.product((False, True), repeat=sets.classes)):
         chosen = np.array(bits, dtype=bool)
-        if not sets.on_acc[chosen].all():
+        if not sets.on_acc[chosen].all() or any(chosen[a] and chosen[b] for a, b in apart):
             continue
         load = sets.load(chosen)
         if index % 7 == 0:  # the relaxation's load is the evaluator's (on a sample: the evaluator is slower)
@@ -51,7 +54,8 @@ def test_pricing_is_the_best_subset(graph: Graph, seed: int, threshold: float, f
                                          abs=1e-9)
         if load <= threshold:
             best = max(best, float(duals[chosen].sum()))
-    value, found = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, order).price(duals, threshold, floor)
+    value, found = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, order, apart).price(duals, threshold,
+                                                                                                      floor)
     if best > floor + 1e-9:
         assert value == pytest.approx(best, abs=1e-9)
         assert found and float(duals[found[0]].sum()) == pytest.approx(best, abs=1e-9)
@@ -60,6 +64,7 @@ def test_pricing_is_the_best_subset(graph: Graph, seed: int, threshold: float, f
     values = [float(duals[s].sum()) for s in found]
     assert values == sorted(values, reverse=True) and all(v > floor for v in values)
     assert all(sets.load(s) <= threshold + 1e-9 and sets.on_acc[s].all() for s in found)
+    assert not any(s[a] and s[b] for s in found for a, b in apart)
 
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "throughput"
@@ -112,8 +117,26 @@ def test_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster, fractio
         assert found.outcome != "target refuted"
     if found.outcome == "target refuted":
         assert found.value == pytest.approx(fraction * optimum)
-    if found.ceiling is not None and found.value is not None:
-        assert found.value <= found.ceiling
+    if found.ceiling is not None and found.value is not None and found.nodes == 0:
+        assert found.value <= found.ceiling  # (branching refutes beyond the relaxation's ceiling)
+
+
+@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(brute_force_graphs(), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2))
+def test_branching_decides_at_the_optimum(graph: Graph, cluster: Cluster) -> None:
+    """Without memory sums to drop, the relaxation with branching is exact: a target just below brute force's optimum
+    is refuted, and asked for the optimum itself it finds a split of that max load (the evaluator's)."""
+    roomy = Cluster(cluster.accelerators, memory=1e18, cpus=cluster.cpus)
+    assume(set_bound_applies(graph, roomy) is None)
+    optimum = brute_force_optima(graph, roomy, "throughput").any
+    assume(optimum is not None and optimum > 0)
+    short = optimum - max(1e-6 * optimum, 1e-8)  # below by more than the pricing's tolerance on loads
+    below = set_bound(graph, roomy, target=short, time_limit=20.0)
+    assert below.outcome == "target refuted" and below.value == short
+    at = set_bound(graph, roomy, target=optimum, time_limit=20.0)
+    assert at.outcome != "target refuted" and at.split is not None
+    assert at.split_value == pytest.approx(optimum, rel=1e-9)
+    assert max(device_loads(graph, roomy, at.split).load()) == at.split_value
 
 
 def test_bound_on_a_shipped_workload_reaches_its_limit() -> None:
@@ -238,6 +261,42 @@ def test_relay_certified_by_the_set_bound_says_so() -> None:
     assert p.info["set_bound"]["outcome"] == "target refuted" and p.bound == pytest.approx(p.objective)
 
 
+def test_relay_takes_the_split_branching_found() -> None:
+    """A split the set bound's branching found (stood in for: a longer solve's, beforehand) becomes the relay's split
+    when better than its start, and the refuted target then certifies it."""
+    from exactplace.backends.set_bound import SetBound
+
+    best = solve(banded_graph(), Cluster(4, cpus=1), method="mip", contiguous=False, rel_gap=0.0, time_limit=20)
+
+    def branched(*args: object, **kwargs: object) -> SetBound:
+        return SetBound(value=best.objective, ceiling=None, outcome="target refuted",
+                        trace=((0.0, best.objective),), thresholds=1, pricings=0, columns=0, seconds=0.0,
+                        split=best.device, split_value=best.objective, nodes=3)
+
+    p = _relayed_with(branched)
+    report = p.info["set_bound"]
+    assert report["split"] == best.objective and report["nodes"] == 3
+    assert p.status is Status.OPTIMAL and p.objective <= best.objective * (1 + 1e-9)
+    if report["start"] > best.objective * (1 + 1e-9):  # the relay's own split was worse: branching's was taken
+        assert np.array_equal(p.device, best.device) or p.info["relay"]["polish"].get("taken")
+
+
+def test_merged_classes_keep_every_load() -> None:
+    """A set of merged classes loads what the same classes load unmerged (groups inside a merged class never
+    split), and pairs chain: merging (a, b) and (b, c) makes one class."""
+    w = read_workload(workload_path("layer_bert24_inference"))
+    sets = SetRelaxation.of(w.graph, w.cluster)
+    rng = np.random.default_rng(3)
+    drawn = [tuple(int(c) for c in rng.choice(sets.classes, 2, replace=False)) for _ in range(6)]
+    pairs = (*drawn, (0, 1), (1, 2))
+    merged, into = sets.merged(pairs)
+    assert into[0] == into[1] == into[2] and merged.classes <= sets.classes - 2
+    assert merged.acc.sum() == pytest.approx(sets.acc.sum()) and merged.cpu.sum() == pytest.approx(sets.cpu.sum())
+    for _ in range(20):
+        chosen = rng.random(merged.classes) < 0.3
+        assert merged.load(chosen) == pytest.approx(sets.load(chosen[into]), rel=1e-12)
+
+
 def test_an_undecided_threshold_sends_the_next_ones_below_it() -> None:
     """A generation out of patience (stood in for: every threshold above 17.5 "stopped") leaves its threshold
     undecided; the bound still climbs below it, to 17.5 within the resolution, never above."""
@@ -245,8 +304,8 @@ def test_an_undecided_threshold_sends_the_next_ones_below_it() -> None:
 
     real = module._refute
 
-    def slow_above(sets: object, pricer: object, pool: object, threshold: float, *rest: object) -> str:
-        return "stopped" if threshold > 17.5 else real(sets, pricer, pool, threshold, *rest)
+    def slow_above(sets: object, pool: object, threshold: float, *rest: object) -> object:
+        return module._Generation("stopped") if threshold > 17.5 else real(sets, pool, threshold, *rest)
 
     w = read_workload(workload_path("layer_bert24_inference"))
     start = solve(w, method="dp").device
@@ -263,9 +322,9 @@ def test_it_gives_up_when_not_even_the_first_threshold_is_decided() -> None:
 
     calls: list[float] = []
 
-    def stopped(sets: object, pricer: object, pool: object, threshold: float, *rest: object) -> str:
+    def stopped(sets: object, pool: object, threshold: float, *rest: object) -> object:
         calls.append(threshold)
-        return "stopped"
+        return module._Generation("stopped")
 
     graph = banded_graph(8)
     with patch.object(module, "_refute", stopped):

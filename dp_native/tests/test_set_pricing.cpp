@@ -47,6 +47,27 @@ void test_best_sets() {
     expect(r.value == 2.0 && !r.sets.empty() && r.sets[0][1] == 0, "a class not allowed stays out");
 }
 
+void test_apart() {
+    Stopper stop;
+    // Within 3 everything fits together (value 3); kept apart, 0 and 2 cannot both be in: {0, 1} (load 1 + 1
+    // + group 1 split: 4) is over, so the best is {1, 2} (load 2.5, value 2).
+    SetPricingInstance in = chain();
+    in.apart = {2, 0};
+    SetPricingResult r = SetPricer(in).price({1.0, 1.0, 1.0}, 3.0, 0.0, 10, stop);
+    expect(r.value == 2.0 && !r.sets.empty() && r.sets[0] == std::vector<std::uint8_t>{0, 1, 1}, "0 and 2 apart");
+    for (const auto& set : r.sets) expect(!(set[0] && set[2]), "no set holds a pair kept apart");
+    // 1 kept apart from 2 as well: {1, 2} is out, {0, 1} over the capacity; {0} or {2} alone, value 1.
+    in.apart = {0, 2, 1, 2};
+    r = SetPricer(in).price({1.0, 1.0, 1.0}, 3.0, 0.0, 10, stop);
+    expect(r.value == 1.0, "0 and 1 each apart from 2, {0, 1} over the capacity");
+    // The same pair in the processing order's reverse: the pair's first member is the later class.
+    in = chain();
+    in.order = {2, 1, 0};
+    in.apart = {0, 2};
+    r = SetPricer(in).price({1.0, 1.0, 1.0}, 3.0, 0.0, 10, stop);
+    expect(r.value == 2.0 && !r.sets.empty() && r.sets[0] == std::vector<std::uint8_t>{0, 1, 1}, "reversed order");
+}
+
 void test_refusals() {
     auto refused = [](SetPricingInstance in) {
         try {
@@ -68,6 +89,11 @@ void test_refusals() {
     bad = chain();
     bad.time[1] = -1.0;
     expect(refused(bad), "negative time");
+    bad = chain();
+    bad.apart = {0, 0};
+    expect(refused(bad), "a pair of one class");
+    bad.apart = {0, 1, 2};
+    expect(refused(bad), "apart of odd length");
     const SetPricer pricer(chain());
     Stopper stop;
     bool threw = false;
@@ -90,6 +116,7 @@ void test_stops() {
 
 int main() {
     test_best_sets();
+    test_apart();
     test_refusals();
     test_stops();
     return testing::report("set pricing");

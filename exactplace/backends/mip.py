@@ -59,9 +59,10 @@ Set bound (issue 21, ``set_bound``, on by default): in the relay, between CP-SAT
 :data:`SET_BOUND_FRACTION` of the time left goes to the device-set relaxation (:mod:`exactplace.backends.set_bound`;
 identical accelerators on one machine, plain loads): column generation over whole device sets, whose loads charge
 communication exactly where the assignment IP's LP charges none, with the polish beside it. It aims at
-``U (1 - rel_gap)`` for the best split ``U`` so far (CP-SAT's, then the polish's): refuted, that split comes back
-optimal (``info["certified_by"] == "set_bound"``, no HiGHS leg); else its highest refuted threshold becomes ``L``'s
-lower bound for HiGHS's leg; when not even its first threshold is decided within a quarter of its time it gives
+``U (1 - rel_gap)`` for the best split ``U`` so far (CP-SAT's, then the polish's), branching beyond the relaxation's
+limit (a split the branching finds is taken when better, ``info["set_bound"]["split"]``): refuted, the best split
+comes back optimal (``info["certified_by"] == "set_bound"``, no HiGHS leg); else its highest refuted threshold becomes
+``L``'s lower bound for HiGHS's leg; when not even its first threshold is decided within a quarter of its time it gives
 up and HiGHS gets the rest. ``info["set_bound"]`` and ``timings["set_bound"]`` say what it gave and took. Ten
 minutes, before -> after: layer_resnet50_training 0.304% -> 0.086% (its limit 76.2009; HiGHS's bound 76.031),
 layer_resnet50_inference 0.226% -> 0.110% (limit 33.2187, HiGHS's 33.147), the held-out BERT-12 operator graph
@@ -463,6 +464,10 @@ class MIP(Method):
                             if bound is not None and bound.value is not None:
                                 lower = bound.value if lower is None else max(lower, bound.value)
                                 before += [TracePoint(began + seconds, None, value) for seconds, value in bound.trace]
+                            if bound is not None and bound.split is not None and bound.split_value < max_load(
+                                    problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe):
+                                warm = bound.split  # branching's split (the evaluator's max load): HiGHS's start
+                                before.append(TracePoint(began + bound.seconds, bound.split_value, None))
                         if bound is not None and bound.outcome in ("target refuted", "interrupted"):
                             # Refuted: the best split (CP-SAT's or, taken below, the polish's, whose value the target
                             # followed) is within rel_gap of every split, no IP to solve. Interrupted: what is known.
@@ -592,11 +597,11 @@ class MIP(Method):
             return None
         aim = None if companion is None else (lambda: companion.best() * (1.0 - problem.rel_gap))
         found = set_bound(problem.graph, problem.cluster, target=target, lower=lower, seeds=(warm,), aim=aim,
-                          time_limit=SET_BOUND_FRACTION * problem.remaining())
+                          rel_gap=problem.rel_gap, time_limit=SET_BOUND_FRACTION * problem.remaining())
         timings["set_bound"] = found.seconds
         info["set_bound"] = {"outcome": found.outcome, "start": value, "target": target, "bound": found.value,
                              "ceiling": found.ceiling, "thresholds": found.thresholds, "pricings": found.pricings,
-                             "columns": found.columns}
+                             "columns": found.columns, "nodes": found.nodes, "split": found.split_value}
         return found
 
     def _polish(self, problem: Problem, warm: np.ndarray, overlap: bool, gpipe: bool, info: dict,

@@ -17,6 +17,17 @@ it); then the target itself; once a threshold converges at or below the target, 
 highest refuted threshold and the lowest converged one (the relaxation's limit, the most it can prove). A
 threshold neither refuted nor converged within :data:`PATIENCE` of the time limit is left undecided, and the
 next ones lie halfway below it.
+Branching (``branch``, on by default): at the limit, the relaxation alone proves no more; a branch-and-price
+(Ryan and Foster) decides a threshold beyond it, at the target or, when ``rel_gap`` is positive, at
+``L / (1 - rel_gap)`` for the highest refuted ``L`` when that is lower (a split found there is certified at once; a
+refutation raises ``L`` and the next tree lies a step higher). A node's master solution that is fractional has a
+pair of classes on one device in some of its columns and on two in others; one branch keeps the pair together (one
+merged class in the pricing), the other apart (the DP's own constraint); a node is closed by Farley's bound over its
+pricing, exactly as the root. A node whose master solution is integral is a split within the threshold (the
+evaluator re-scores it and checks its memory, which the relaxation does not sum). Depth first, the likelier branch
+first, the pair the nearest in the pricing's order among the most fractional (a pair apart is open in the DP from one
+to the other); children start from their parent's duals; a node still undecided after :data:`NODE_PATIENCE` of the
+time is put off until the others are decided.
 Columns carry over: all of them up a threshold, those within it down. Duals are smoothed (Wentges,
 weight 1/2 on the duals of the best Farley bound so far), with the master's own duals when the smoothed
 ones price out nothing.
@@ -41,6 +52,7 @@ import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
+from exactplace.evaluators import check_feasibility, max_load
 from exactplace.formulations.device_sets import LOAD_TOLERANCE, SetRelaxation, frontier_order
 
 __all__ = ["Pricer", "SetBound", "set_bound", "set_bound_applies"]
@@ -53,6 +65,18 @@ COLUMNS_PER_PRICING = 10
 
 #: A refutation needs Farley's bound above ``k`` by at least this (floating-point sums of duals).
 MARGIN = 1e-7
+
+#: A pair's share of one device counts as 0 or 1 within this (the master's solution, HiGHS's tolerance).
+FRACTIONAL = 1e-6
+
+#: A branch node's generation is put off (to be taken up again, with four times the patience, once every other node
+#: is decided) after this share of the branching's time: near the threshold's own limit a node's generation tails off
+#: (minutes, on layer_resnet50_inference), while the split sought may lie in the next node.
+NODE_PATIENCE = 0.05
+
+#: Branching pairs: the nearest in the pricing's order among those whose share of one device is this close to the
+#: most fractional one's distance from 0 and 1.
+NEAR_SPREAD = 0.1
 
 #: The bisection ends when the refuted and the converged thresholds are this close (relative).
 RESOLUTION = 1e-6
@@ -75,11 +99,14 @@ class SetBound:
     """What :func:`set_bound` proved.
 
     ``value``: the highest refuted threshold (a lower bound on every split's max load), None when none
-    was refuted. ``ceiling``: the lowest threshold the relaxation could not refute (None: none
-    converged). ``outcome``: ``"target refuted"``, ``"limit reached"`` (refuted and converged
-    thresholds within :data:`RESOLUTION`), ``"undecided"`` (the first threshold neither refuted nor converged
-    within :data:`PATIENCE`: it gave up early, nothing proven), ``"time"`` or ``"interrupted"``. ``trace``:
-    (seconds since the start, bound) at each refutation."""
+    was refuted. ``ceiling``: the lowest threshold the relaxation could not refute without branching (None: none
+    converged; ``value`` lies above it when branching refuted more). ``outcome``: ``"target refuted"``,
+    ``"limit reached"`` (refuted and converged thresholds within :data:`RESOLUTION`, then branching, if on, ended
+    without deciding), ``"undecided"`` (the first threshold neither refuted nor converged within
+    :data:`PATIENCE`: it gave up early, nothing proven), ``"time"`` or ``"interrupted"``. ``trace``:
+    (seconds since the start, bound) at each refutation, branching's included. ``split``: the best split
+    branching found (node position -> device; None: none), ``split_value`` its max load (the evaluator's);
+    ``nodes``: branch nodes solved."""
 
     value: float | None
     ceiling: float | None
@@ -89,6 +116,9 @@ class SetBound:
     pricings: int
     columns: int
     seconds: float
+    split: np.ndarray | None = None
+    split_value: float | None = None
+    nodes: int = 0
 
 
 def set_bound_applies(graph: Graph, cluster: Cluster, *, overlap: bool = False, gpipe: bool = False) -> str | None:
@@ -108,7 +138,8 @@ class Pricer:
 
     ``time``: each class's time; ``allowed``: classes that may be in a set; ``group_cost`` and ``members``:
     the communication groups (none for a CPU core: a plain knapsack); ``order``: the classes' processing order
-    (:func:`~exactplace.formulations.device_sets.frontier_order` keeps the DP's states few).
+    (:func:`~exactplace.formulations.device_sets.frontier_order` keeps the DP's states few); ``apart``: pairs of
+    classes no set may hold both of.
 
     >>> from exactplace import read_workload, workload_path
     >>> w = read_workload(workload_path("layer_bert24_inference"))
@@ -120,7 +151,8 @@ class Pricer:
     """
 
     def __init__(self, time: np.ndarray, allowed: np.ndarray, group_cost: np.ndarray,
-                 members: tuple[np.ndarray, ...] | list[np.ndarray], order: np.ndarray) -> None:
+                 members: tuple[np.ndarray, ...] | list[np.ndarray], order: np.ndarray,
+                 apart: tuple[tuple[int, int], ...] = ()) -> None:
         from exactplace.backends.native import load
 
         sizes = [len(m) for m in members]
@@ -130,7 +162,7 @@ class Pricer:
             group_ptr=np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]),
             group_member=np.concatenate([np.asarray(m, dtype=np.int64) for m in members]) if sizes
             else np.zeros(0, dtype=np.int64),
-            order=np.asarray(order, dtype=np.int64))
+            order=np.asarray(order, dtype=np.int64), apart=np.asarray(apart, dtype=np.int64).reshape(-1))
 
     def price(self, duals: np.ndarray, threshold: float, floor: float = 1.0,
               keep: int = 10) -> tuple[float, list[np.ndarray]]:
@@ -185,6 +217,11 @@ class _Master:
         upper = self.h.getInfo().objective_function_value if artificial.max() <= 1e-9 else np.inf
         return duals[:self.classes], float(duals[self.classes]), float(upper)
 
+    def solution(self, columns: list[tuple[np.ndarray, bool]]) -> list[_Column]:
+        """The last solve's columns of positive value (``columns``: the generated ones, in the order added)."""
+        values = np.asarray(self.h.getSolution().col_value)[self.classes:]
+        return [_Column(chosen, cpu, float(v)) for (chosen, cpu), v in zip(columns, values) if v > FRACTIONAL]
+
 
 @dataclasses.dataclass
 class _Pool:
@@ -208,13 +245,15 @@ class _Pool:
 
 def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | None = None,
               time_limit: float = 60.0, seeds: tuple[np.ndarray, ...] = (),
-              aim: Callable[[], float] | None = None, cancel: threading.Event | None = None) -> SetBound:
+              aim: Callable[[], float] | None = None, rel_gap: float = 0.0, branch: bool = True,
+              cancel: threading.Event | None = None) -> SetBound:
     """Refute thresholds up to ``target`` within ``time_limit`` seconds (module docstring).
 
     ``lower``: a bound already proven (the thresholds start halfway above it); ``seeds``: placements
     (node position -> device) whose device sets start the pool; ``aim``: asked before each threshold for the
-    target now (a better split found meanwhile lowers it; a value above ``target`` is ignored); ``cancel``: set
-    it to stop.
+    target now (a better split found meanwhile lowers it; a value above ``target`` is ignored); ``branch``: at the
+    relaxation's limit, decide the target by branch-and-price (a split found there lowers the target to its
+    max load times ``1 - rel_gap``); ``cancel``: set it to stop.
 
     >>> from exactplace import read_workload, solve, workload_path
     >>> w = read_workload(workload_path("layer_bert24_inference"))
@@ -225,7 +264,7 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
     """
     clock = time.monotonic()
     sets = SetRelaxation.of(graph, cluster)
-    acc_pricer = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, frontier_order(sets))
+    order = frontier_order(sets)
     pool = _Pool(sets)
     for device in seeds:
         acc_sets, cpu_sets = sets.device_sets(device)
@@ -242,8 +281,9 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
     bound, ceiling = lower, None  # the highest threshold proven (or given) refuted; the lowest converged
     reach = None  # the lowest threshold whose generation ran out of patience, undecided
     trace: list[tuple[float, float]] = []
-    counts = {"thresholds": 0, "pricings": 0}
+    counts = {"thresholds": 0, "pricings": 0, "nodes": 0}
     outcome = "time"
+    split, split_value = None, np.inf  # the best split branching found (node position -> device), its max load
     try:
         while time.monotonic() - clock < time_limit and not (cancel is not None and cancel.is_set()):
             if aim is not None:
@@ -257,7 +297,30 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
                 threshold = ((bound or 0.0) + min(ceiling, reach or ceiling)) / 2.0
                 if ceiling - (bound or 0.0) <= RESOLUTION * target or not (bound or 0.0) < threshold < ceiling:
                     outcome = "limit reached"  # (or no float between them: tiny loads, nothing to halve)
-                    break
+                    if not branch:
+                        break
+                    # Branching, at the target or, nearer the limit, where a split found is certified by the bound
+                    # (within rel_gap of it): the closer to the limit, the fewer branches either way.
+                    threshold = target if rel_gap <= 0.0 or bound is None else min(target, bound / (1.0 - rel_gap))
+                    counts["thresholds"] += 1
+                    verdict, device = _branch_and_price(
+                        sets, order, pool, threshold, clock + time_limit, cancel, counts,
+                        lambda proven=bound: aim is not None and bool(trace) and aim() <= proven)
+                    if verdict == "settled":
+                        continue  # (the target, lowered, is below the bound: refuted, at the top of the loop)
+                    if verdict == "refuted":
+                        bound = threshold  # (above the ceiling now: the next pass comes straight back here)
+                        trace.append((time.monotonic() - clock, bound))
+                        if threshold >= target:
+                            outcome = "target refuted"
+                            break
+                        continue
+                    value = max_load(graph, cluster, device[sets.unit]) if device is not None else np.inf
+                    if not (value < split_value and not check_feasibility(graph, cluster, device[sets.unit])):
+                        break  # stopped (time, or a solution it could not branch on), or a split over memory
+                    split, split_value = device[sets.unit], value
+                    target = min(target, value * (1.0 - rel_gap))
+                    continue
             elif reach is not None and reach < target:
                 threshold = ((bound or 0.0) + reach) / 2.0  # below the undecided one
             elif bound is None or target - bound <= APPROACH * target:
@@ -266,7 +329,7 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
                 threshold = (bound + target) / 2.0
             counts["thresholds"] += 1
             patience = min(clock + time_limit, time.monotonic() + PATIENCE * time_limit)
-            verdict = _refute(sets, acc_pricer, pool, threshold, patience, cancel, counts)
+            verdict = _refute(sets, pool, threshold, patience, cancel, counts).verdict
             if verdict == "stopped":
                 if time.monotonic() - clock >= time_limit or (cancel is not None and cancel.is_set()):
                     break
@@ -289,42 +352,106 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
         outcome = "interrupted"
     return SetBound(value=bound if trace else None, ceiling=ceiling, outcome=outcome, trace=tuple(trace),
                     thresholds=counts["thresholds"], pricings=counts["pricings"],
-                    columns=len(pool.acc) + len(pool.cpu), seconds=time.monotonic() - clock)
+                    columns=len(pool.acc) + len(pool.cpu), seconds=time.monotonic() - clock, split=split,
+                    split_value=split_value if split is not None else None, nodes=counts["nodes"])
 
 
-def _refute(sets: SetRelaxation, acc_pricer: Pricer, pool: _Pool, threshold: float, deadline: float,
-            cancel: threading.Event | None, counts: dict[str, int]) -> str:
-    """Column generation at one threshold: ``"refuted"``, ``"converged"`` (not refuted) or ``"stopped"``."""
+@dataclasses.dataclass(frozen=True)
+class _Branch:
+    """A node of the branch-and-price (Ryan and Foster): pairs of classes on one device, pairs on two."""
+
+    together: tuple[tuple[int, int], ...] = ()
+    apart: tuple[tuple[int, int], ...] = ()
+
+    def admits(self, chosen: np.ndarray) -> bool:
+        """Whether a column (bool per class) respects the node's pairs."""
+        return (all(chosen[a] == chosen[b] for a, b in self.together)
+                and not any(chosen[a] and chosen[b] for a, b in self.apart))
+
+    def pricers(self, sets: SetRelaxation, threshold: float) -> tuple[_MergedPricer, _MergedPricer] | None:
+        """The accelerators' and the CPU cores' pricings within the node: each pair kept together one class
+        (:meth:`~exactplace.formulations.device_sets.SetRelaxation.merged`), each pair kept apart the DP's own
+        constraint. None when a pair kept apart is in one merged class (no split is in the node)."""
+        merged, into = sets.merged(self.together)
+        apart = tuple((int(into[a]), int(into[b])) for a, b in self.apart)
+        if any(a == b for a, b in apart):
+            return None
+        acc = Pricer(merged.acc, merged.on_acc, merged.group_cost, merged.members, frontier_order(merged), apart)
+        cpu = Pricer(merged.cpu, merged.cpu <= threshold, np.zeros(0), [], np.arange(merged.classes), apart)
+        return _MergedPricer(acc, into), _MergedPricer(cpu, into)
+
+
+@dataclasses.dataclass(frozen=True)
+class _MergedPricer:
+    """A pricing over merged classes, asked and answering in the relaxation's own classes."""
+
+    pricer: Pricer
+    into: np.ndarray  # class -> merged class
+
+    def price(self, duals: np.ndarray, threshold: float, floor: float, keep: int) -> tuple[float, list[np.ndarray]]:
+        """:meth:`Pricer.price` at the merged classes' duals (their members' sums), its sets mapped back."""
+        merged = np.bincount(self.into, duals, int(self.into.max()) + 1)
+        value, found = self.pricer.price(merged, threshold, floor, keep)
+        return value, [chosen[self.into] for chosen in found]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Column:
+    """A column of a master's solution: its class set, whether a CPU core's, its value."""
+
+    chosen: np.ndarray
+    cpu: bool
+    value: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _Generation:
+    """How a column generation ended: ``verdict`` ``"refuted"``, ``"converged"`` (not refuted) or ``"stopped"``;
+    when converged, the restricted master's ``solution`` (of value ``<= k``, free of artificial columns; empty when
+    it has none such) and its last ``duals`` (per class, and the CPU row's): a branch's children start from them."""
+
+    verdict: str
+    solution: list[_Column] = dataclasses.field(default_factory=list)
+    duals: tuple[np.ndarray, float] | None = None
+
+
+def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float, cancel: threading.Event | None,
+            counts: dict[str, int], node: _Branch = _Branch(),
+            center: tuple[np.ndarray, float] | None = None) -> _Generation:
+    """Column generation at one threshold within a branch ``node``, its duals smoothed towards ``center`` (else
+    towards the first master's) until a pricing beats it."""
     k, cpus = sets.accelerators, sets.cpus
     # (No shortcut "a class over T alone fits nowhere": a set's load is not monotone, the class may fit with
     # the classes it communicates with. The artificial columns cover it, and Farley's bound decides.)
-    cpu_allowed = sets.cpu <= threshold
-    cpu_pricer = Pricer(sets.cpu, cpu_allowed, np.zeros(0), [], np.arange(sets.classes))
+    pricers = node.pricers(sets, threshold)
+    if pricers is None:
+        return _Generation("refuted")
+    acc_pricer, cpu_pricer = pricers
     master = _Master(sets)
-    for chosen, load in zip(pool.acc, pool.acc_load):
-        if load <= threshold:
-            master.add(chosen, cpu=False)
-    for chosen, load in zip(pool.cpu, pool.cpu_load):
-        if load <= threshold:
-            master.add(chosen, cpu=True)
-    best, center, center_cpu = -np.inf, None, 0.0
+    columns: list[tuple[np.ndarray, bool]] = []
+    for cpu, chosen_sets, loads in ((False, pool.acc, pool.acc_load), (True, pool.cpu, pool.cpu_load)):
+        for chosen, load in zip(chosen_sets, loads):
+            if load <= threshold and node.admits(chosen):
+                master.add(chosen, cpu=cpu)
+                columns.append((chosen, cpu))
+    best, (stable, stable_cpu) = -np.inf, center or (None, 0.0)
     while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()):
         pi, sigma, upper = master.solve()
         if upper <= k - MARGIN:  # the relaxation holds a solution of value <= k: this threshold cannot be refuted
-            return "converged"
-        if center is None:
-            center, center_cpu = pi, sigma
+            return _Generation("converged", master.solution(columns), (pi, sigma))
+        if stable is None:
+            stable, stable_cpu = pi, sigma
         added = 0
-        for duals, cpu_dual in ((SMOOTHING * center + (1 - SMOOTHING) * pi, SMOOTHING * center_cpu
+        for duals, cpu_dual in ((SMOOTHING * stable + (1 - SMOOTHING) * pi, SMOOTHING * stable_cpu
                                  + (1 - SMOOTHING) * sigma), (pi, sigma)):
             counts["pricings"] += 1
             z, acc_sets = acc_pricer.price(duals, threshold, floor=1.0, keep=COLUMNS_PER_PRICING)
             z_cpu, cpu_sets = cpu_pricer.price(duals, threshold, floor=0.0, keep=3) if cpus else (0.0, [])
             farley = (duals.sum() - cpus * z_cpu) / max(z, 1.0)
             if farley > best:
-                best, center, center_cpu = farley, duals, cpu_dual
+                best, stable, stable_cpu = farley, duals, cpu_dual
             if best > k + MARGIN:
-                return "refuted"
+                return _Generation("refuted")
             # Only columns that improve the master at its own duals: a smoothed pricing may return columns already
             # there (a "misprice"), and adding them again would never end.
             acc_sets = [s for s in acc_sets if pi[s].sum() > 1.0 + 1e-9]
@@ -332,9 +459,95 @@ def _refute(sets: SetRelaxation, acc_pricer: Pricer, pool: _Pool, threshold: flo
             for chosen, cpu in [*((s, False) for s in acc_sets), *((s, True) for s in cpu_sets)]:
                 master.add(chosen, cpu=cpu)
                 pool.add(chosen, cpu=cpu)
+                columns.append((chosen, cpu))
             added = len(acc_sets) + len(cpu_sets)
             if added:
                 break
         if not added:
-            return "converged"
-    return "stopped"
+            return _Generation("converged", master.solution(columns) if upper <= k + MARGIN else [], (pi, sigma))
+    return _Generation("stopped")
+
+
+def _branch_and_price(sets: SetRelaxation, order: np.ndarray, pool: _Pool, threshold: float, deadline: float,
+                      cancel: threading.Event | None, counts: dict[str, int],
+                      settled: Callable[[], bool]) -> tuple[str, np.ndarray | None]:
+    """Decide a threshold the relaxation alone cannot refute, by branching on pairs of classes (Ryan and Foster:
+    a pair on one device in some columns of the master's solution and on two in others is kept together in one
+    branch, apart in the other), depth first: ``("refuted", None)`` when every branch is refuted (the threshold
+    is a lower bound of every split), ``("split", device)`` when a branch's master solution is integral (one set
+    per device, each within the threshold; ``device``: class -> device, accelerators first), ``("stopped", None)``
+    at the deadline or on a solution it cannot branch on (a set shared fractionally by an accelerator and a CPU
+    core), ``("settled", None)`` as soon as ``settled()`` (asked before each node: a better split found meanwhile
+    is certified by the bound already)."""
+    stack: list[tuple[_Branch, tuple[np.ndarray, float] | None]] = [(_Branch(), None)]  # with the parent's duals
+    later: list[tuple[_Branch, tuple[np.ndarray, float] | None]] = []  # out of patience: again once the rest is done
+    patience = NODE_PATIENCE * max(0.0, deadline - time.monotonic())
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    while stack or later:
+        if time.monotonic() >= deadline or (cancel is not None and cancel.is_set()):
+            return "stopped", None
+        if settled():
+            return "settled", None
+        if not stack:
+            stack, later, patience = later[::-1], [], 4.0 * patience
+        node, center = stack.pop()
+        counts["nodes"] += 1
+        ended = _refute(sets, pool, threshold, min(deadline, time.monotonic() + patience), cancel, counts, node,
+                        center)
+        if ended.verdict == "refuted":
+            continue
+        if ended.verdict == "stopped":
+            later.append((node, center))
+            continue
+        if not ended.solution:
+            return "stopped", None
+        pair, together = _fractional_pair(ended.solution, position)
+        if pair is None:
+            return _integral_split(sets, ended.solution)
+        kept, parted = (dataclasses.replace(node, together=(*node.together, pair)),
+                        dataclasses.replace(node, apart=(*node.apart, pair)))
+        children = [(parted, ended.duals), (kept, ended.duals)]
+        stack.extend(children if together >= 0.5 else children[::-1])  # the likelier branch first (popped last)
+    return "refuted", None
+
+
+def _fractional_pair(solution: list[_Column], position: np.ndarray) -> tuple[tuple[int, int] | None, float]:
+    """A pair of classes whose share of one device (the sum of the values of the columns holding both) is near
+    the furthest from 0 and 1 (within :data:`NEAR_SPREAD`), the nearest such pair in the pricing's processing order
+    (``position``: class -> place; a pair kept together is a group open from one to the other in the DP), with its
+    share; None when every share is 0 or 1."""
+    held = np.array([column.chosen for column in solution], dtype=np.float64)
+    values = np.array([column.value for column in solution])
+    share = held.T @ (values[:, None] * held)
+    spread = np.triu(np.minimum(share, 1.0 - share), k=1)
+    widest = float(spread.max())
+    if widest <= FRACTIONAL:
+        return None, 0.0
+    first, second = np.nonzero(spread >= max(widest - NEAR_SPREAD, FRACTIONAL * 2))
+    nearest = int(np.argmin(np.abs(position[first] - position[second])))
+    i, j = int(first[nearest]), int(second[nearest])
+    return (i, j), float(share[i, j])
+
+
+def _integral_split(sets: SetRelaxation, solution: list[_Column]) -> tuple[str, np.ndarray | None]:
+    """The split of a master solution whose pairs' shares are all 0 or 1: its distinct sets are disjoint; each
+    becomes one device when all of its value lies on accelerators or all on CPU cores."""
+    device = np.full(sets.classes, -1, dtype=np.int64)
+    share: dict[bytes, list[float]] = {}
+    chosen_of: dict[bytes, np.ndarray] = {}
+    for column in solution:
+        key = column.chosen.tobytes()
+        chosen_of[key] = column.chosen
+        share.setdefault(key, [0.0, 0.0])[int(column.cpu)] += column.value
+    acc, cpu = 0, sets.accelerators
+    for key, (on_acc, on_cpu) in share.items():
+        if min(on_acc, on_cpu) > FRACTIONAL:
+            return "stopped", None
+        if on_acc >= on_cpu:
+            device[chosen_of[key]], acc = acc, acc + 1
+        else:
+            device[chosen_of[key]], cpu = cpu, cpu + 1
+    if (device < 0).any() or acc > sets.accelerators or cpu > sets.accelerators + sets.cpus:
+        return "stopped", None
+    return "split", device
