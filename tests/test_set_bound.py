@@ -139,6 +139,17 @@ def test_branching_decides_at_the_optimum(graph: Graph, cluster: Cluster) -> Non
     assert max(device_loads(graph, roomy, at.split).load()) == at.split_value
 
 
+def test_branching_certifies_a_shipped_workload() -> None:
+    """layer_bert24_inference aimed at 17.72 (the optimum: 17.71472) within 1e-4: past the relaxation's limit the
+    branching finds a split within 1e-4 of the bound, re-scored by the evaluator, and that certifies it."""
+    w = read_workload(workload_path("layer_bert24_inference"))
+    start = solve(w, method="dp").device
+    found = set_bound(w.graph, w.cluster, target=17.72, seeds=(start,), time_limit=60.0, rel_gap=1e-4)
+    assert found.outcome == "target refuted" and found.nodes > 0 and found.split is not None
+    assert found.split_value == max(device_loads(w.graph, w.cluster, found.split).load())
+    assert found.value is not None and found.split_value * (1 - 1e-4) <= found.value <= found.split_value
+
+
 def test_bound_on_a_shipped_workload_reaches_its_limit() -> None:
     """layer_bert24_inference (optimum 17.7147): the relaxation refutes 17.70 from the DP's split; asked for the
     optimum itself, it stops at a limit within it, the last refuted and the first converged threshold adjacent."""
@@ -259,6 +270,26 @@ def test_relay_certified_by_the_set_bound_says_so() -> None:
     p = _relayed_with(refuted)
     assert p.status is Status.OPTIMAL and p.info["certified_by"] == "set_bound"
     assert p.info["set_bound"]["outcome"] == "target refuted" and p.bound == pytest.approx(p.objective)
+
+
+def test_a_better_split_found_while_branching_settles_it() -> None:
+    """The target lowered below the proven bound while the branch-and-price runs (a better split found beside it)
+    ends the branching before its next node: the target is refuted, by the bound already proven."""
+    from exactplace.backends import set_bound as module
+
+    real, began = module._branch_and_price, []
+
+    def watched(*args: object, **kwargs: object) -> object:
+        began.append(True)
+        return real(*args, **kwargs)
+
+    w = read_workload(workload_path("layer_bert24_inference"))
+    start = solve(w, method="dp").device
+    with patch.object(module, "_branch_and_price", watched):
+        found = set_bound(w.graph, w.cluster, target=17.72, seeds=(start,), time_limit=60.0, rel_gap=1e-4,
+                          aim=lambda: 17.0 if began else 17.72)  # (the optimum: 17.71472)
+    assert began and found.outcome == "target refuted" and found.nodes == 0 and found.split is None
+    assert found.value is not None and 17.0 < found.value <= 17.7148
 
 
 def test_relay_takes_the_split_branching_found() -> None:

@@ -39,6 +39,9 @@ assignment IP reaches 33.147 after ten minutes. Aimed at 33.2189 from the packin
 208 s with the C++ pricing and primal simplex; aimed at 33.3987 (far above the limit) from CP-SAT's bound
 33.0711, 169 s once a threshold is given up as soon as the master is at ``k`` without artificials.
 On layer_resnet50_training the limit is 76.2009 (HiGHS: 76.031 after ten minutes).
+Branching there (one thread, from the limit): 33.21888 refuted in 3 nodes (10 s), 33.22202 (``L / (1 - 1e-4)``) in 15
+nodes (90 s); from 33.22202, a split of 33.2231 found at 33.22534 in 41 nodes (230 s): certified to 0.0033%. In the
+ten-minute relay the gap went 0.110% -> 0.008% (``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -184,9 +187,12 @@ class _Master:
         self.h = highspy.Highs()
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("threads", 1)
-        # Columns only ever join: the last basis stays primal feasible, so primal simplex restarts from it
-        # (measured on layer_resnet50_inference: 49 ms a solve against 97 ms with HiGHS's default choice).
-        self.h.setOptionValue("simplex_strategy", 4)
+        # The first solve is from scratch, by dual simplex (primal simplex there, over a branch node's thousands of
+        # carried-over columns, stalled for minutes in phase 2 on layer_resnet50_training). After it, columns only
+        # ever join: the last basis stays primal feasible, so primal simplex restarts from it (measured on
+        # layer_resnet50_inference: 49 ms a solve against 97 ms with HiGHS's default choice).
+        self.h.setOptionValue("simplex_strategy", 1)
+        self.restarted = False
         n = sets.classes
         self.classes = n
         inf = highspy.kHighsInf
@@ -205,12 +211,19 @@ class _Master:
         """A column: an accelerator's set (cost 1) or a CPU core's (cost 0, on the CPU row)."""
         self._add(chosen, 0.0 if cpu else 1.0, cpu)
 
-    def solve(self) -> tuple[np.ndarray, float, float]:
+    def solve(self, deadline: float) -> tuple[np.ndarray, float, float] | None:
         """Solve the LP: the classes' duals, the CPU row's dual, and the LP's value when no artificial column is
         in its solution (then its columns form a solution of the relaxation: its value is an upper bound on the
         relaxation's), else infinity. (Farley's bound, from the duals, is what refutes; this value only says
-        when refuting is hopeless.)"""
+        when refuting is hopeless.) None when HiGHS is still at it at the ``deadline`` (``time.monotonic()``)."""
+        # (HiGHS's time limit counts its run time over every run of this model.)
+        self.h.setOptionValue("time_limit", self.h.getRunTime() + max(0.0, deadline - time.monotonic()))
         self.h.run()
+        if not self.restarted:
+            self.h.setOptionValue("simplex_strategy", 4)
+            self.restarted = True
+        if self.h.getModelStatus() != self.highspy.HighsModelStatus.kOptimal:
+            return None
         solution = self.h.getSolution()
         duals = np.asarray(solution.row_dual)
         artificial = np.asarray(solution.col_value[:self.classes])
@@ -436,7 +449,10 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
                 columns.append((chosen, cpu))
     best, (stable, stable_cpu) = -np.inf, center or (None, 0.0)
     while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()):
-        pi, sigma, upper = master.solve()
+        solved = master.solve(deadline)
+        if solved is None:
+            break
+        pi, sigma, upper = solved
         if upper <= k - MARGIN:  # the relaxation holds a solution of value <= k: this threshold cannot be refuted
             return _Generation("converged", master.solution(columns), (pi, sigma))
         if stable is None:
