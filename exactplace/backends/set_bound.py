@@ -198,18 +198,23 @@ class _Master:
         inf = highspy.kHighsInf
         self.h.addRows(n + 1, np.concatenate([np.ones(n), [-inf]]), np.concatenate([np.ones(n), [float(sets.cpus)]]),
                        0, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
-        for c in range(n):  # artificial: keeps the master feasible; costlier than any k-device split
-            self._add(np.arange(n) == c, cost=float(sets.accelerators + 1), cpu=False)
+        # Artificial columns, one per class: keep the master feasible; costlier than any k-device split.
+        self._add(np.eye(n, dtype=bool), cost=float(sets.accelerators + 1), cpu=False)
 
     def _add(self, chosen: np.ndarray, cost: float, cpu: bool) -> None:
-        rows = np.flatnonzero(chosen)
+        """Columns, one per row of ``chosen`` (bool, sets x classes), in one call."""
         if cpu:
-            rows = np.append(rows, self.classes)
-        self.h.addCol(cost, 0.0, self.highspy.kHighsInf, len(rows), rows.astype(np.int32), np.ones(len(rows)))
+            chosen = np.hstack([chosen, np.ones((len(chosen), 1), dtype=bool)])
+        rows = np.nonzero(chosen)[1].astype(np.int32)  # row-major: column by column
+        starts = np.concatenate([[0], np.cumsum(chosen.sum(axis=1))[:-1]]).astype(np.int32)
+        count = len(chosen)
+        self.h.addCols(count, np.full(count, cost), np.zeros(count), np.full(count, self.highspy.kHighsInf),
+                       len(rows), starts, rows, np.ones(len(rows)))
 
     def add(self, chosen: np.ndarray, cpu: bool) -> None:
-        """A column: an accelerator's set (cost 1) or a CPU core's (cost 0, on the CPU row)."""
-        self._add(chosen, 0.0 if cpu else 1.0, cpu)
+        """Columns (bool, sets x classes): accelerators' sets (cost 1) or CPU cores' (cost 0, on the CPU row)."""
+        if len(chosen):
+            self._add(chosen, 0.0 if cpu else 1.0, cpu)
 
     def solve(self, deadline: float) -> tuple[np.ndarray, float, float] | None:
         """Solve the LP: the classes' duals, the CPU row's dual, and the LP's value when no artificial column is
@@ -376,10 +381,14 @@ class _Branch:
     together: tuple[tuple[int, int], ...] = ()
     apart: tuple[tuple[int, int], ...] = ()
 
-    def admits(self, chosen: np.ndarray) -> bool:
-        """Whether a column (bool per class) respects the node's pairs."""
-        return (all(chosen[a] == chosen[b] for a, b in self.together)
-                and not any(chosen[a] and chosen[b] for a, b in self.apart))
+    def admits(self, chosen: np.ndarray) -> np.ndarray:
+        """Which columns (bool, sets x classes) respect the node's pairs."""
+        fits = np.ones(len(chosen), dtype=bool)
+        for a, b in self.together:
+            fits &= chosen[:, a] == chosen[:, b]
+        for a, b in self.apart:
+            fits &= ~(chosen[:, a] & chosen[:, b])
+        return fits
 
     def pricers(self, sets: SetRelaxation, threshold: float) -> tuple[_MergedPricer, _MergedPricer] | None:
         """The accelerators' and the CPU cores' pricings within the node: each pair kept together one class
@@ -443,10 +452,10 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
     master = _Master(sets)
     columns: list[tuple[np.ndarray, bool]] = []
     for cpu, chosen_sets, loads in ((False, pool.acc, pool.acc_load), (True, pool.cpu, pool.cpu_load)):
-        for chosen, load in zip(chosen_sets, loads):
-            if load <= threshold and node.admits(chosen):
-                master.add(chosen, cpu=cpu)
-                columns.append((chosen, cpu))
+        held = np.array(chosen_sets, dtype=bool).reshape(len(chosen_sets), sets.classes)
+        held = held[(np.array(loads) <= threshold) & node.admits(held)] if len(held) else held
+        master.add(held, cpu=cpu)
+        columns += [(chosen, cpu) for chosen in held]
     best, (stable, stable_cpu) = -np.inf, center or (None, 0.0)
     while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()):
         solved = master.solve(deadline)
@@ -473,7 +482,7 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             acc_sets = [s for s in acc_sets if pi[s].sum() > 1.0 + 1e-9]
             cpu_sets = [s for s in cpu_sets if pi[s].sum() + sigma > 1e-9]
             for chosen, cpu in [*((s, False) for s in acc_sets), *((s, True) for s in cpu_sets)]:
-                master.add(chosen, cpu=cpu)
+                master.add(chosen[None, :], cpu=cpu)
                 pool.add(chosen, cpu=cpu)
                 columns.append((chosen, cpu))
             added = len(acc_sets) + len(cpu_sets)
