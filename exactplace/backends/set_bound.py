@@ -81,6 +81,10 @@ NODE_PATIENCE = 0.05
 #: most fractional one's distance from 0 and 1.
 NEAR_SPREAD = 0.1
 
+#: The artificial columns' cost rises tenfold, up to this multiple of ``k + 1``, while the master's optimum rests on
+#: them.
+ARTIFICIAL_COST_CAP = 1e6
+
 #: The bisection ends when the refuted and the converged thresholds are this close (relative).
 RESOLUTION = 1e-6
 
@@ -198,8 +202,10 @@ class _Master:
         inf = highspy.kHighsInf
         self.h.addRows(n + 1, np.concatenate([np.ones(n), [-inf]]), np.concatenate([np.ones(n), [float(sets.cpus)]]),
                        0, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
-        # Artificial columns, one per class: keep the master feasible; costlier than any k-device split.
-        self._add(np.eye(n, dtype=bool), cost=float(sets.accelerators + 1), cpu=False)
+        # Artificial columns, one per class: keep the master feasible; at full level costlier than any k-device
+        # split, at fractional levels not always (see raise_artificial_cost).
+        self.base_cost = self.artificial_cost = float(sets.accelerators + 1)
+        self._add(np.eye(n, dtype=bool), cost=self.artificial_cost, cpu=False)
 
     def _add(self, chosen: np.ndarray, cost: float, cpu: bool) -> None:
         """Columns, one per row of ``chosen`` (bool, sets x classes), in one call."""
@@ -210,6 +216,18 @@ class _Master:
         count = len(chosen)
         self.h.addCols(count, np.full(count, cost), np.zeros(count), np.full(count, self.highspy.kHighsInf),
                        len(rows), starts, rows, np.ones(len(rows)))
+
+    def raise_artificial_cost(self) -> bool:
+        """Ten times the artificial columns' cost, while below :data:`ARTIFICIAL_COST_CAP` times ``k + 1``; False
+        when there. (Half an artificial column costs less than ``k``: the master may settle at or below ``k`` on
+        artificial columns where the relaxation itself is above ``k``, and its duals, capped by their cost, then
+        never refute; found by brute force's tiny graphs, e.g. one accelerator and every node on two CPU cores.)"""
+        if self.artificial_cost >= ARTIFICIAL_COST_CAP * self.base_cost:
+            return False
+        self.artificial_cost *= 10.0
+        self.h.changeColsCost(self.classes, np.arange(self.classes, dtype=np.int32),
+                              np.full(self.classes, self.artificial_cost))
+        return True
 
     def add(self, chosen: np.ndarray, cpu: bool) -> None:
         """Columns (bool, sets x classes): accelerators' sets (cost 1) or CPU cores' (cost 0, on the CPU row)."""
@@ -489,6 +507,8 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             if added:
                 break
         if not added:
+            if upper == np.inf and master.raise_artificial_cost():
+                continue  # the master's optimum rests on artificial columns: dearer, they may leave it
             return _Generation("converged", master.solution(columns) if upper <= k + MARGIN else [], (pi, sigma))
     return _Generation("stopped")
 
