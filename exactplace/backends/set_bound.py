@@ -41,7 +41,8 @@ assignment IP reaches 33.147 after ten minutes. Aimed at 33.2189 from the packin
 On layer_resnet50_training the limit is 76.2009 (HiGHS: 76.031 after ten minutes).
 Branching there (one thread, from the limit): 33.21888 refuted in 3 nodes (10 s), 33.22202 (``L / (1 - 1e-4)``) in 15
 nodes (90 s); from 33.22202, a split of 33.2231 found at 33.22534 in 41 nodes (230 s): certified to 0.0033%. In the
-ten-minute relay the gap went 0.110% -> 0.008% (``benchmarks/RESULTS.md``).
+ten-minute relay the gap went 0.110% -> 0.008% in one run, 0.076% in another (no split found in time; the polish's
+incumbent 33.2474), ``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
