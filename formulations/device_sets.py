@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.dag import strong_components
 from exactplace.core.graph import Graph
 
 from .throughput import unit_data
@@ -111,18 +112,9 @@ class SetRelaxation:
         """The relaxation with each pair of classes (and so every chain of pairs) made one class, and the map
         class -> merged class: a merged class's times are its members' sums, it may be on an accelerator when
         all of them may, and a group whose members all fall in one merged class is dropped (never split)."""
-        parent = list(range(self.classes))
-
-        def root(c: int) -> int:
-            while parent[c] != c:
-                parent[c] = parent[parent[c]]
-                c = parent[c]
-            return c
-
-        for a, b in pairs:
-            parent[root(a)] = root(b)
-        _, into = np.unique([root(c) for c in range(self.classes)], return_inverse=True)
-        into = into.astype(np.int64)
+        first, second = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
+        # Each pair an edge both ways: the strong components are the chains of pairs.
+        into = strong_components(self.classes, np.concatenate([first, second]), np.concatenate([second, first]))
         count = int(into.max()) + 1 if self.classes else 0
         members = [np.unique(into[m]) for m in self.members]
         kept = [g for g, m in enumerate(members) if len(m) > 1]
