@@ -72,6 +72,8 @@ class SetRelaxation:
     acc: np.ndarray         # (U,) accelerator time, forward plus backward
     cpu: np.ndarray         # (U,) CPU time
     on_acc: np.ndarray      # (U,) bool: supported and alone within the memory cap
+    memory: np.ndarray      # (U,) memory (not summed by the relaxation; a split's rounding checks it)
+    memory_cap: float       # an accelerator's memory, the cluster's shared slack included
     group_cost: np.ndarray  # (G,)
     members: tuple[np.ndarray, ...]  # (G,) the distinct classes of each group: source first, then targets
     incidence: np.ndarray   # (G, U) bool: class in group
@@ -92,7 +94,8 @@ class SetRelaxation:
         for g, m in enumerate(members):
             incidence[g, m] = True
         return cls(acc=data.acc.sum(axis=1), cpu=data.cpu.sum(axis=1),
-                   on_acc=data.supported & (data.memory <= cluster.memory_cap),
+                   on_acc=data.supported & (data.memory <= cluster.memory_cap), memory=data.memory,
+                   memory_cap=cluster.memory_cap,
                    group_cost=data.group_cost.astype(np.float64), members=tuple(np.array(m) for m in members),
                    incidence=incidence, unit=data.unit, accelerators=cluster.accelerators, cpus=cluster.cpus)
 
@@ -124,7 +127,9 @@ class SetRelaxation:
         on_acc = np.ones(count, dtype=bool)
         np.logical_and.at(on_acc, into, self.on_acc)
         return SetRelaxation(acc=np.bincount(into, self.acc, count), cpu=np.bincount(into, self.cpu, count),
-                             on_acc=on_acc, group_cost=self.group_cost[kept], members=tuple(members[g] for g in kept),
+                             on_acc=on_acc, memory=np.bincount(into, self.memory, count),
+                             memory_cap=self.memory_cap, group_cost=self.group_cost[kept],
+                             members=tuple(members[g] for g in kept),
                              incidence=incidence, unit=into[self.unit], accelerators=self.accelerators,
                              cpus=self.cpus), into
 

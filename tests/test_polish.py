@@ -189,6 +189,28 @@ def test_alongside_returns_the_best_split_it_found_when_stopped() -> None:
     assert close(found.value, max_load(w.graph, w.cluster, found.device))
 
 
+def test_alongside_takes_an_offered_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An offer replaces a search gone ``RESTART_SECONDS`` without improving (here at once): the result is the best of
+    both searches, re-scored by the evaluator, its trace falling, and it says two searches ran."""
+    from exactplace import read_workload, workload_path
+
+    monkeypatch.setattr(polish_module, "RESTART_SECONDS", 0.0)
+    w = read_workload(workload_path("layer_bert24_training"))
+    start = solve(w, method="dp").device
+    better = polish(w.graph, w.cluster, start, time_limit=30.0, escalate=True)
+    on_cpu = np.full(w.graph.n, w.cluster.accelerators, dtype=np.int64)  # every node on the CPU core: the worst
+    companion = Alongside(w.graph, w.cluster, on_cpu, time_limit=60.0)
+    time.sleep(0.5)
+    companion.offer(better.device)
+    time.sleep(3.0)
+    found = companion.stop()
+    assert found.starts == 2 and found.start == pytest.approx(max_load(w.graph, w.cluster, on_cpu))
+    assert found.value <= better.value and close(found.value, max_load(w.graph, w.cluster, found.device))
+    assert not check_feasibility(w.graph, w.cluster, found.device)
+    values = [value for _, value in found.trace]
+    assert values == sorted(values, reverse=True) and values[-1] == found.value
+
+
 def test_gpipe_and_latency() -> None:
     """GPipe's objective does not decompose by device sets: the start is left alone; latency refuses the option."""
     graph = Graph([Node(0, 2.0, 1.0, comm=0.5, color=0), Node(1, 2.0, 1.0, comm=0.5),

@@ -20,8 +20,8 @@ from oracle import brute_force_optima
 from set_pricing_oracle import Pricer as PythonPricer
 from strategies import any_graphs, banded_graph, brute_force_graphs, clusters
 
-from exactplace import Cluster, Status, read_workload, solve, workload_path
-from exactplace.backends.set_bound import APPROACH, Pricer, set_bound, set_bound_applies
+from exactplace import Cluster, Status, check_feasibility, max_load, read_workload, solve, workload_path
+from exactplace.backends.set_bound import APPROACH, Pricer, _Column, _rounded_split, set_bound, set_bound_applies
 from exactplace.core.errors import ParameterError
 from exactplace.core.graph import Graph, Node
 from exactplace.evaluators.max_load import device_loads
@@ -137,6 +137,47 @@ def test_branching_decides_at_the_optimum(graph: Graph, cluster: Cluster) -> Non
     assert at.outcome != "target refuted" and at.split is not None
     assert at.split_value == pytest.approx(optimum, rel=1e-9)
     assert max(device_loads(graph, roomy, at.split).load()) == at.split_value
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(brute_force_graphs(), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2), st.integers(0, 2**31))
+def test_a_rounded_master_solution_is_a_legal_split(graph: Graph, cluster: Cluster, seed: int) -> None:
+    """The polish's starts from the master: any columns with any values round to a legal split (every class placed,
+    memory and support respected) or, without a CPU core, to None; an integral solution rounds to its own split (the
+    same max load)."""
+    assume(set_bound_applies(graph, cluster) is None)
+    sets = SetRelaxation.of(graph, cluster)
+    rng = np.random.default_rng(seed)
+    columns = [_Column(rng.random(sets.classes) < 0.4, cpu=bool(cluster.cpus) and rng.random() < 0.3,
+                       value=float(rng.random())) for _ in range(int(rng.integers(0, 8)))]
+    rounded = _rounded_split(sets, columns)
+    if rounded is None:
+        assert not cluster.cpus  # (a CPU core takes any class; without one, the accelerators' memory may not)
+    else:
+        assert rounded.shape == (sets.classes,) and not check_feasibility(graph, cluster, rounded[sets.unit])
+    split = solve(graph, cluster, method="dp").device
+    if split is None or check_feasibility(graph, cluster, split):
+        return
+    acc_sets, cpu_sets = sets.device_sets(split)
+    integral = [_Column(chosen, cpu, 1.0) for cpu, chosen_sets in ((False, acc_sets), (True, cpu_sets))
+                for chosen in chosen_sets]
+    again = _rounded_split(sets, integral)
+    assert again is not None
+    assert max_load(graph, cluster, again[sets.unit]) == pytest.approx(max_load(graph, cluster, split), rel=1e-12)
+
+
+def test_the_bound_offers_legal_splits_from_its_masters() -> None:
+    """``offer`` gets a split from each converged master (at and beyond the relaxation's limit): each legal, none
+    below the bound proven."""
+    w = read_workload(workload_path("layer_bert24_inference"))
+    start = solve(w, method="dp").device
+    offers: list[np.ndarray] = []
+    found = set_bound(w.graph, w.cluster, target=17.72, seeds=(start,), time_limit=60.0, rel_gap=1e-4,
+                      offer=offers.append)
+    assert offers and found.value is not None
+    for split in offers:
+        assert not check_feasibility(w.graph, w.cluster, split)
+        assert max_load(w.graph, w.cluster, split) >= found.value
 
 
 def test_branching_certifies_a_shipped_workload() -> None:

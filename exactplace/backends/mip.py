@@ -544,7 +544,7 @@ class MIP(Method):
         result's when it is better than HiGHS's (the evaluator's loads); True when it was taken. HiGHS's
         bound stands: it holds for every split."""
         info["relay"]["polish"] = {"start": found.start, "value": found.value, "neighbourhoods": found.solved,
-                                   "improved": found.improved, "seconds": found.seconds}
+                                   "improved": found.improved, "starts": found.starts, "seconds": found.seconds}
         solver_value = (None if result.device is None else
                         max_load(problem.graph, problem.cluster, result.device, overlap=overlap))
         if not found.improved or (solver_value is not None and found.value >= solver_value):
@@ -598,7 +598,8 @@ class MIP(Method):
             return None
         aim = None if companion is None else (lambda: companion.best() * (1.0 - problem.rel_gap))
         found = set_bound(problem.graph, problem.cluster, target=target, lower=lower, seeds=(warm,), aim=aim,
-                          rel_gap=problem.rel_gap, time_limit=SET_BOUND_FRACTION * problem.remaining())
+                          rel_gap=problem.rel_gap, time_limit=SET_BOUND_FRACTION * problem.remaining(),
+                          offer=None if companion is None else companion.offer)
         timings["set_bound"] = found.seconds
         info["set_bound"] = {"outcome": found.outcome, "start": value, "target": target, "bound": found.value,
                              "ceiling": found.ceiling, "thresholds": found.thresholds, "pricings": found.pricings,

@@ -89,10 +89,13 @@ from exactplace.formulations.throughput import UnitData, fits_accelerator, unit_
 
 from .solvers import Request, solve_model
 
-__all__ = ["IMPROVEMENT", "SUB_SECONDS", "Alongside", "Polished", "polish"]
+__all__ = ["IMPROVEMENT", "RESTART_SECONDS", "SUB_SECONDS", "Alongside", "Polished", "polish"]
 
 #: At most this many seconds for one neighbourhood's sub-IP.
 SUB_SECONDS = 0.15
+
+#: :class:`Alongside` takes an offered start once its search has gone this long without improving.
+RESTART_SECONDS = 30.0
 
 #: A neighbourhood's new placement is taken when its max load is at least this fraction below the old.
 IMPROVEMENT = 1e-7
@@ -114,6 +117,8 @@ class Polished:
     seconds: float
     trace: tuple[tuple[float, float], ...] = ()
     """(seconds, max load) after each improvement."""
+    starts: int = 1
+    """Searches run, from the start and from each offer taken (:class:`Alongside`)."""
 
     @property
     def interrupted(self) -> bool:
@@ -224,6 +229,13 @@ class Alongside:
     """:func:`polish` with ``escalate`` in a thread of its own, beside a solve that leaves a core idle (HiGHS's
     branch-and-bound runs on one): start it, run the solve, then :meth:`stop` it for what it found.
 
+    Restarts: the solve beside it may :meth:`offer` other starts (the device-set bound offers roundings of its
+    master's solutions). The latest offer is taken once the search has gone :data:`RESTART_SECONDS` without
+    improving (or has ended, at a local optimum); the best placement of all the searches is kept. (A local optimum
+    of the pairs and triples depends on its start: on layer_resnet50_inference, from CP-SAT's split the search ended
+    anywhere between 33.2246 and 33.2474, while roundings of the set relaxation's solutions near its limit polished
+    to 33.2222 to 33.2696 in a minute each.)
+
     >>> from exactplace import read_workload, workload_path, solve
     >>> w = read_workload(workload_path("layer_bert24_training"))
     >>> companion = Alongside(w.graph, w.cluster, solve(w, method="dp").device, time_limit=60.0)
@@ -234,23 +246,68 @@ class Alongside:
 
     def __init__(self, graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool = False,
                  time_limit: float) -> None:
-        self._cancel = threading.Event()
+        self._cancel = threading.Event()  # stop(): the end of every search
         self._box: dict[str, object] = {}
         self._started = time.monotonic()
         self._best = float(_loads(graph, cluster, device, overlap).max())
+        self._lock = threading.Lock()
+        self._offered: np.ndarray | None = None
+        self._search_cancel = threading.Event()  # the current search's: set by stop(), or to take an offer
+        self._idle_since = self._started  # the current search's start or last improvement
+        self._trace: list[tuple[float, float]] = []
 
         def improved(value: float) -> None:
-            self._best = value  # one float, replaced whole: readable from another thread at any time
+            with self._lock:
+                self._idle_since = time.monotonic()
+                if value < self._best:
+                    self._best = value  # one float, replaced whole: readable from another thread at any time
+                    self._trace.append((self._idle_since - self._started, value))
 
         def search() -> None:
             try:
-                self._box["found"] = polish(graph, cluster, device, overlap=overlap, time_limit=time_limit,
-                                            cancel=self._cancel, escalate=True, on_improve=improved)
+                self._box["found"] = self._searches(graph, cluster, device, overlap, time_limit, improved)
             except Exception as error:  # re-raised by stop(), in the caller's thread
                 self._box["error"] = error
 
         self._thread = threading.Thread(target=search, name="exactplace-polish-alongside", daemon=True)
         self._thread.start()
+
+    def _searches(self, graph: Graph, cluster: Cluster, device: np.ndarray, overlap: bool, time_limit: float,
+                  improved: Callable[[float], None]) -> Polished:
+        """Polish the start, then each offer taken, until ``time_limit`` or :meth:`stop`: the best of them."""
+        deadline = self._started + time_limit
+        best: Polished | None = None
+        solved = starts = 0
+        start = np.asarray(device, dtype=np.int64)
+        while start is not None:
+            with self._lock:
+                self._search_cancel = threading.Event()
+                if self._cancel.is_set():
+                    break
+            starts += 1
+            improved(float(_loads(graph, cluster, start, overlap).max()))  # (an offer may be better as it is)
+            found = polish(graph, cluster, start, overlap=overlap, time_limit=max(0.0, deadline - time.monotonic()),
+                           cancel=self._search_cancel, escalate=True, on_improve=improved)
+            solved += found.solved
+            if best is None or found.value < best.value:
+                best = found
+            start = None
+            while not self._cancel.is_set() and time.monotonic() < deadline:
+                with self._lock:
+                    start, self._offered = self._offered, None
+                if start is not None or found.ended not in ("local optimum", "stalled"):
+                    break
+                self._cancel.wait(min(1.0, max(0.0, deadline - time.monotonic())))  # ended: wait for an offer
+            if found.ended == "time" or self._cancel.is_set():
+                break
+        if best is None:  # stopped before the first search
+            best = polish(graph, cluster, device, overlap=overlap, time_limit=0.0)
+        with self._lock:
+            trace = tuple(self._trace)
+        ended = "interrupted" if self._cancel.is_set() else best.ended
+        return dataclasses.replace(best, start=float(_loads(graph, cluster, device, overlap).max()), solved=solved,
+                                   improved=len(trace), ended=ended, seconds=time.monotonic() - self._started,
+                                   trace=trace, starts=starts)
 
     @property
     def started(self) -> float:
@@ -261,16 +318,27 @@ class Alongside:
         """The max load of its best placement so far (the start's until it improves), while it runs."""
         return self._best
 
+    def offer(self, device: np.ndarray) -> None:
+        """Another legal start (node position -> device), from any thread: it replaces an earlier offer not yet
+        taken, and is taken once the search has gone :data:`RESTART_SECONDS` without improving."""
+        with self._lock:
+            self._offered = np.asarray(device, dtype=np.int64).copy()
+            if time.monotonic() - self._idle_since >= RESTART_SECONDS:
+                self._search_cancel.set()
+
     def stop(self) -> Polished:
         """Stop the search and return its best placement (``ended`` is ``"interrupted"`` when it was still
         going); an error the search raised is raised here."""
-        self._cancel.set()
+        with self._lock:
+            self._cancel.set()
+            self._search_cancel.set()
         self._thread.join()
         if "error" in self._box:
             raise self._box["error"]  # type: ignore[misc]
         found = self._box["found"]
         assert isinstance(found, Polished)
         return found
+
 
 
 def _loads(graph: Graph, cluster: Cluster, device: np.ndarray, overlap: bool) -> np.ndarray:
