@@ -262,7 +262,7 @@ def test_aim_lowers_the_target_during_the_run() -> None:
         return 17.70
 
     lowered = set_bound(w.graph, w.cluster, target=17.7147, lower=17.0, seeds=(start,), aim=aim, time_limit=60.0)
-    assert lowered.outcome == "target refuted" and lowered.value == 17.70 and len(asked) == lowered.thresholds
+    assert lowered.outcome == "target refuted" and lowered.value == 17.70 and len(asked) >= lowered.thresholds
     above = set_bound(w.graph, w.cluster, target=17.70, lower=17.0, seeds=(start,), aim=lambda: 99.0,
                       time_limit=60.0)
     assert above.outcome == "target refuted" and above.value == 17.70

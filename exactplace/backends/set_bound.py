@@ -44,7 +44,8 @@ On layer_resnet50_training the limit is 76.2009 (HiGHS: 76.031 after ten minutes
 Branching there (one thread, from the limit): 33.21888 refuted in 3 nodes (10 s), 33.22202 (``L / (1 - 1e-4)``) in 15
 nodes (90 s); from 33.22202, a split of 33.2231 found at 33.22534 in 41 nodes (230 s): certified to 0.0033%. In the
 ten-minute relay the gap went 0.110% -> 0.008% in one run, 0.076% in another (no split found in time; the polish's
-incumbent 33.2474), ``benchmarks/RESULTS.md``.
+incumbent 33.2474); with the polish restarting from the offered roundings, certified to 1e-4 in each run, and
+layer_resnet50_training too (the split 76.2036, the bound 76.20084 after 19 nodes), ``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -291,7 +292,8 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
 
     ``lower``: a bound already proven (the thresholds start halfway above it); ``seeds``: placements
     (node position -> device) whose device sets start the pool; ``aim``: asked before each threshold for the
-    target now (a better split found meanwhile lowers it; a value above ``target`` is ignored); ``branch``: at the
+    target now (a better split found meanwhile lowers it; a value above ``target`` is ignored), and before each master
+    solve once a bound is proven (a target at or below it ends the run); ``branch``: at the
     relaxation's limit, decide the target by branch-and-price (a split found there lowers the target to its
     max load times ``1 - rel_gap``); ``offer``: called with a legal split (node position -> device) rounded from each
     master solution that converged (:func:`_rounded_split`: a start for a local search beside it); ``cancel``: set it
@@ -330,6 +332,11 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
             offer(rounded[sets.unit])
 
     bound, ceiling = lower, None  # the highest threshold proven (or given) refuted; the lowest converged
+
+    def settled() -> bool:
+        """A split found meanwhile (``aim``) is certified by the bound proven already: any generation may stop."""
+        return aim is not None and bool(trace) and bound is not None and aim() <= bound
+
     reach = None  # the lowest threshold whose generation ran out of patience, undecided
     trace: list[tuple[float, float]] = []
     counts = {"thresholds": 0, "pricings": 0, "nodes": 0}
@@ -355,8 +362,7 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
                     threshold = target if rel_gap <= 0.0 or bound is None else min(target, bound / (1.0 - rel_gap))
                     counts["thresholds"] += 1
                     verdict, device = _branch_and_price(
-                        sets, order, pool, threshold, clock + time_limit, cancel, counts,
-                        lambda proven=bound: aim is not None and bool(trace) and aim() <= proven, offered)
+                        sets, order, pool, threshold, clock + time_limit, cancel, counts, settled, offered)
                     if verdict == "settled":
                         continue  # (the target, lowered, is below the bound: refuted, at the top of the loop)
                     if verdict == "refuted":
@@ -380,8 +386,10 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
                 threshold = (bound + target) / 2.0
             counts["thresholds"] += 1
             patience = min(clock + time_limit, time.monotonic() + PATIENCE * time_limit)
-            generation = _refute(sets, pool, threshold, patience, cancel, counts)
+            generation = _refute(sets, pool, threshold, patience, cancel, counts, settled=settled)
             verdict = generation.verdict
+            if verdict == "stopped" and settled():
+                continue  # (at the top of the loop: the target, lowered, is refuted already)
             if verdict == "stopped":
                 if time.monotonic() - clock >= time_limit or (cancel is not None and cancel.is_set()):
                     break
@@ -474,9 +482,11 @@ class _Generation:
 
 def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float, cancel: threading.Event | None,
             counts: dict[str, int], node: _Branch = _Branch(),
-            center: tuple[np.ndarray, float] | None = None) -> _Generation:
+            center: tuple[np.ndarray, float] | None = None,
+            settled: Callable[[], bool] = lambda: False) -> _Generation:
     """Column generation at one threshold within a branch ``node``, its duals smoothed towards ``center`` (else
-    towards the first master's) until a pricing beats it."""
+    towards the first master's) until a pricing beats it; ``"stopped"`` at the ``deadline``, on ``cancel``, or once
+    ``settled()`` (asked before each master solve: nothing left to prove)."""
     k, cpus = sets.accelerators, sets.cpus
     # (No shortcut "a class over T alone fits nowhere": a set's load is not monotone, the class may fit with
     # the classes it communicates with. The artificial columns cover it, and Farley's bound decides.)
@@ -492,7 +502,7 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
         master.add(held, cpu=cpu)
         columns += [(chosen, cpu) for chosen in held]
     best, (stable, stable_cpu) = -np.inf, center or (None, 0.0)
-    while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()):
+    while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()) and not settled():
         solved = master.solve(deadline)
         if solved is None:
             break
@@ -540,8 +550,8 @@ def _branch_and_price(sets: SetRelaxation, order: np.ndarray, pool: _Pool, thres
     is a lower bound of every split), ``("split", device)`` when a branch's master solution is integral (one set
     per device, each within the threshold; ``device``: class -> device, accelerators first), ``("stopped", None)``
     at the deadline or on a solution it cannot branch on (a set shared fractionally by an accelerator and a CPU
-    core), ``("settled", None)`` as soon as ``settled()`` (asked before each node: a better split found meanwhile
-    is certified by the bound already). Each fractional node solution is passed to ``offer``."""
+    core), ``("settled", None)`` as soon as ``settled()`` (asked before each master solve: a better split found
+    meanwhile is certified by the bound already). Each fractional node solution is passed to ``offer``."""
     stack: list[tuple[_Branch, tuple[np.ndarray, float] | None]] = [(_Branch(), None)]  # with the parent's duals
     later: list[tuple[_Branch, tuple[np.ndarray, float] | None]] = []  # out of patience: again once the rest is done
     patience = NODE_PATIENCE * max(0.0, deadline - time.monotonic())
@@ -557,7 +567,7 @@ def _branch_and_price(sets: SetRelaxation, order: np.ndarray, pool: _Pool, thres
         node, center = stack.pop()
         counts["nodes"] += 1
         ended = _refute(sets, pool, threshold, min(deadline, time.monotonic() + patience), cancel, counts, node,
-                        center)
+                        center, settled)
         if ended.verdict == "refuted":
             continue
         if ended.verdict == "stopped":
