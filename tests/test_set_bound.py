@@ -376,8 +376,8 @@ def test_an_undecided_threshold_sends_the_next_ones_below_it() -> None:
 
     real = module._refute
 
-    def slow_above(sets: object, pool: object, threshold: float, *rest: object) -> object:
-        return module._Generation("stopped") if threshold > 17.5 else real(sets, pool, threshold, *rest)
+    def slow_above(sets: object, pool: object, threshold: float, *rest: object, **options: object) -> object:
+        return module._Generation("stopped") if threshold > 17.5 else real(sets, pool, threshold, *rest, **options)
 
     w = read_workload(workload_path("layer_bert24_inference"))
     start = solve(w, method="dp").device
@@ -394,7 +394,7 @@ def test_it_gives_up_when_not_even_the_first_threshold_is_decided() -> None:
 
     calls: list[float] = []
 
-    def stopped(sets: object, pool: object, threshold: float, *rest: object) -> object:
+    def stopped(sets: object, pool: object, threshold: float, *rest: object, **options: object) -> object:
         calls.append(threshold)
         return module._Generation("stopped")
 
