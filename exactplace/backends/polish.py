@@ -104,7 +104,8 @@ IMPROVEMENT = 1e-7
 @dataclasses.dataclass(frozen=True)
 class Polished:
     """The polished placement (``device``, node position -> device), its max load (the evaluator's), the
-    start's, how many neighbourhoods were solved and improved, why the search ended (``"local optimum"``:
+    start's, how many neighbourhoods were solved and improved (:class:`Alongside`: over all its searches, and the
+    improvements of the best so far), why the search ended (``"local optimum"``:
     every neighbourhood proven without an improving placement; ``"stalled"``: a sweep found none within
     :data:`SUB_SECONDS` each; ``"time"``; ``"interrupted"``: Ctrl-C or ``cancel``), and its seconds."""
 
