@@ -250,7 +250,7 @@ class Alongside:
         self._cancel = threading.Event()  # stop(): the end of every search
         self._box: dict[str, object] = {}
         self._started = time.monotonic()
-        self._best = float(_loads(graph, cluster, device, overlap).max())
+        self._start_value = self._best = float(_loads(graph, cluster, device, overlap).max())
         self._lock = threading.Lock()
         self._offered: np.ndarray | None = None
         self._search_cancel = threading.Event()  # the current search's: set by stop(), or to take an offer
@@ -306,9 +306,8 @@ class Alongside:
         with self._lock:
             trace = tuple(self._trace)
         ended = "interrupted" if self._cancel.is_set() else best.ended
-        return dataclasses.replace(best, start=float(_loads(graph, cluster, device, overlap).max()), solved=solved,
-                                   improved=len(trace), ended=ended, seconds=time.monotonic() - self._started,
-                                   trace=trace, starts=starts)
+        return dataclasses.replace(best, start=self._start_value, solved=solved, improved=len(trace), ended=ended,
+                                   seconds=time.monotonic() - self._started, trace=trace, starts=starts)
 
     @property
     def started(self) -> float:
@@ -339,7 +338,6 @@ class Alongside:
         found = self._box["found"]
         assert isinstance(found, Polished)
         return found
-
 
 
 def _loads(graph: Graph, cluster: Cluster, device: np.ndarray, overlap: bool) -> np.ndarray:

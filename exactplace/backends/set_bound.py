@@ -328,17 +328,17 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
         if offer is None or not solution:
             return
         rounded = _rounded_split(sets, solution)
-        if rounded is not None and not check_feasibility(graph, cluster, rounded[sets.unit]):
-            offer(rounded[sets.unit])
+        if rounded is not None and not check_feasibility(graph, cluster, placement := rounded[sets.unit]):
+            offer(placement)
 
     bound, ceiling = lower, None  # the highest threshold proven (or given) refuted; the lowest converged
+    reach = None  # the lowest threshold whose generation ran out of patience, undecided
+    trace: list[tuple[float, float]] = []
 
     def settled() -> bool:
         """A split found meanwhile (``aim``) is certified by the bound proven already: any generation may stop."""
         return aim is not None and bool(trace) and bound is not None and aim() <= bound
 
-    reach = None  # the lowest threshold whose generation ran out of patience, undecided
-    trace: list[tuple[float, float]] = []
     counts = {"thresholds": 0, "pricings": 0, "nodes": 0}
     outcome = "time"
     split, split_value = None, np.inf  # the best split branching found (node position -> device), its max load
