@@ -131,6 +131,15 @@ py::dict latency_path_bound(int units, const IntArray& edge_src, const IntArray&
     return out;
 }
 
+// Class sets (one 0/1 entry per class each) as a bool array of shape (sets, classes).
+py::array_t<bool> bool_rows(const std::vector<std::vector<std::uint8_t>>& found, int classes) {
+    py::array_t<bool> rows({static_cast<py::ssize_t>(found.size()), static_cast<py::ssize_t>(classes)});
+    auto out = rows.mutable_unchecked<2>();
+    for (std::size_t s = 0; s < found.size(); ++s)
+        for (py::ssize_t u = 0; u < classes; ++u) out(static_cast<py::ssize_t>(s), u) = found[s][u] != 0;
+    return rows;
+}
+
 // The device-set pricing DP (set_pricing.hpp): built once per relaxation, priced many times.
 std::unique_ptr<exactplace::SetPricer> make_set_pricer(const FloatArray& time, const ByteArray& allowed,
                                                       const FloatArray& group_cost, const IntArray& group_ptr,
@@ -149,17 +158,22 @@ std::unique_ptr<exactplace::SetPricer> make_set_pricer(const FloatArray& time, c
 
 // (value, sets as a bool array of shape (len(sets), classes)).
 py::tuple price_sets(const exactplace::SetPricer& pricer, const FloatArray& duals, double capacity, double floor,
-                     int keep) {
+                     int keep, bool raise_floor) {
     const auto pi = to_vector(duals, "duals");
     const exactplace::SetPricingResult r = without_gil(
         std::numeric_limits<double>::infinity(),
-        [&](exactplace::Stopper& stop) { return pricer.price(pi, capacity, floor, keep, stop); });
-    const auto classes = static_cast<py::ssize_t>(pricer.classes());
-    py::array_t<bool> sets({static_cast<py::ssize_t>(r.sets.size()), classes});
-    auto out = sets.mutable_unchecked<2>();
-    for (std::size_t s = 0; s < r.sets.size(); ++s)
-        for (py::ssize_t u = 0; u < classes; ++u) out(static_cast<py::ssize_t>(s), u) = r.sets[s][u] != 0;
-    return py::make_tuple(r.value, sets);
+        [&](exactplace::Stopper& stop) { return pricer.price(pi, capacity, floor, keep, stop, raise_floor); });
+    return py::make_tuple(r.value, bool_rows(r.sets, pricer.classes()));
+}
+
+// Disjoint greedy sets as a bool array of shape (len(sets), classes).
+py::array_t<bool> cover_sets(const exactplace::SetPricer& pricer, const FloatArray& duals, double capacity,
+                             int count) {
+    const auto pi = to_vector(duals, "duals");
+    const auto found = without_gil(std::numeric_limits<double>::infinity(), [&](exactplace::Stopper&) {
+        return pricer.cover(pi, capacity, count);
+    });
+    return bool_rows(found, pricer.classes());
 }
 
 // Everything one solve() needs, as one object (instead of a long list of positional arguments).
@@ -313,7 +327,11 @@ PYBIND11_MODULE(_native, m) {
              py::arg("group_ptr"), py::arg("group_member"), py::arg("order"),
              py::arg("apart") = IntArray(0))
         .def("price", &price_sets, py::arg("duals"), py::arg("capacity"), py::arg("floor"), py::arg("keep"),
-             "(max pi(S) above `floor`, else `floor`; up to `keep` sets of value above `floor`, best first).");
+             py::arg("raise_floor") = true,
+             "(max pi(S) above `floor`, else `floor`; up to `keep` sets of value above `floor`, best first; "
+             "`raise_floor`: the DP's floor raised by the sets it meets, fewer sets back, the same value).")
+        .def("cover", &cover_sets, py::arg("duals"), py::arg("capacity"), py::arg("count"),
+             "Up to `count` disjoint sets within `capacity`, each greedy on the classes the others left.");
     m.def("latency_path_bound", &latency_path_bound, py::kw_only(), py::arg("units"), py::arg("edge_src"),
           py::arg("edge_dst"), py::arg("cpu_time"), py::arg("acc_time"), py::arg("memory"), py::arg("memory_cap"),
           py::arg("accelerators"), py::arg("cpus"), py::arg("group_cost"), py::arg("group_source"),

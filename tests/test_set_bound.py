@@ -54,8 +54,9 @@ def test_pricing_is_the_best_subset(graph: Graph, seed: int, threshold: float, f
                                          abs=1e-9)
         if load <= threshold:
             best = max(best, float(duals[chosen].sum()))
-    value, found = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, order, apart).price(duals, threshold,
-                                                                                                      floor)
+    pricer = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, order, apart)
+    value, found = pricer.price(duals, threshold, floor)
+    assert value == pytest.approx(pricer.price(duals, threshold, floor, raise_floor=False)[0], abs=1e-12)
     if best > floor + 1e-9:
         assert value == pytest.approx(best, abs=1e-9)
         assert found and float(duals[found[0]].sum()) == pytest.approx(best, abs=1e-9)
@@ -65,6 +66,29 @@ def test_pricing_is_the_best_subset(graph: Graph, seed: int, threshold: float, f
     assert values == sorted(values, reverse=True) and all(v > floor for v in values)
     assert all(sets.load(s) <= threshold + 1e-9 and sets.on_acc[s].all() for s in found)
     assert not any(s[a] and s[b] for s in found for a, b in apart)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(any_graphs(max_nodes=9, max_forward=3), st.integers(0, 2**31), st.floats(0.5, 30.0), st.integers(1, 4))
+def test_cover_sets_are_disjoint_legal_sets(graph: Graph, seed: int, threshold: float, count: int) -> None:
+    """The greedy cover: at most ``count`` disjoint, non-empty sets, each within the threshold by the evaluator's
+    load, of classes allowed on an accelerator, none holding a pair kept apart; the first holds a positive dual."""
+    cluster = Cluster(2, memory=1e9, cpus=1)
+    sets = SetRelaxation.of(graph, cluster)
+    rng = np.random.default_rng(seed)
+    duals = rng.uniform(-0.5, 1.0, sets.classes)
+    apart = tuple(tuple(int(c) for c in rng.choice(sets.classes, 2, replace=False))
+                  for _ in range(int(rng.integers(0, 3)) if sets.classes >= 2 else 0))
+    pricer = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, frontier_order(sets), apart)
+    found = pricer.cover(duals, threshold, count)
+    assert len(found) <= count
+    taken = np.zeros(sets.classes, dtype=int)
+    for chosen in found:
+        assert chosen.any() and sets.on_acc[chosen].all() and (duals[chosen] > 0).any()
+        assert not any(chosen[a] and chosen[b] for a, b in apart)
+        assert device_loads(graph, cluster, np.where(chosen[sets.unit], 0, 1)).load()[0] <= threshold + 1e-9
+        taken += chosen
+    assert (taken <= 1).all()
 
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "throughput"
