@@ -138,16 +138,22 @@ SetPricer::SetPricer(SetPricingInstance instance) : in_(std::move(instance)) {
     }
 }
 
-SetPricingResult SetPricer::price(const std::vector<double>& duals, double capacity, double floor, int keep,
-                                  Stopper& stop, bool raise_floor) const {
+std::vector<double> SetPricer::values(const std::vector<double>& duals) const {
     const std::size_t n = in_.time.size();
     require(duals.size() == n, "duals: one per class");
-    require(keep >= 0, "keep: must be non-negative");
     std::vector<double> pi(n, 0.0);
     for (std::size_t u = 0; u < n; ++u) {
         require(std::isfinite(duals[u]), "duals: class " + std::to_string(u) + " is not finite");
         if (in_.allowed[u]) pi[u] = duals[u];
     }
+    return pi;
+}
+
+SetPricingResult SetPricer::price(const std::vector<double>& duals, double capacity, double floor, int keep,
+                                  Stopper& stop, bool raise_floor) const {
+    const std::size_t n = in_.time.size();
+    require(keep >= 0, "keep: must be non-negative");
+    const std::vector<double> pi = values(duals);
     const std::vector<std::int64_t> valuable = ranked(pi);
     double start = floor;
     if (raise_floor) {
@@ -169,12 +175,7 @@ SetPricingResult SetPricer::price(const std::vector<double>& duals, double capac
 std::vector<std::vector<std::uint8_t>> SetPricer::cover(const std::vector<double>& duals, double capacity,
                                                        int count) const {
     const std::size_t n = in_.time.size();
-    require(duals.size() == n, "duals: one per class");
-    std::vector<double> pi(n, 0.0);
-    for (std::size_t u = 0; u < n; ++u) {
-        require(std::isfinite(duals[u]), "duals: class " + std::to_string(u) + " is not finite");
-        if (in_.allowed[u]) pi[u] = duals[u];
-    }
+    const std::vector<double> pi = values(duals);
     std::vector<std::int64_t> valuable = ranked(pi);
     std::vector<std::uint8_t> left = in_.allowed;  // classes no set has taken yet
     std::vector<std::vector<std::uint8_t>> sets;

@@ -61,6 +61,8 @@ private:
     SetPricingResult dynamic_program(const std::vector<double>& pi, const std::vector<std::int64_t>& valuable,
                                      double capacity, double floor, int keep, Stopper& stop, bool raise_floor,
                                      double& bar) const;
+    // The duals checked (one per class, finite), 0 for the classes that may not be in a set.
+    std::vector<double> values(const std::vector<double>& duals) const;
     // The classes of positive value `pi`, by value per time, best first (ties: processing order).
     std::vector<std::int64_t> ranked(const std::vector<double>& pi) const;
     // A set within `capacity` of classes `open` (per class: may enter), found greedily among `valuable` (ranked,

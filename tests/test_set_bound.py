@@ -21,6 +21,7 @@ from set_pricing_oracle import Pricer as PythonPricer
 from strategies import any_graphs, banded_graph, brute_force_graphs, clusters
 
 from exactplace import Cluster, Status, check_feasibility, max_load, read_workload, solve, workload_path
+from exactplace.backends import set_bound as set_bound_module
 from exactplace.backends.set_bound import APPROACH, Pricer, _Column, _rounded_split, set_bound, set_bound_applies
 from exactplace.core.errors import ParameterError
 from exactplace.core.graph import Graph, Node
@@ -124,14 +125,16 @@ def test_native_pricing_equals_the_python_dp(name: str) -> None:
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(brute_force_graphs(), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2),
-       st.sampled_from([0.5, 0.9, 0.99, 1.0, 1.2]))
-def test_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster, fraction: float) -> None:
+       st.sampled_from([0.5, 0.9, 0.99, 1.0, 1.2]), st.booleans())
+def test_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster, fraction: float, greedy: bool) -> None:
     """Every refuted threshold lies below brute force's optimum over all splits; the trace rises; a target at or
-    above the optimum is never refuted."""
+    above the optimum is never refuted. ``greedy``: with the greedy cover's columns and rounds as on branchy graphs
+    (here the exact pricing is never costly enough for them)."""
     assume(set_bound_applies(graph, cluster) is None)
     optimum = brute_force_optima(graph, cluster, "throughput").any
     assume(optimum is not None and optimum > 0)
-    found = set_bound(graph, cluster, target=fraction * optimum, time_limit=20.0)
+    with patch.object(set_bound_module, "GREEDY_WHEN", -1.0 if greedy else set_bound_module.GREEDY_WHEN):
+        found = set_bound(graph, cluster, target=fraction * optimum, time_limit=20.0)
     assert found.outcome in ("target refuted", "limit reached", "undecided", "time")
     if found.value is not None:
         assert found.value < optimum * (1 + 1e-9)
@@ -146,18 +149,20 @@ def test_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster, fractio
 
 
 @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(brute_force_graphs(), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2))
-def test_branching_decides_at_the_optimum(graph: Graph, cluster: Cluster) -> None:
+@given(brute_force_graphs(), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2), st.booleans())
+def test_branching_decides_at_the_optimum(graph: Graph, cluster: Cluster, greedy: bool) -> None:
     """Without memory sums to drop, the relaxation with branching is exact: a target just below brute force's optimum
-    is refuted, and asked for the optimum itself it finds a split of that max load (the evaluator's)."""
+    is refuted, and asked for the optimum itself it finds a split of that max load (the evaluator's); with the greedy
+    cover's columns and rounds too (``greedy``)."""
     roomy = Cluster(cluster.accelerators, memory=1e18, cpus=cluster.cpus)
     assume(set_bound_applies(graph, roomy) is None)
     optimum = brute_force_optima(graph, roomy, "throughput").any
     assume(optimum is not None and optimum > 0)
     short = optimum - max(1e-6 * optimum, 1e-8)  # below by more than the pricing's tolerance on loads
-    below = set_bound(graph, roomy, target=short, time_limit=20.0)
+    with patch.object(set_bound_module, "GREEDY_WHEN", -1.0 if greedy else set_bound_module.GREEDY_WHEN):
+        below = set_bound(graph, roomy, target=short, time_limit=20.0)
+        at = set_bound(graph, roomy, target=optimum, time_limit=20.0)
     assert below.outcome == "target refuted" and below.value == short
-    at = set_bound(graph, roomy, target=optimum, time_limit=20.0)
     assert at.outcome != "target refuted" and at.split is not None
     assert at.split_value == pytest.approx(optimum, rel=1e-9)
     assert max(device_loads(graph, roomy, at.split).load()) == at.split_value

@@ -32,10 +32,10 @@ Starts for a local search (``offer``): each converged master solution, at the ro
 a legal split (:func:`_rounded_split`); the relay's polish beside the bound restarts from them.
 Columns carry over: all of them up a threshold, those within it down. Duals are smoothed (Wentges,
 weight 1/2 on the duals of the best Farley bound so far), with the master's own duals when the smoothed
-ones price out nothing. Each pricing that prices out adds, besides the DP's best sets, a greedy cover
-(:meth:`Pricer.cover`: up to ``k`` disjoint sets, each greedy on the classes the others left); while an exact pricing
-costs more than :data:`GREEDY_WHEN` master solves, up to :data:`GREEDY_ROUNDS` masters in a row are priced by the
-cover alone (no bound from those: Farley's needs the exact maximum). Measured on LayerGraphs_inceptionv3_inference
+ones price out nothing. While an exact pricing costs more than :data:`GREEDY_WHEN` master solves (branchy graphs), a
+greedy cover (:meth:`Pricer.cover`: up to ``k`` disjoint sets, each greedy on the classes the others left) joins the
+DP's best sets, and up to :data:`GREEDY_ROUNDS` masters in a row are priced by the cover alone (no bound from those:
+Farley's needs the exact maximum). Measured on LayerGraphs_inceptionv3_inference
 (326 classes, 6 accelerators; a threshold's generation from singletons and one split over it): the master fell from
 161 to 10 sets in 25 solves, where the DP's ten best sets a pricing took some 120; after 115 s its value was 6.12
 against 59 before.
@@ -77,11 +77,12 @@ SMOOTHING = 0.5
 COLUMNS_PER_PRICING = 10
 
 #: Master solves priced greedily (:meth:`Pricer.cover`, at the master's duals) while that finds improving columns,
-#: before an exact pricing (Farley's bound, smoothed duals) is due again; only while an exact pricing takes more than
-#: :data:`GREEDY_WHEN` master solves.
+#: before an exact pricing (Farley's bound, smoothed duals) is due again.
 GREEDY_ROUNDS = 10
 
-#: (See :data:`GREEDY_ROUNDS`.)
+#: The greedy cover is used (as columns beside an exact pricing's, and alone for :data:`GREEDY_ROUNDS`) only while the
+#: last exact pricing took more than this many master solves: on layer_resnet50_inference (milliseconds a pricing)
+#: greedy rounds left the first threshold undecided after 100 s where the exact pricing alone refutes it in seconds.
 GREEDY_WHEN = 5.0
 
 #: A refutation needs Farley's bound above ``k`` by at least this (floating-point sums of duals).
@@ -561,8 +562,8 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             return _Generation("converged", master.solution(columns), (pi, sigma))
         if stable is None:
             stable, stable_cpu = pi, sigma
-        if (greedy_rounds < GREEDY_ROUNDS and pricing_seconds > GREEDY_WHEN * master_seconds
-                and add(acc_pricer.cover(pi, threshold, k), cpu=False)):
+        costly = pricing_seconds > GREEDY_WHEN * master_seconds  # the exact pricing: the greedy cover helps
+        if greedy_rounds < GREEDY_ROUNDS and costly and add(acc_pricer.cover(pi, threshold, k), cpu=False):
             greedy_rounds += 1
             continue
         greedy_rounds = 0
@@ -573,7 +574,7 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             started = time.monotonic()
             z, acc_sets = acc_pricer.price(duals, threshold, floor=1.0, keep=COLUMNS_PER_PRICING)
             pricing_seconds = time.monotonic() - started
-            if z > 1.0:
+            if z > 1.0 and costly:
                 acc_sets += acc_pricer.cover(duals, threshold, k)
             z_cpu, cpu_sets = cpu_pricer.price(duals, threshold, floor=0.0, keep=3) if cpus else (0.0, [])
             farley = (duals.sum() - cpus * z_cpu) / max(z, 1.0)
