@@ -7,8 +7,8 @@ prices each again both ways and prints one row per workload: the calls, seconds 
 every maximum agreed (to 1e-9, relative).
 
 Run: ``python benchmarks/bench_set_pricing.py layer_resnet50_inference
-/tmp/heldout/LayerGraphs_inceptionv3_inference.json --seconds 120`` (a name from ``../shared/workloads/throughput`` or a path;
-``--seconds``: the recorded run's time limit).
+/tmp/heldout/LayerGraphs_inceptionv3_inference.json --seconds 60`` (a name from ``../shared/workloads/throughput``
+or a path; ``--seconds``: the recorded run's time limit).
 """
 
 from __future__ import annotations
