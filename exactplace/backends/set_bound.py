@@ -202,8 +202,9 @@ class Pricer:
         return float(value), list(sets)
 
     def cover(self, duals: np.ndarray, threshold: float, count: int) -> list[np.ndarray]:
-        """Up to ``count`` disjoint sets within the threshold (bool per class), each found greedily among the
-        positive-dual classes the ones before left: many columns at once for a master far from a solution."""
+        """Up to ``count`` disjoint, non-empty sets within the threshold (bool per class), each found greedily (by
+        dual per time, then single moves and swaps) among the classes the ones before left: many columns at once for
+        a master far from a solution (a heuristic: nothing is proven from it)."""
         return list(self._native.cover(np.asarray(duals, dtype=np.float64), _capacity(threshold), count))
 
 
@@ -562,7 +563,7 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             return _Generation("converged", master.solution(columns), (pi, sigma))
         if stable is None:
             stable, stable_cpu = pi, sigma
-        costly = pricing_seconds > GREEDY_WHEN * master_seconds  # the exact pricing: the greedy cover helps
+        costly = pricing_seconds > GREEDY_WHEN * master_seconds  # (a branchy graph's): the greedy cover helps
         if greedy_rounds < GREEDY_ROUNDS and costly and add(acc_pricer.cover(pi, threshold, k), cpu=False):
             greedy_rounds += 1
             continue
