@@ -22,7 +22,17 @@ from strategies import any_graphs, banded_graph, brute_force_graphs, clusters
 
 from exactplace import Cluster, Status, check_feasibility, max_load, read_workload, solve, workload_path
 from exactplace.backends import set_bound as set_bound_module
-from exactplace.backends.set_bound import APPROACH, Pricer, _Column, _rounded_split, set_bound, set_bound_applies
+from exactplace.backends.set_bound import (
+    APPROACH,
+    SMOOTHING,
+    SMOOTHING_CAP,
+    Pricer,
+    _adapted_weight,
+    _Column,
+    _rounded_split,
+    set_bound,
+    set_bound_applies,
+)
 from exactplace.core.errors import ParameterError
 from exactplace.core.graph import Graph, Node
 from exactplace.evaluators.max_load import device_loads
@@ -121,6 +131,25 @@ def test_native_pricing_equals_the_python_dp(name: str) -> None:
             assert found and float(duals[found[0]].sum()) == pytest.approx(value, rel=1e-12)
             if members:
                 assert all(sets.load(s) <= threshold * (1 + 1e-9) for s in found)
+
+
+@given(st.lists(st.tuples(st.lists(st.floats(-3.0, 3.0), min_size=3, max_size=3),
+                          st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3)), max_size=60))
+def test_smoothing_weight_stays_a_weight(steps: list[tuple[list[float], list[float]]]) -> None:
+    """The adapted smoothing weight stays in [0, SMOOTHING_CAP] whatever the pricings say; it falls exactly when the
+    subgradient at the smoothed duals points towards the master's, and a run of either signal takes it to its end."""
+    weight = SMOOTHING
+    for devices_at_best, direction in steps:
+        following = _adapted_weight(weight, np.array(devices_at_best), np.array(direction))
+        towards = (1.0 - np.array(devices_at_best)) @ np.array(direction) > 0.0
+        assert (following < weight or weight == 0.0) if towards else (weight <= following <= SMOOTHING_CAP)
+        weight = following
+    assert 0.0 <= weight <= SMOOTHING_CAP
+    falling, rising = SMOOTHING, SMOOTHING
+    for _ in range(10):
+        falling = _adapted_weight(falling, np.zeros(1), np.ones(1))
+        rising = _adapted_weight(rising, np.full(1, 2.0), np.ones(1))
+    assert falling == 0.0 and rising == pytest.approx(SMOOTHING_CAP, abs=0.2)
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

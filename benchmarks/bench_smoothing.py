@@ -1,0 +1,91 @@
+"""The set bound's dual smoothing: a fixed weight 1/2 (Wentges) against the adapted weight (the default), side by side.
+
+One threshold's column generation (``set_bound._refute``: no branching, no other thresholds) from the DP's split and
+the single classes, both ways in one run, one row each: how it ended (refuted, converged, or stopped at the time
+limit), the seconds, the exact pricings, the master's last value (an upper bound on the relaxation's once free of
+artificial columns) and the best Farley bound (the lower one: the threshold is refuted once it exceeds ``k``), then
+the ratio of the seconds (fixed / adapted) when both ended.
+
+Run: ``python benchmarks/bench_smoothing.py layer_resnet50_inference:33.20,33.2189
+/tmp/heldout/LayerGraphs_inceptionv3_inference.json:51.095 --seconds 150`` (a name from ``../shared/workloads/
+throughput`` or a path, then the thresholds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+from exactplace.formulations.device_sets import SetRelaxation
+
+from exactplace import read_workload, solve
+from exactplace.backends import set_bound as sb
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "workloads" / "throughput"
+
+
+def generation(sets: SetRelaxation, seed: np.ndarray, threshold: float, seconds: float,
+               adapted: bool) -> tuple[str, float, int, float, float]:
+    """One threshold's generation: (verdict, seconds, exact pricings, the master's last value, best Farley bound)."""
+    master_solve, price, adapted_weight = sb._Master.solve, sb.Pricer.price, sb._adapted_weight
+    last = {"master": np.inf, "farley": -np.inf, "acc": (0.0, 1.0)}
+
+    def solving(self: sb._Master, deadline: float) -> tuple[np.ndarray, float, float] | None:
+        solved = master_solve(self, deadline)
+        if solved is not None:
+            last["master"] = solved[2]
+        return solved
+
+    def farley(duals_sum: float, z: float, z_cpu: float) -> None:
+        last["farley"] = max(last["farley"], (duals_sum - sets.cpus * z_cpu) / max(z, 1.0))
+
+    def pricing(self: sb.Pricer, duals: np.ndarray, threshold: float, floor: float = 1.0, keep: int = 10,
+                raise_floor: bool = True) -> tuple[float, list[np.ndarray]]:
+        z, found = price(self, duals, threshold, floor, keep, raise_floor)
+        if floor >= 1.0:  # the accelerators' pricing; the CPU cores' (floor 0) follows it when there are CPUs
+            last["acc"] = (float(duals.sum()), z)
+            if not sets.cpus:
+                farley(*last["acc"], 0.0)
+        else:
+            farley(*last["acc"], z)
+        return z, found
+
+    sb._Master.solve, sb.Pricer.price = solving, pricing
+    if not adapted:
+        sb._adapted_weight = lambda weight, *_: weight
+    counts = {"pricings": 0, "nodes": 0, "thresholds": 0}
+    started = time.monotonic()
+    try:
+        verdict = sb._refute(sets, sb._Pool.seeded(sets, (seed,)), threshold, started + seconds, None, counts).verdict
+    finally:
+        sb._Master.solve, sb.Pricer.price, sb._adapted_weight = master_solve, price, adapted_weight
+    return verdict, time.monotonic() - started, counts["pricings"], last["master"], last["farley"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="+", help="WORKLOAD:THRESHOLD[,THRESHOLD...] (a shared name or a JSON path)")
+    parser.add_argument("--seconds", type=float, default=150.0, help="time limit of each generation")
+    args = parser.parse_args()
+    print("| workload | classes | k | threshold | weight | verdict | seconds | pricings | master | Farley | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for case in args.cases:
+        name, thresholds = case.rsplit(":", 1)
+        path = Path(name) if name.endswith(".json") else SHARED / f"{name}.json"
+        w = read_workload(path)
+        sets = SetRelaxation.of(w.graph, w.cluster)
+        seed = solve(w, method="dp").device
+        for threshold in map(float, thresholds.split(",")):
+            rows = {adapted: generation(sets, seed, threshold, args.seconds, adapted) for adapted in (False, True)}
+            for adapted, (verdict, seconds, pricings, master, farley) in rows.items():
+                ended = all(row[0] != "stopped" for row in rows.values())
+                ratio = f"{rows[False][1] / rows[True][1]:.2f}" if adapted and ended else ""
+                print(f"| {path.stem} | {sets.classes} | {sets.accelerators} | {threshold} | "
+                      f"{'adapted' if adapted else 'fixed 1/2'} | {verdict} | {seconds:.1f} | {pricings} | "
+                      f"{master:.4f} | {farley:.4f} | {ratio} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
