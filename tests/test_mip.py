@@ -369,3 +369,31 @@ def test_a_failing_cbc_process_leaves_the_warm_start(monkeypatch: pytest.MonkeyP
     p = solve(g, Cluster(2, cpus=1), method="mip", solver="cbc", contiguous=False)
     assert p.status is Status.FEASIBLE and p.info["returned"] == "warm start"
     assert p.info["raw_status"].startswith("cbc failed")
+
+
+@pytest.mark.parametrize("short_by", [0.0, 0.5e-4, 2e-4])
+def test_a_bound_within_rel_gap_after_the_solver_stopped_certifies(short_by: float) -> None:
+    """A solver stopped by its time limit whose split and bound (its own, or one proven before it) lie within rel_gap
+    of each other: the result is optimal within rel_gap, says what certified it, and hit no limit; further apart it
+    stays feasible at the time limit. (The relay met this: the polish's split taken at the end, 1.9e-5 above the set
+    bound, reported feasible.)"""
+    from exactplace.backends import mip
+    from exactplace.methods.base import MethodResult
+
+    graph = Graph([Node(i, 3.0, 1.0, comm=0.25) for i in range(5)], [(0, 1), (1, 2), (2, 3), (3, 4)])
+    cluster = Cluster(2, cpus=1)
+    optimum = brute_force_optima(graph, cluster, "throughput").any
+    device = solve(graph, cluster, method="mip", solver="highs", contiguous=False, rel_gap=0.0).device
+
+    def stopped(on, ip, solver, *, warm, info, timings, **_):  # the solver's run: its split, a bound, the time limit
+        return (MethodResult(device, Status.FEASIBLE, bound=optimum * (1 - short_by), limit=Limit.TIME, solver=solver,
+                             space=Space.ANY, info=info, timings=timings), type("Out", (), {"values": None})())
+
+    with patch.object(mip, "solve_ip", stopped):
+        p = solve(graph, cluster, method="mip", solver="highs", contiguous=False, rel_gap=1e-4, packing_bound=False,
+                  polish=False)
+    assert approx(p.objective, optimum) and p.bound == pytest.approx(optimum * (1 - short_by))
+    if short_by <= 1e-4:
+        assert p.status is Status.OPTIMAL and p.limit is None and p.info["certified_by"] == "highs"
+    else:
+        assert p.status is Status.FEASIBLE and p.limit is Limit.TIME and "certified_by" not in p.info
