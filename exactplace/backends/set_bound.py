@@ -33,9 +33,9 @@ a legal split (:func:`_rounded_split`); the relay's polish beside the bound rest
 Columns carry over: all of them up a threshold, those within it down. Duals are smoothed (Wentges: a
 weight on the duals of the best Farley bound so far), with the master's own duals when the smoothed
 ones price out nothing; the weight adapts after each pricing (:func:`_adapted_weight`, Pessoa et al.'s automatic
-smoothing). Measured against a fixed weight 1/2 (one threshold's generation from the DP's split, one thread):
-layer_resnet50_inference 1.45-1.57x faster to refute 33.20 or 33.2186 or converge at 33.2189; on
-LayerGraphs_inceptionv3_inference at 51.095 Farley's bound 5.90 against 5.79 after 150 s.
+smoothing). Against a fixed weight 1/2 (``benchmarks/bench_smoothing.py``: one threshold's generation from the DP's
+split): 1.52-1.64x faster on both ResNet-50 layer graphs, refuting below the relaxation's limit or converging above it;
+on LayerGraphs_inceptionv3_inference at 51.095, Farley's bound 5.91 against 5.77 after 150 s.
 While an exact pricing costs more than :data:`GREEDY_WHEN` master solves (branchy graphs), a
 greedy cover (:meth:`Pricer.cover`: up to ``k`` disjoint sets, each greedy on the classes the others left) joins the
 DP's best sets, and up to :data:`GREEDY_ROUNDS` masters in a row are priced by the cover alone (no bound from those:
