@@ -26,6 +26,11 @@ from exactplace.backends import set_bound as sb
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "workloads" / "throughput"
 
 
+def workload_file(name: str) -> Path:
+    """A JSON path as given, else the shared throughput workload of that name."""
+    return Path(name) if name.endswith(".json") else SHARED / f"{name}.json"
+
+
 def recorded_pricings(path: Path, seconds: float) -> list[tuple[np.ndarray, float, float, int]]:
     """The accelerators' pricings (duals, threshold, floor, keep) of a set-bound run from the DP's split, aimed at
     its value less 1% (below the non-contiguous optimum on the workloads measured: thresholds refuted and not)."""
@@ -57,7 +62,7 @@ def main() -> None:
     print("| workload | classes | pricings | as asked (s) | raised (s) | ratio | same maxima |")
     print("|---|---|---|---|---|---|---|")
     for name in args.workloads:
-        path = Path(name) if name.endswith(".json") else SHARED / f"{name}.json"
+        path = workload_file(name)
         w = read_workload(path)
         sets = SetRelaxation.of(w.graph, w.cluster)
         pricer = sb.Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, frontier_order(sets))

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
+from bench_set_pricing import workload_file
 from exactplace.formulations.device_sets import SetRelaxation
 
 from exactplace import read_workload, solve
 from exactplace.backends import set_bound as sb
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "workloads" / "throughput"
 
 
 def generation(sets: SetRelaxation, seed: np.ndarray, threshold: float, seconds: float,
@@ -73,7 +71,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for case in args.cases:
         name, thresholds = case.rsplit(":", 1)
-        path = Path(name) if name.endswith(".json") else SHARED / f"{name}.json"
+        path = workload_file(name)
         w = read_workload(path)
         sets = SetRelaxation.of(w.graph, w.cluster)
         seed = solve(w, method="dp").device
