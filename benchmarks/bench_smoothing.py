@@ -27,39 +27,16 @@ from exactplace.backends import set_bound as sb
 def generation(sets: SetRelaxation, seed: np.ndarray, threshold: float, seconds: float,
                adapted: bool) -> tuple[str, float, int, float, float]:
     """One threshold's generation: (verdict, seconds, exact pricings, the master's last value, best Farley bound)."""
-    master_solve, price, adapted_weight = sb._Master.solve, sb.Pricer.price, sb._adapted_weight
-    last = {"master": np.inf, "farley": -np.inf, "acc": (0.0, 1.0)}
-
-    def solving(self: sb._Master, deadline: float) -> tuple[np.ndarray, float, float] | None:
-        solved = master_solve(self, deadline)
-        if solved is not None:
-            last["master"] = solved[2]
-        return solved
-
-    def farley(duals_sum: float, z: float, z_cpu: float) -> None:
-        last["farley"] = max(last["farley"], (duals_sum - sets.cpus * z_cpu) / max(z, 1.0))
-
-    def pricing(self: sb.Pricer, duals: np.ndarray, threshold: float, floor: float = 1.0, keep: int = 10,
-                raise_floor: bool = True) -> tuple[float, list[np.ndarray]]:
-        z, found = price(self, duals, threshold, floor, keep, raise_floor)
-        if floor >= 1.0:  # the accelerators' pricing; the CPU cores' (floor 0) follows it when there are CPUs
-            last["acc"] = (float(duals.sum()), z)
-            if not sets.cpus:
-                farley(*last["acc"], 0.0)
-        else:
-            farley(*last["acc"], z)
-        return z, found
-
-    sb._Master.solve, sb.Pricer.price = solving, pricing
+    adapted_weight = sb._adapted_weight
     if not adapted:
         sb._adapted_weight = lambda weight, *_: weight
     counts = {"pricings": 0, "nodes": 0, "thresholds": 0}
     started = time.monotonic()
     try:
-        verdict = sb._refute(sets, sb._Pool.seeded(sets, (seed,)), threshold, started + seconds, None, counts).verdict
+        ended = sb._refute(sets, sb._Pool.seeded(sets, (seed,)), threshold, started + seconds, None, counts)
     finally:
-        sb._Master.solve, sb.Pricer.price, sb._adapted_weight = master_solve, price, adapted_weight
-    return verdict, time.monotonic() - started, counts["pricings"], last["master"], last["farley"]
+        sb._adapted_weight = adapted_weight
+    return ended.verdict, time.monotonic() - started, counts["pricings"], ended.upper, ended.farley
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from unittest.mock import patch
 
 import numpy as np
@@ -387,7 +388,7 @@ def test_a_bound_within_rel_gap_after_the_solver_stopped_certifies(short_by: flo
 
     def stopped(on, ip, solver, *, warm, info, timings, **_):  # the solver's run: its split, a bound, the time limit
         return (MethodResult(device, Status.FEASIBLE, bound=optimum * (1 - short_by), limit=Limit.TIME, solver=solver,
-                             space=Space.ANY, info=info, timings=timings), type("Out", (), {"values": None})())
+                             space=Space.ANY, info=info, timings=timings), SimpleNamespace(values=None))
 
     with patch.object(mip, "solve_ip", stopped):
         p = solve(graph, cluster, method="mip", solver="highs", contiguous=False, rel_gap=1e-4, packing_bound=False,

@@ -75,8 +75,10 @@ from exactplace.formulations.device_sets import LOAD_TOLERANCE, SetRelaxation, f
 __all__ = ["Pricer", "SetBound", "set_bound", "set_bound_applies"]
 
 #: Weight of the best duals so far in the smoothed duals a pricing is asked at, at first (then adapted:
-#: :func:`_adapted_weight`), and the most it rises to (at 1 the pricing would be asked at the center again and again).
+#: :func:`_adapted_weight`).
 SMOOTHING = 0.5
+
+#: The most the smoothing's weight rises to (at 1 the pricing would be asked at the center again and again).
 SMOOTHING_CAP = 0.99
 
 #: Columns a pricing adds at most (the best sets of its final Pareto front).
@@ -521,11 +523,15 @@ class _Column:
 class _Generation:
     """How a column generation ended: ``verdict`` ``"refuted"``, ``"converged"`` (not refuted) or ``"stopped"``;
     when converged, the restricted master's ``solution`` (of value ``<= k``, free of artificial columns; empty when
-    it has none such) and its last ``duals`` (per class, and the CPU row's): a branch's children start from them."""
+    it has none such) and its last ``duals`` (per class, and the CPU row's): a branch's children start from them.
+    ``farley``: the best Farley bound met (the threshold is refuted once it exceeds ``k``); ``upper``: the last
+    master's value (infinite while artificial columns are in its solution, or before any master was solved)."""
 
     verdict: str
     solution: list[_Column] = dataclasses.field(default_factory=list)
     duals: tuple[np.ndarray, float] | None = None
+    farley: float = -np.inf
+    upper: float = np.inf
 
 
 def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float, cancel: threading.Event | None,
@@ -562,7 +568,7 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             columns.append((chosen, cpu))
         return len(improving)
 
-    weight = SMOOTHING
+    weight, upper = SMOOTHING, np.inf
     greedy_rounds = 0  # master solves since the last exact pricing
     master_seconds, pricing_seconds = 0.0, 0.0  # the last master solve's and the last exact pricing's
     while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()) and not settled():
@@ -573,7 +579,7 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             break
         pi, sigma, upper = solved
         if upper <= k - MARGIN:  # the relaxation holds a solution of value <= k: this threshold cannot be refuted
-            return _Generation("converged", master.solution(columns), (pi, sigma))
+            return _Generation("converged", master.solution(columns), (pi, sigma), best, upper)
         if stable is None:
             stable, stable_cpu = pi, sigma
         costly = pricing_seconds > GREEDY_WHEN * master_seconds  # (a branchy graph's): the greedy cover helps
@@ -598,15 +604,16 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             if farley > best:
                 best, stable, stable_cpu = farley, duals, cpu_dual
             if best > k + MARGIN:
-                return _Generation("refuted")
+                return _Generation("refuted", farley=best, upper=upper)
             added = add(acc_sets, cpu=False) + add(cpu_sets, cpu=True)
             if added:
                 break
         if not added:
             if upper == np.inf and master.raise_artificial_cost():
                 continue  # the master's optimum rests on artificial columns: dearer, they may leave it
-            return _Generation("converged", master.solution(columns) if upper <= k + MARGIN else [], (pi, sigma))
-    return _Generation("stopped")
+            return _Generation("converged", master.solution(columns) if upper <= k + MARGIN else [], (pi, sigma),
+                               best, upper)
+    return _Generation("stopped", farley=best, upper=upper)
 
 
 def _first(found: list[np.ndarray], classes: int) -> np.ndarray:
