@@ -312,12 +312,13 @@ def _referee(
     problem: Problem, cls: type[Method], result: MethodResult, wall: float, extra: Mapping[str, Any]
 ) -> Placement:
     """Check the method's placement against what it promised, re-score it with the evaluator, and
-    call it optimal only when the achieved gap is within the asked ``rel_gap``."""
+    call it optimal exactly when the achieved gap is within the asked ``rel_gap`` (a stopped method's placement
+    and bound that meet it are optimal too, ``info["certified_by"]`` naming the bound's prover)."""
     graph, cluster = problem.graph, problem.cluster
     evaluator_options = {k: problem.options[k] for k in SCORING_OPTIONS[problem.objective]
                          if k in problem.options}
     objective_value = None
-    device, subgraph, status, info = result.device, None, result.status, dict(result.info)
+    device, subgraph, status, limit, info = result.device, None, result.status, result.limit, dict(result.info)
     replicas = None
     if device is not None:
         device = as_device_array(graph, cluster, device).copy()
@@ -351,13 +352,18 @@ def _referee(
             status = Status.FEASIBLE
             info["not_optimal"] = (f"the proven gap exceeds rel_gap={problem.rel_gap:g}"
                                    if result.bound is not None else "no bound was proven")
+        elif status is Status.FEASIBLE and _within(objective_value, result.bound, problem.rel_gap):
+            # The placement and the bound met within rel_gap only after the method stopped (a split taken after
+            # its solver hit the time limit, a bound proven before the solver ran): proven all the same.
+            status, limit = Status.OPTIMAL, None
+            info.setdefault("certified_by", info.get("bound_by", result.solver or cls.engine))
     elif "reason" not in info:
         info["reason"] = _why_nothing(status, result.limit)
     return Placement(
         graph=graph, cluster=cluster, device=device, objective_name=problem.objective,
         objective=objective_value, status=status, method=cls.name,
         solver=result.solver or cls.engine,
-        bound=result.bound, limit=result.limit, space=result.space or cls.space, wall_seconds=wall,
+        bound=result.bound, limit=limit, space=result.space or cls.space, wall_seconds=wall,
         trace=tuple(result.trace), subgraph=subgraph, q=result.q, timings=result.timings,
         info={**info, **extra, "options": dict(problem.options)}, replicas=replicas,
     )
