@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from exactplace.formulations.device_sets import SetRelaxation, frontier_order
 
-from exactplace import read_workload, solve
+from exactplace import Workload, read_workload, solve
 from exactplace.backends import set_bound as sb
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "workloads" / "throughput"
@@ -29,6 +30,17 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "workloads" / "
 def workload_file(name: str) -> Path:
     """A JSON path as given, else the shared throughput workload of that name."""
     return Path(name) if name.endswith(".json") else SHARED / f"{name}.json"
+
+
+def threshold_cases(cases: list[str]) -> Iterator[tuple[str, Workload, SetRelaxation, np.ndarray, list[float]]]:
+    """For each ``WORKLOAD:THRESHOLD[,THRESHOLD...]`` (a shared name or a JSON path): the workload's name, the
+    workload, its set relaxation, the DP's split (the seed of every run) and the thresholds."""
+    for case in cases:
+        name, thresholds = case.rsplit(":", 1)
+        path = workload_file(name)
+        w = read_workload(path)
+        yield path.stem, w, SetRelaxation.of(w.graph, w.cluster), solve(w, method="dp").device, [
+            float(t) for t in thresholds.split(",")]
 
 
 def recorded_pricings(path: Path, seconds: float) -> list[tuple[np.ndarray, float, float, int]]:

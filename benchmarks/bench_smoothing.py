@@ -17,10 +17,9 @@ import argparse
 import time
 
 import numpy as np
-from bench_set_pricing import workload_file
+from bench_set_pricing import threshold_cases
 from exactplace.formulations.device_sets import SetRelaxation
 
-from exactplace import read_workload, solve
 from exactplace.backends import set_bound as sb
 
 
@@ -46,18 +45,13 @@ def main() -> None:
     args = parser.parse_args()
     print("| workload | classes | k | threshold | weight | verdict | seconds | pricings | master | Farley | ratio |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for case in args.cases:
-        name, thresholds = case.rsplit(":", 1)
-        path = workload_file(name)
-        w = read_workload(path)
-        sets = SetRelaxation.of(w.graph, w.cluster)
-        seed = solve(w, method="dp").device
-        for threshold in map(float, thresholds.split(",")):
+    for name, _, sets, seed, thresholds in threshold_cases(args.cases):
+        for threshold in thresholds:
             rows = {adapted: generation(sets, seed, threshold, args.seconds, adapted) for adapted in (False, True)}
             for adapted, (verdict, seconds, pricings, master, farley) in rows.items():
                 ended = all(row[0] != "stopped" for row in rows.values())
                 ratio = f"{rows[False][1] / rows[True][1]:.2f}" if adapted and ended else ""
-                print(f"| {path.stem} | {sets.classes} | {sets.accelerators} | {threshold} | "
+                print(f"| {name} | {sets.classes} | {sets.accelerators} | {threshold} | "
                       f"{'adapted' if adapted else 'fixed 1/2'} | {verdict} | {seconds:.1f} | {pricings} | "
                       f"{master:.4f} | {farley:.4f} | {ratio} |", flush=True)
 

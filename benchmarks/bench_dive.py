@@ -1,0 +1,65 @@
+"""The branch-and-price's dive: branching on pairs of classes alone against the dive first (the default), side by side.
+
+One branch-and-price (``set_bound._branch_and_price``) at a threshold, from the DP's split and the single classes,
+both ways in one run, one row each: its verdict (``split``: a split within the threshold found; ``refuted``;
+``stopped`` at the time limit), the split's max load (the evaluator's), the seconds, the branch nodes and the dive's
+generations, then the ratio of the seconds (pairs alone / with the dive) when both found a split. A threshold above
+the optimum is the case the dive is for (``L / (1 - rel_gap)`` in the relay, a bound ``L`` proven); below it both
+refute, the dive's generations the cost.
+
+Run: ``python benchmarks/bench_dive.py layer_resnet50_inference:33.22534 --seconds 600`` (a name from
+``../shared/workloads/throughput`` or a path, then the thresholds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from bench_set_pricing import threshold_cases
+from exactplace.formulations.device_sets import SetRelaxation, frontier_order
+
+from exactplace import Workload, max_load
+from exactplace.backends import set_bound as sb
+
+
+def branch_and_price(w: Workload, sets: SetRelaxation, seed: np.ndarray, threshold: float, seconds: float,
+                     dive: bool) -> tuple[str, float | None, float, int, int]:
+    """One branch-and-price: (verdict, the split's max load or None, seconds, nodes, dive generations)."""
+    counts = {"pricings": 0, "nodes": 0, "thresholds": 0}
+    started = time.monotonic()
+    with_dive = sb._dive
+    if not dive:
+        sb._dive = lambda *_: None
+    try:
+        verdict, device = sb._branch_and_price(sets, frontier_order(sets), sb._Pool.seeded(sets, (seed,)), threshold,
+                                               started + seconds, None, counts, lambda: False, lambda _: None)
+    finally:
+        sb._dive = with_dive
+    value = None if device is None else max_load(w.graph, w.cluster, device[sets.unit])
+    return verdict, value, time.monotonic() - started, counts["nodes"], counts.get("dives", 0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="+", help="WORKLOAD:THRESHOLD[,THRESHOLD...] (a shared name or a JSON path)")
+    parser.add_argument("--seconds", type=float, default=600.0, help="time limit of each branch-and-price")
+    args = parser.parse_args()
+    print("| workload | classes | k | threshold | branching | verdict | split | seconds | nodes | dive generations "
+          "| ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, w, sets, seed, thresholds in threshold_cases(args.cases):
+        for threshold in thresholds:
+            rows = {dive: branch_and_price(w, sets, seed, threshold, args.seconds, dive) for dive in (False, True)}
+            for dive, (verdict, value, seconds, nodes, dives) in rows.items():
+                both = all(row[0] == "split" for row in rows.values())
+                ratio = f"{rows[False][2] / rows[True][2]:.1f}" if dive and both else ""
+                print(f"| {name} | {sets.classes} | {sets.accelerators} | {threshold} | "
+                      f"{'dive, then pairs' if dive else 'pairs'} | {verdict} | "
+                      f"{'' if value is None else f'{value:.5f}'} | {seconds:.1f} | {nodes} | {dives} | {ratio} |",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
