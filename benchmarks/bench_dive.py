@@ -3,9 +3,9 @@
 One branch-and-price (``set_bound._branch_and_price``) at a threshold, from the DP's split and the single classes,
 both ways in one run, one row each: its verdict (``split``: a split within the threshold found; ``refuted``;
 ``stopped`` at the time limit), the split's max load (the evaluator's), the seconds, the branch nodes and the dive's
-generations, then the ratio of the seconds (pairs alone / with the dive) when both found a split. A threshold above
-the optimum is the case the dive is for (``L / (1 - rel_gap)`` in the relay, a bound ``L`` proven); below it both
-refute, the dive's generations the cost.
+generations, then the ratio of the seconds (pairs alone / with the dive) when the dive found a split (``>``: pairs
+alone found none within the time limit). A threshold above the optimum is the case the dive is for (``L / (1 -
+rel_gap)`` in the relay, a bound ``L`` proven); below it both refute, the dive's generations the cost.
 
 Run: ``python benchmarks/bench_dive.py layer_resnet50_inference:33.22534 --seconds 600`` (a name from
 ``../shared/workloads/throughput`` or a path, then the thresholds).
@@ -53,8 +53,9 @@ def main() -> None:
         for threshold in thresholds:
             rows = {dive: branch_and_price(w, sets, seed, threshold, args.seconds, dive) for dive in (False, True)}
             for dive, (verdict, value, seconds, nodes, dives) in rows.items():
-                both = all(row[0] == "split" for row in rows.values())
-                ratio = f"{rows[False][2] / rows[True][2]:.1f}" if dive and both else ""
+                ratio = ""
+                if dive and verdict == "split":  # (pairs alone stopped: at least the time limit over the dive's)
+                    ratio = f"{'' if rows[False][0] == 'split' else '>'}{rows[False][2] / seconds:.1f}"
                 print(f"| {name} | {sets.classes} | {sets.accelerators} | {threshold} | "
                       f"{'dive, then pairs' if dive else 'pairs'} | {verdict} | "
                       f"{'' if value is None else f'{value:.5f}'} | {seconds:.1f} | {nodes} | {dives} | {ratio} |",
