@@ -31,8 +31,9 @@ time is put off until the others are decided.
 Diving (:func:`_dive`): at a tree's first fractional node, before its children, the master's columns are fixed one
 device at a time (the largest fractional column with every column of value 1; the next largest where that fails) and
 the generation run again, until a master is integral: a split within the threshold, found in seconds where the
-pairs' branching took minutes (on layer_resnet50_inference at 33.22534, a split of 33.22446 after 2 nodes and 6 dive
-generations, 38 s, where the branching alone met 33.22361 after 45 nodes, 479 s). A failed dive proves nothing.
+pairs' branching took minutes (``benchmarks/bench_dive.py``, layer_resnet50_inference at 33.22534 from the DP's split:
+a split of 33.22446 in 48 s, 2 nodes and 14 dive generations, where the pairs alone met none in 600 s, 62 nodes; in
+another run they met 33.22361 after 45 nodes, 479 s). A failed dive proves nothing.
 Starts for a local search (``offer``): each converged master solution, at the root and in the branches, rounded to
 a legal split (:func:`_rounded_split`); the relay's polish beside the bound restarts from them.
 Columns carry over: all of them up a threshold, those within it down. Duals are smoothed (Wentges: a
