@@ -444,11 +444,11 @@ def test_relay_takes_the_split_branching_found() -> None:
     def branched(*args: object, **kwargs: object) -> SetBound:
         return SetBound(value=best.objective, ceiling=None, outcome="target refuted",
                         trace=((0.0, best.objective),), thresholds=1, pricings=0, columns=0, seconds=0.0,
-                        split=best.device, split_value=best.objective, nodes=3)
+                        split=best.device, split_value=best.objective, nodes=3, dives=2)
 
     p = _relayed_with(branched)
     report = p.info["set_bound"]
-    assert report["split"] == best.objective and report["nodes"] == 3
+    assert report["split"] == best.objective and report["nodes"] == 3 and report["dives"] == 2
     assert p.status is Status.OPTIMAL and p.objective <= best.objective * (1 + 1e-9)
     if report["start"] > best.objective * (1 + 1e-9):  # the relay's own split was worse: branching's was taken
         assert np.array_equal(p.device, best.device) or p.info["relay"]["polish"].get("taken")

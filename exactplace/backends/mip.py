@@ -616,7 +616,8 @@ class MIP(Method):
         timings["set_bound"] = found.seconds
         info["set_bound"] = {"outcome": found.outcome, "start": value, "target": target, "bound": found.value,
                              "ceiling": found.ceiling, "thresholds": found.thresholds, "pricings": found.pricings,
-                             "columns": found.columns, "nodes": found.nodes, "split": found.split_value}
+                             "columns": found.columns, "nodes": found.nodes, "dives": found.dives,
+                             "split": found.split_value}
         return found
 
     def _polish(self, problem: Problem, warm: np.ndarray, overlap: bool, gpipe: bool, info: dict,

@@ -156,7 +156,7 @@ class SetBound:
     :data:`PATIENCE`: it gave up early, nothing proven), ``"time"`` or ``"interrupted"``. ``trace``:
     (seconds since the start, bound) at each refutation, branching's included. ``split``: the best split
     branching found (node position -> device; None: none), ``split_value`` its max load (the evaluator's);
-    ``nodes``: branch nodes solved."""
+    ``nodes``: branch nodes solved; ``dives``: generations in dives (:func:`_dive`)."""
 
     value: float | None
     ceiling: float | None
@@ -169,6 +169,7 @@ class SetBound:
     split: np.ndarray | None = None
     split_value: float | None = None
     nodes: int = 0
+    dives: int = 0
 
 
 def set_bound_applies(graph: Graph, cluster: Cluster, *, overlap: bool = False, gpipe: bool = False) -> str | None:
@@ -398,7 +399,7 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
         """A split found meanwhile (``aim``) is certified by the bound proven already: any generation may stop."""
         return aim is not None and bool(trace) and bound is not None and aim() <= bound
 
-    counts = {"thresholds": 0, "pricings": 0, "nodes": 0}
+    counts = {"thresholds": 0, "pricings": 0, "nodes": 0, "dives": 0}
     outcome = "time"
     split, split_value = None, np.inf  # the best split branching found (node position -> device), its max load
     try:
@@ -473,7 +474,8 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
     return SetBound(value=bound if trace else None, ceiling=ceiling, outcome=outcome, trace=tuple(trace),
                     thresholds=counts["thresholds"], pricings=counts["pricings"],
                     columns=len(pool.acc) + len(pool.cpu), seconds=time.monotonic() - clock, split=split,
-                    split_value=split_value if split is not None else None, nodes=counts["nodes"])
+                    split_value=split_value if split is not None else None, nodes=counts["nodes"],
+                    dives=counts["dives"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -716,7 +718,7 @@ def _branch_and_price(sets: SetRelaxation, order: np.ndarray, pool: _Pool, thres
             return _integral_split(sets, ended.solution)
         offer(ended.solution)
         if dive:
-            dive = False  # (once a tree: a dive is k + l generations at most)
+            dive = False  # (once a tree: it may cost a fifth of the tree's time)
             device = _dive(sets, pool, threshold, min(deadline, time.monotonic() + dive_time), cancel, counts,
                            settled, node, ended, position)
             if device is not None:
