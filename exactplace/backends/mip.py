@@ -69,8 +69,8 @@ what it gave and took. Ten minutes, before -> after: layer_resnet50_training 0.3
 HiGHS's bound 76.031), layer_resnet50_inference 0.226% -> 0.110% (limit 33.2187, HiGHS's 33.147), the held-out BERT-12
 operator graph 14.9% -> certified in 234 s; on the InceptionV3 layer graphs and BERT-12 training it proved nothing
 (``benchmarks/RESULTS.md``). With branching, layer_resnet50_inference's bound passes the limit (33.22202); the
-branching's dive (column fixing) meets a split within ``L / (1 - rel_gap)`` seconds after it starts there (33.2222
-with the polish off, certified in 286-294 s; layer_resnet50_training's 76.2083 in 222 s). The polish
+branching at ``L / (1 - rel_gap)`` meets a split within it by its dive (column fixing) seconds after it starts
+(33.2222 with the polish off, certified in 286-294 s; layer_resnet50_training's 76.2083 in 222 s). The polish
 beside the bound restarts from roundings of the bound's master solutions (``offer``;
 ``info["relay"]["polish"]["starts"]``): the splits that certify lie there, where CP-SAT's split led the polish to
 33.2474 and 76.455 (0.076%, 0.332% left); with them both ResNet-50 layer graphs were certified to 1e-4 in each

@@ -685,7 +685,8 @@ def _branch_and_price(sets: SetRelaxation, order: np.ndarray, pool: _Pool, thres
     a pair on one device in some columns of the master's solution and on two in others is kept together in one
     branch, apart in the other), depth first: ``("refuted", None)`` when every branch is refuted (the threshold
     is a lower bound of every split), ``("split", device)`` when a branch's master solution is integral (one set
-    per device, each within the threshold; ``device``: class -> device, accelerators first), ``("stopped", None)``
+    per device, each within the threshold; ``device``: class -> device, accelerators first), or the dive from the
+    first fractional node (:func:`_dive`) met one, ``("stopped", None)``
     at the deadline or on a solution it cannot branch on (a set shared fractionally by an accelerator and a CPU
     core), ``("settled", None)`` as soon as ``settled()`` (asked before each master solve: a better split found
     meanwhile is certified by the bound already). Each fractional node solution is passed to ``offer``."""
