@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from time import monotonic
 from unittest.mock import patch
 
 import numpy as np
@@ -34,6 +35,7 @@ from exactplace.backends.set_bound import (
     _Pool,
     _refute,
     _rounded_split,
+    _work_center,
     set_bound,
     set_bound_applies,
 )
@@ -135,6 +137,63 @@ def test_native_pricing_equals_the_python_dp(name: str) -> None:
             assert found and float(duals[found[0]].sum()) == pytest.approx(value, rel=1e-12)
             if members:
                 assert all(sets.load(s) <= threshold * (1 + 1e-9) for s in found)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(any_graphs(max_nodes=7, max_forward=3), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2),
+       st.floats(0.0, 30.0))
+def test_the_work_center_is_a_point_of_the_dual(graph: Graph, cluster: Cluster, threshold: float) -> None:
+    """The generation's first center (the packing bound's duals) needs no accelerator pricing: by enumeration, no
+    accelerator set within the threshold is worth more than 1 there, the CPU row's dual is the best CPU core's set,
+    and its bound is Farley's at those duals."""
+    assume(cluster.is_homogeneous and not cluster.is_two_level)
+    sets = SetRelaxation.of(graph, cluster)
+    assume(sets.classes <= 9)
+    _, cpu_pricer = _Branch().pricers(sets, threshold)
+    farley, duals, cpu_dual = _work_center(sets, cpu_pricer, threshold)
+    capacity = threshold + 1e-9 * max(1.0, threshold)  # (the pricings' tolerance)
+    best_acc, best_cpu = 0.0, 0.0
+    for bits in itertools.product((False, True), repeat=sets.classes):
+        chosen = np.array(bits, dtype=bool)
+        if sets.on_acc[chosen].all() and sets.load(chosen) <= capacity:
+            best_acc = max(best_acc, float(duals[chosen].sum()))
+        if (sets.cpu[chosen] <= threshold).all() and sets.cpu[chosen].sum() <= capacity:
+            best_cpu = max(best_cpu, float(duals[chosen].sum()))
+    assert (duals >= 0.0).all() and best_acc <= 1.0 + 1e-12
+    assert -cpu_dual == pytest.approx(best_cpu if sets.cpus else 0.0, abs=1e-9)
+    assert farley == pytest.approx(duals.sum() - sets.cpus * best_cpu, abs=1e-9)
+
+
+def test_a_master_solve_without_a_verdict_is_solved_again_from_scratch() -> None:
+    """A warm restart of the master that HiGHS ends with status "unknown" (seen on LayerGraphs_inceptionv3_inference
+    after ~70 pricings) is solved again from scratch, not taken for the end of the threshold's generation."""
+    import highspy
+
+    sets = SetRelaxation.of(banded_graph(12), Cluster(3, cpus=1))
+    master = set_bound_module._Master(sets)
+
+    class Unsure:
+        """HiGHS, saying "unknown" after its second run (the first warm restart)."""
+
+        def __init__(self, highs: highspy.Highs) -> None:
+            self.highs, self.runs = highs, 0
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.highs, name)
+
+        def run(self) -> object:
+            self.runs += 1
+            return self.highs.run()
+
+        def getModelStatus(self) -> object:
+            return highspy.HighsModelStatus.kUnknown if self.runs == 2 else self.highs.getModelStatus()
+
+    master.h = Unsure(master.h)
+    deadline = monotonic() + 30.0
+    assert master.solve(deadline) is not None
+    master.add(np.ones((1, sets.classes), dtype=bool), cpu=False)
+    solved = master.solve(deadline)
+    assert master.h.runs == 3 and solved is not None and solved[2] == pytest.approx(1.0)
 
 
 @given(st.lists(st.tuples(st.lists(st.floats(-3.0, 3.0), min_size=3, max_size=3),
