@@ -52,10 +52,10 @@ def recorded_pricings(path: Path, seconds: float) -> list[tuple[np.ndarray, floa
     price = sb.Pricer.price
 
     def recording(self: sb.Pricer, duals: np.ndarray, threshold: float, floor: float = 1.0, keep: int = 10,
-                  raise_floor: bool = True) -> tuple[float, list[np.ndarray]]:
+                  raise_floor: bool = True, deadline: float = np.inf) -> tuple[float, list[np.ndarray]]:
         if floor >= 1.0:  # the accelerators' pricing (the CPU cores' knapsack asks at 0)
             calls.append((np.array(duals), threshold, floor, keep))
-        return price(self, duals, threshold, floor, keep, raise_floor)
+        return price(self, duals, threshold, floor, keep, raise_floor, deadline)
 
     sb.Pricer.price = recording
     try:

@@ -1,14 +1,16 @@
-"""The set bound's dual smoothing: a fixed weight 1/2 (Wentges) against the adapted weight (the default), side by side.
+"""The set bound's dual smoothing against the default (the adapted weight from the packing bound's duals), side by side.
 
+``--against weight``: a fixed weight 1/2 (Wentges); ``--against center``: the first center the first master's duals
+(before stop 39) instead of the packing bound's (``set_bound._work_center``).
 One threshold's column generation (``set_bound._refute``: no branching, no other thresholds) from the DP's split and
 the single classes, both ways in one run, one row each: how it ended (refuted, converged, or stopped at the time
 limit), the seconds, the exact pricings, the master's last value (an upper bound on the relaxation's once free of
 artificial columns) and the best Farley bound (the lower one: the threshold is refuted once it exceeds ``k``), then
-the ratio of the seconds (fixed / adapted) when both ended.
+the ratio of the seconds (baseline / default) when both ended.
 
 Run: ``python benchmarks/bench_smoothing.py layer_resnet50_inference:33.20,33.2189
-/tmp/heldout/LayerGraphs_inceptionv3_inference.json:51.095 --seconds 150`` (a name from ``../shared/workloads/
-throughput`` or a path, then the thresholds).
+/tmp/heldout/LayerGraphs_inceptionv3_inference.json:51.095 --seconds 150 --against center`` (a name from
+``../shared/workloads/throughput`` or a path, then the thresholds).
 """
 
 from __future__ import annotations
@@ -22,19 +24,27 @@ from exactplace.formulations.device_sets import SetRelaxation
 
 from exactplace.backends import set_bound as sb
 
+#: The baselines: the row's name and what it puts in place of the default.
+BASELINES = {"weight": ("fixed 1/2", "_adapted_weight", lambda weight, *_: weight),
+             "center": ("master's duals", "_work_center", lambda *_: (-np.inf, None, 0.0))}
+
 
 def generation(sets: SetRelaxation, seed: np.ndarray, threshold: float, seconds: float,
-               adapted: bool) -> tuple[str, float, int, float, float]:
-    """One threshold's generation: (verdict, seconds, exact pricings, the master's last value, best Farley bound)."""
-    adapted_weight = sb._adapted_weight
-    if not adapted:
-        sb._adapted_weight = lambda weight, *_: weight
+               baseline: str | None) -> tuple[str, float, int, float, float]:
+    """One threshold's generation, the default's or the ``baseline``'s (a key of :data:`BASELINES`): (verdict,
+    seconds, exact pricings, the master's last value, best Farley bound)."""
+    replaced = {}
+    if baseline is not None:
+        _, name, stand_in = BASELINES[baseline]
+        replaced[name] = getattr(sb, name)
+        setattr(sb, name, stand_in)
     counts = {"pricings": 0, "nodes": 0, "thresholds": 0}
     started = time.monotonic()
     try:
         ended = sb._refute(sets, sb._Pool.seeded(sets, (seed,)), threshold, started + seconds, None, counts)
     finally:
-        sb._adapted_weight = adapted_weight
+        for name, original in replaced.items():
+            setattr(sb, name, original)
     return ended.verdict, time.monotonic() - started, counts["pricings"], ended.upper, ended.farley
 
 
@@ -42,18 +52,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="+", help="WORKLOAD:THRESHOLD[,THRESHOLD...] (a shared name or a JSON path)")
     parser.add_argument("--seconds", type=float, default=150.0, help="time limit of each generation")
+    parser.add_argument("--against", choices=sorted(BASELINES), default="weight", help="the baseline")
     args = parser.parse_args()
-    print("| workload | classes | k | threshold | weight | verdict | seconds | pricings | master | Farley | ratio |")
+    print("| workload | classes | k | threshold | run | verdict | seconds | pricings | master | Farley | ratio |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, _, sets, seed, thresholds in threshold_cases(args.cases):
         for threshold in thresholds:
-            rows = {adapted: generation(sets, seed, threshold, args.seconds, adapted) for adapted in (False, True)}
-            for adapted, (verdict, seconds, pricings, master, farley) in rows.items():
+            rows = {baseline: generation(sets, seed, threshold, args.seconds, baseline)
+                    for baseline in (args.against, None)}
+            for baseline, (verdict, seconds, pricings, master, farley) in rows.items():
                 ended = all(row[0] != "stopped" for row in rows.values())
-                ratio = f"{rows[False][1] / rows[True][1]:.2f}" if adapted and ended else ""
+                ratio = f"{rows[args.against][1] / rows[None][1]:.2f}" if baseline is None and ended else ""
                 print(f"| {name} | {sets.classes} | {sets.accelerators} | {threshold} | "
-                      f"{'adapted' if adapted else 'fixed 1/2'} | {verdict} | {seconds:.1f} | {pricings} | "
-                      f"{master:.4f} | {farley:.4f} | {ratio} |", flush=True)
+                      f"{'default' if baseline is None else BASELINES[baseline][0]} | {verdict} | {seconds:.1f} | "
+                      f"{pricings} | {master:.4f} | {farley:.4f} | {ratio} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -156,14 +156,13 @@ std::unique_ptr<exactplace::SetPricer> make_set_pricer(const FloatArray& time, c
     return std::make_unique<exactplace::SetPricer>(std::move(in));
 }
 
-// (value, sets as a bool array of shape (len(sets), classes)).
+// (value, sets as a bool array of shape (len(sets), classes), stopped: out of `seconds`, value and sets meaningless).
 py::tuple price_sets(const exactplace::SetPricer& pricer, const FloatArray& duals, double capacity, double floor,
-                     int keep, bool raise_floor) {
+                     int keep, bool raise_floor, double seconds) {
     const auto pi = to_vector(duals, "duals");
     const exactplace::SetPricingResult r = without_gil(
-        std::numeric_limits<double>::infinity(),
-        [&](exactplace::Stopper& stop) { return pricer.price(pi, capacity, floor, keep, stop, raise_floor); });
-    return py::make_tuple(r.value, bool_rows(r.sets, pricer.classes()));
+        seconds, [&](exactplace::Stopper& stop) { return pricer.price(pi, capacity, floor, keep, stop, raise_floor); });
+    return py::make_tuple(r.value, bool_rows(r.sets, pricer.classes()), r.stopped);
 }
 
 // Disjoint greedy sets as a bool array of shape (len(sets), classes).
@@ -327,9 +326,10 @@ PYBIND11_MODULE(_native, m) {
              py::arg("group_ptr"), py::arg("group_member"), py::arg("order"),
              py::arg("apart") = IntArray(0))
         .def("price", &price_sets, py::arg("duals"), py::arg("capacity"), py::arg("floor"), py::arg("keep"),
-             py::arg("raise_floor") = true,
+             py::arg("raise_floor") = true, py::arg("seconds") = std::numeric_limits<double>::infinity(),
              "(max pi(S) above `floor`, else `floor`; up to `keep` sets of value above `floor`, best first; "
-             "`raise_floor`: the DP's floor raised by the sets it meets, fewer sets back, the same value).")
+             "`raise_floor`: the DP's floor raised by the sets it meets, fewer sets back, the same value; "
+             "stopped: out of `seconds`, the value and sets meaningless).")
         .def("cover", &cover_sets, py::arg("duals"), py::arg("capacity"), py::arg("count"),
              "Up to `count` disjoint sets within `capacity`, each greedy on the classes the others left.");
     m.def("latency_path_bound", &latency_path_bound, py::kw_only(), py::arg("units"), py::arg("edge_src"),

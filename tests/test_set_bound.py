@@ -562,3 +562,24 @@ def test_it_gives_up_when_not_even_the_first_threshold_is_decided() -> None:
     with patch.object(module, "_refute", stopped):
         found = set_bound(graph, Cluster(2, cpus=1), target=5.0, lower=1.0, time_limit=10.0)
     assert found.outcome == "undecided" and found.value is None and len(calls) == 1 and found.seconds < 5.0
+
+
+def test_a_pricing_past_its_deadline_stops_the_generation() -> None:
+    """The pricing DP honours its deadline (duals of one value per time can keep it minutes on a big graph): it
+    raises TimeoutError, and the generation then ends "stopped" with the best bound it met, within its time."""
+    sets = SetRelaxation.of(banded_graph(40), Cluster(4, cpus=1))
+    pricer = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, frontier_order(sets))
+    with pytest.raises(TimeoutError):
+        pricer.price(np.full(sets.classes, 0.3), threshold=20.0, deadline=monotonic() - 1.0)
+    counts = {"pricings": 0, "nodes": 0, "thresholds": 0}
+    price = Pricer.price
+
+    def late(self: Pricer, *args: object, **options: object) -> object:
+        if counts["pricings"] >= 3:  # (the generation's third pricing, once it has a bound of its own)
+            options["deadline"] = monotonic() - 1.0
+        return price(self, *args, **options)
+
+    with patch.object(Pricer, "price", late):
+        started = monotonic()
+        ended = _refute(sets, _Pool.seeded(sets, ()), 20.0, started + 60.0, None, counts)
+    assert ended.verdict == "stopped" and np.isfinite(ended.farley) and monotonic() - started < 30.0

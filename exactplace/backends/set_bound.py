@@ -216,14 +216,18 @@ class Pricer:
             order=np.asarray(order, dtype=np.int64), apart=np.asarray(apart, dtype=np.int64).reshape(-1))
 
     def price(self, duals: np.ndarray, threshold: float, floor: float = 1.0, keep: int = 10,
-              raise_floor: bool = True) -> tuple[float, list[np.ndarray]]:
+              raise_floor: bool = True, deadline: float = np.inf) -> tuple[float, list[np.ndarray]]:
         """``(max pi(S), sets)``: the maximum when it exceeds ``floor`` (else ``floor``: no set exceeds it),
         and up to ``keep`` sets (bool per class) of value above ``floor``, best first. Loads within
         :data:`~exactplace.formulations.device_sets.LOAD_TOLERANCE` of the threshold count as within it.
         ``raise_floor``: the DP raises its floor by the sets it meets (the same maximum, faster; only sets near it
-        come back)."""
-        value, sets = self._native.price(np.asarray(duals, dtype=np.float64), _capacity(threshold), floor, keep,
-                                         raise_floor)
+        come back). ``deadline`` (``time.monotonic()``): past it the DP stops and :class:`TimeoutError` is raised
+        (duals of nearly one value per time leave its fronts unpruned: minutes on OperatorGraphs_bert_L-12_training).
+        """
+        value, sets, stopped = self._native.price(np.asarray(duals, dtype=np.float64), _capacity(threshold), floor,
+                                                  keep, raise_floor, max(0.0, deadline - time.monotonic()))
+        if stopped:
+            raise TimeoutError("the set pricing ran past its deadline")
         return float(value), list(sets)
 
     def cover(self, duals: np.ndarray, threshold: float, count: int) -> list[np.ndarray]:
@@ -542,10 +546,11 @@ class _MergedPricer:
     into: np.ndarray  # class -> merged class
     fixed: tuple[np.ndarray, ...] = ()
 
-    def price(self, duals: np.ndarray, threshold: float, floor: float, keep: int) -> tuple[float, list[np.ndarray]]:
+    def price(self, duals: np.ndarray, threshold: float, floor: float, keep: int,
+              deadline: float = np.inf) -> tuple[float, list[np.ndarray]]:
         """:meth:`Pricer.price` at the merged classes' duals (their members' sums), its sets mapped back; the
         maximum over the fixed columns too."""
-        value, found = self.pricer.price(self._merged(duals), threshold, floor, keep)
+        value, found = self.pricer.price(self._merged(duals), threshold, floor, keep, deadline=deadline)
         return max([value, *(float(duals[f].sum()) for f in self.fixed)]), [chosen[self.into] for chosen in found]
 
     def cover(self, duals: np.ndarray, threshold: float, count: int) -> list[np.ndarray]:
@@ -603,10 +608,6 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
         master.add(held, cpu=cpu)
         columns += [(chosen, cpu) for chosen in held]
     best, (stable, stable_cpu) = -np.inf, center or (None, 0.0)
-    if center is None:
-        best, stable, stable_cpu = _work_center(sets, cpu_pricer, threshold)
-        if best > k + MARGIN:
-            return _Generation("refuted", farley=best)
 
     def add(chosen_sets: list[np.ndarray], cpu: bool) -> int:
         """The columns among ``chosen_sets`` that improve the master at its own duals ``pi``, added; how many. (A
@@ -620,54 +621,64 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
         return len(improving)
 
     weight, upper = SMOOTHING, np.inf
-    greedy_rounds = 0  # master solves since the last exact pricing
-    master_seconds, pricing_seconds = 0.0, 0.0  # the last master solve's and the last exact pricing's
-    while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()) and not settled():
-        started = time.monotonic()
-        solved = master.solve(deadline)
-        master_seconds = time.monotonic() - started
-        if solved is None:
-            break
-        pi, sigma, upper = solved
-        if upper <= k - MARGIN:  # the relaxation holds a solution of value <= k: this threshold cannot be refuted
-            return _Generation("converged", master.solution(columns), (pi, sigma), best, upper)
-        if stable is None:
-            stable, stable_cpu = pi, sigma
-        costly = pricing_seconds > GREEDY_WHEN * master_seconds  # (a branchy graph's): the greedy cover helps
-        if greedy_rounds < GREEDY_ROUNDS and costly and add(acc_pricer.cover(pi, threshold, k), cpu=False):
-            greedy_rounds += 1
-            continue
-        greedy_rounds = 0
-        added = 0
-        for duals, cpu_dual in ((weight * stable + (1 - weight) * pi, weight * stable_cpu + (1 - weight) * sigma),
-                                (pi, sigma)):
-            counts["pricings"] += 1
-            started = time.monotonic()
-            z, acc_sets = acc_pricer.price(duals, threshold, floor=1.0, keep=COLUMNS_PER_PRICING)
-            pricing_seconds = time.monotonic() - started
-            if z > 1.0 and costly:
-                acc_sets += acc_pricer.cover(duals, threshold, k)
-            z_cpu, cpu_sets = cpu_pricer.price(duals, threshold, floor=0.0, keep=3) if cpus else (0.0, [])
-            farley = (duals.sum() - cpus * z_cpu) / max(z, 1.0)
-            if duals is not pi:
-                weight = _adapted_weight(weight, k * _first(acc_sets, sets.classes) + cpus * _first(
-                    cpu_sets, sets.classes), pi - stable)
-            if farley > best:
-                best, stable, stable_cpu = farley, duals, cpu_dual
+    try:
+        if center is None:
+            best, stable, stable_cpu = _work_center(sets, cpu_pricer, threshold, deadline)
             if best > k + MARGIN:
-                return _Generation("refuted", farley=best, upper=upper)
-            added = add(acc_sets, cpu=False) + add(cpu_sets, cpu=True)
-            if added:
+                return _Generation("refuted", farley=best)
+        greedy_rounds = 0  # master solves since the last exact pricing
+        master_seconds, pricing_seconds = 0.0, 0.0  # the last master solve's and the last exact pricing's
+        while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()) and not settled():
+            started = time.monotonic()
+            solved = master.solve(deadline)
+            master_seconds = time.monotonic() - started
+            if solved is None:
                 break
-        if not added:
-            if upper == np.inf and master.raise_artificial_cost():
-                continue  # the master's optimum rests on artificial columns: dearer, they may leave it
-            return _Generation("converged", master.solution(columns) if upper <= k + MARGIN else [], (pi, sigma),
-                               best, upper)
+            pi, sigma, upper = solved
+            if upper <= k - MARGIN:  # the relaxation holds a solution of value <= k: this threshold cannot be refuted
+                return _Generation("converged", master.solution(columns), (pi, sigma), best, upper)
+            if stable is None:
+                stable, stable_cpu = pi, sigma
+            costly = pricing_seconds > GREEDY_WHEN * master_seconds  # (a branchy graph's): the greedy cover helps
+            if greedy_rounds < GREEDY_ROUNDS and costly and add(acc_pricer.cover(pi, threshold, k), cpu=False):
+                greedy_rounds += 1
+                continue
+            greedy_rounds = 0
+            added = 0
+            for duals, cpu_dual in ((weight * stable + (1 - weight) * pi, weight * stable_cpu + (1 - weight) * sigma),
+                                    (pi, sigma)):
+                counts["pricings"] += 1
+                started = time.monotonic()
+                z, acc_sets = acc_pricer.price(duals, threshold, floor=1.0, keep=COLUMNS_PER_PRICING,
+                                               deadline=deadline)
+                pricing_seconds = time.monotonic() - started
+                if z > 1.0 and costly:
+                    acc_sets += acc_pricer.cover(duals, threshold, k)
+                z_cpu, cpu_sets = (cpu_pricer.price(duals, threshold, floor=0.0, keep=3, deadline=deadline) if cpus
+                                   else (0.0, []))
+                farley = (duals.sum() - cpus * z_cpu) / max(z, 1.0)
+                if duals is not pi:
+                    weight = _adapted_weight(weight, k * _first(acc_sets, sets.classes) + cpus * _first(
+                        cpu_sets, sets.classes), pi - stable)
+                if farley > best:
+                    best, stable, stable_cpu = farley, duals, cpu_dual
+                if best > k + MARGIN:
+                    return _Generation("refuted", farley=best, upper=upper)
+                added = add(acc_sets, cpu=False) + add(cpu_sets, cpu=True)
+                if added:
+                    break
+            if not added:
+                if upper == np.inf and master.raise_artificial_cost():
+                    continue  # the master's optimum rests on artificial columns: dearer, they may leave it
+                return _Generation("converged", master.solution(columns) if upper <= k + MARGIN else [], (pi, sigma),
+                                   best, upper)
+    except TimeoutError:  # a pricing ran past the deadline
+        pass
     return _Generation("stopped", farley=best, upper=upper)
 
 
-def _work_center(sets: SetRelaxation, cpu_pricer: _MergedPricer, threshold: float) -> tuple[float, np.ndarray, float]:
+def _work_center(sets: SetRelaxation, cpu_pricer: _MergedPricer, threshold: float,
+                 deadline: float = np.inf) -> tuple[float, np.ndarray, float]:
     """The packing bound as a point of the dual: ``pi_c = acc_c / T`` (``T`` with its tolerance, :func:`_capacity`)
     for the classes an accelerator may hold (0 for the others), with its Farley bound and the CPU row's dual ``-z_C``.
     No accelerator pricing is needed: a set's load is at least its accelerator time, so ``pi(S) <= 1`` on every set
@@ -675,7 +686,7 @@ def _work_center(sets: SetRelaxation, cpu_pricer: _MergedPricer, threshold: floa
     The first center of a generation (else the first master's duals, far worse: on LayerGraphs_inceptionv3_inference
     at 51.1515 this point's bound, 5.979, is what 670 s of generation from the master's duals reached)."""
     pi = np.where(sets.on_acc, sets.acc, 0.0) / _capacity(threshold)
-    z_cpu = cpu_pricer.price(pi, threshold, floor=0.0, keep=0)[0] if sets.cpus else 0.0
+    z_cpu = cpu_pricer.price(pi, threshold, floor=0.0, keep=0, deadline=deadline)[0] if sets.cpus else 0.0
     return float(pi.sum() - sets.cpus * z_cpu), pi, -z_cpu
 
 
