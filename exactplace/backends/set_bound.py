@@ -42,6 +42,11 @@ ones price out nothing; the weight adapts after each pricing (:func:`_adapted_we
 smoothing). Against a fixed weight 1/2 (``benchmarks/bench_smoothing.py``: one threshold's generation from the DP's
 split): 1.52-1.64x faster on both ResNet-50 layer graphs, refuting below the relaxation's limit or converging above it;
 on LayerGraphs_inceptionv3_inference at 51.095, Farley's bound 5.91 against 5.77 after 150 s.
+A generation's first center is the packing bound's duals (:func:`_work_center`, its Farley bound known
+without an accelerator pricing), not the first master's (``bench_smoothing.py --against center``, one threshold from
+the DP's split: 1.63x and 1.87x faster refuting 33.2 and 76.1 on the ResNet-50 layer graphs, 1.14x and 0.79x
+converging at their limits; on LayerGraphs_inceptionv3_inference at 51.1515 Farley's bound 5.9867 after 314 s where
+the first master's duals had 5.9777 after 668 s). Every pricing gets the generation's deadline (its DP stops there).
 While an exact pricing costs more than :data:`GREEDY_WHEN` master solves (branchy graphs), a
 greedy cover (:meth:`Pricer.cover`: up to ``k`` disjoint sets, each greedy on the classes the others left) joins the
 DP's best sets, and up to :data:`GREEDY_ROUNDS` masters in a row are priced by the cover alone (no bound from those:
