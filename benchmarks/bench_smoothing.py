@@ -24,9 +24,9 @@ from exactplace.formulations.device_sets import SetRelaxation
 
 from exactplace.backends import set_bound as sb
 
-#: The baselines: the row's name and what it puts in place of the default.
+#: The baselines: the row's name, and the module attribute it sets and to what.
 BASELINES = {"weight": ("fixed 1/2", "_adapted_weight", lambda weight, *_: weight),
-             "center": ("master's duals", "_work_center", lambda *_: (-np.inf, None, 0.0))}
+             "center": ("master's duals", "PACKING_CENTER", False)}
 
 
 def generation(sets: SetRelaxation, seed: np.ndarray, threshold: float, seconds: float,

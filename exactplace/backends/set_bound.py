@@ -92,6 +92,10 @@ SMOOTHING = 0.5
 #: The most the smoothing's weight rises to (at 1 the pricing would be asked at the center again and again).
 SMOOTHING_CAP = 0.99
 
+#: A generation's first center is the packing bound's point of the dual (:func:`_work_center`); False: the first
+#: master's duals, as before stop 39 (``benchmarks/bench_smoothing.py --against center`` compares the two).
+PACKING_CENTER = True
+
 #: Columns a pricing adds at most (the best sets of its final Pareto front).
 COLUMNS_PER_PRICING = 10
 
@@ -596,8 +600,9 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             center: tuple[np.ndarray, float] | None = None,
             settled: Callable[[], bool] = lambda: False) -> _Generation:
     """Column generation at one threshold within a branch ``node``, its duals smoothed towards ``center`` (else
-    towards the first master's) until a pricing beats it; ``"stopped"`` at the ``deadline``, on ``cancel``, or once
-    ``settled()`` (asked before each master solve: nothing left to prove)."""
+    towards the packing bound's duals, :func:`_work_center`) until a pricing beats it; ``"stopped"`` at the
+    ``deadline`` (a pricing's included), on ``cancel``, or once ``settled()`` (asked before each master solve: nothing
+    left to prove)."""
     k, cpus = sets.accelerators, sets.cpus
     # (No shortcut "a class over T alone fits nowhere": a set's load is not monotone, the class may fit with
     # the classes it communicates with. The artificial columns cover it, and Farley's bound decides.)
@@ -627,7 +632,7 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
 
     weight, upper = SMOOTHING, np.inf
     try:
-        if center is None:
+        if center is None and PACKING_CENTER:
             best, stable, stable_cpu = _work_center(sets, cpu_pricer, threshold, deadline)
             if best > k + MARGIN:
                 return _Generation("refuted", farley=best)
@@ -642,7 +647,7 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             pi, sigma, upper = solved
             if upper <= k - MARGIN:  # the relaxation holds a solution of value <= k: this threshold cannot be refuted
                 return _Generation("converged", master.solution(columns), (pi, sigma), best, upper)
-            if stable is None:
+            if stable is None:  # (PACKING_CENTER off: the first master's duals)
                 stable, stable_cpu = pi, sigma
             costly = pricing_seconds > GREEDY_WHEN * master_seconds  # (a branchy graph's): the greedy cover helps
             if greedy_rounds < GREEDY_ROUNDS and costly and add(acc_pricer.cover(pi, threshold, k), cpu=False):
@@ -688,8 +693,9 @@ def _work_center(sets: SetRelaxation, cpu_pricer: _MergedPricer, threshold: floa
     for the classes an accelerator may hold (0 for the others), with its Farley bound and the CPU row's dual ``-z_C``.
     No accelerator pricing is needed: a set's load is at least its accelerator time, so ``pi(S) <= 1`` on every set
     within ``T``; ``z_C`` is the CPU cores' knapsack.
-    The first center of a generation (else the first master's duals, far worse: on LayerGraphs_inceptionv3_inference
-    at 51.1515 this point's bound, 5.979, is what 670 s of generation from the master's duals reached)."""
+    A generation's first center (:data:`PACKING_CENTER`; the first master's duals are far worse: on
+    LayerGraphs_inceptionv3_inference at 51.1515 this point's bound, 5.979, is what 670 s of generation from the
+    master's duals reached)."""
     pi = np.where(sets.on_acc, sets.acc, 0.0) / _capacity(threshold)
     z_cpu = cpu_pricer.price(pi, threshold, floor=0.0, keep=0, deadline=deadline)[0] if sets.cpus else 0.0
     return float(pi.sum() - sets.cpus * z_cpu), pi, -z_cpu
