@@ -96,6 +96,13 @@ SMOOTHING_CAP = 0.99
 #: master's duals, as before stop 39 (``benchmarks/bench_smoothing.py --against center`` compares the two).
 PACKING_CENTER = True
 
+#: A pricing at the smoothed duals may take this many times the last exact pricing (at least a second; the very
+#: first pricing is at the master's own duals), then the weight falls to 0 and the master's own duals are priced: near
+#: the packing bound's duals (the first center) values nearly proportional to times leave the DP's fronts unpruned
+#: (OperatorGraphs_bert_L-12_training: one such pricing not done after 300 s, where the master's duals price in about
+#: half a second).
+SMOOTHED_PRICING_SLACK = 10.0
+
 #: Columns a pricing adds at most (the best sets of its final Pareto front).
 COLUMNS_PER_PRICING = 10
 
@@ -633,7 +640,7 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
     weight, upper = SMOOTHING, np.inf
     try:
         if center is None and PACKING_CENTER:
-            best, stable, stable_cpu = _work_center(sets, cpu_pricer, threshold, deadline)
+            best, stable, stable_cpu = _work_center(sets, threshold)
             if best > k + MARGIN:
                 return _Generation("refuted", farley=best)
         greedy_rounds = 0  # master solves since the last exact pricing
@@ -655,19 +662,27 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
                 continue
             greedy_rounds = 0
             added = 0
-            for duals, cpu_dual in ((weight * stable + (1 - weight) * pi, weight * stable_cpu + (1 - weight) * sigma),
-                                    (pi, sigma)):
+            points = [(weight * stable + (1 - weight) * pi, weight * stable_cpu + (1 - weight) * sigma), (pi, sigma)]
+            for duals, cpu_dual in points if pricing_seconds else points[::-1]:  # (first, a pricing's time to scale)
                 counts["pricings"] += 1
                 started = time.monotonic()
-                z, acc_sets = acc_pricer.price(duals, threshold, floor=1.0, keep=COLUMNS_PER_PRICING,
-                                               deadline=deadline)
+                smoothed = duals is not pi
+                cap = min(deadline, started + max(1.0, SMOOTHED_PRICING_SLACK * pricing_seconds)) if smoothed \
+                    else deadline
+                try:
+                    z, acc_sets = acc_pricer.price(duals, threshold, floor=1.0, keep=COLUMNS_PER_PRICING, deadline=cap)
+                    z_cpu, cpu_sets = (cpu_pricer.price(duals, threshold, floor=0.0, keep=3, deadline=cap) if cpus
+                                       else (0.0, []))
+                except TimeoutError:
+                    if cap >= deadline:
+                        raise
+                    weight = 0.0  # (it rises again as the pricings say)
+                    continue
                 pricing_seconds = time.monotonic() - started
                 if z > 1.0 and costly:
                     acc_sets += acc_pricer.cover(duals, threshold, k)
-                z_cpu, cpu_sets = (cpu_pricer.price(duals, threshold, floor=0.0, keep=3, deadline=deadline) if cpus
-                                   else (0.0, []))
                 farley = (duals.sum() - cpus * z_cpu) / max(z, 1.0)
-                if duals is not pi:
+                if smoothed:
                     weight = _adapted_weight(weight, k * _first(acc_sets, sets.classes) + cpus * _first(
                         cpu_sets, sets.classes), pi - stable)
                 if farley > best:
@@ -687,18 +702,39 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
     return _Generation("stopped", farley=best, upper=upper)
 
 
-def _work_center(sets: SetRelaxation, cpu_pricer: _MergedPricer, threshold: float,
-                 deadline: float = np.inf) -> tuple[float, np.ndarray, float]:
+def _work_center(sets: SetRelaxation, threshold: float) -> tuple[float, np.ndarray, float]:
     """The packing bound as a point of the dual: ``pi_c = acc_c / T`` (``T`` with its tolerance, :func:`_capacity`)
     for the classes an accelerator may hold (0 for the others), with its Farley bound and the CPU row's dual ``-z_C``.
-    No accelerator pricing is needed: a set's load is at least its accelerator time, so ``pi(S) <= 1`` on every set
-    within ``T``; ``z_C`` is the CPU cores' knapsack.
+    No pricing is needed: a set's load is at least its accelerator time, so ``pi(S) <= 1`` on every set within ``T``;
+    ``z_C`` is the CPU cores' fractional knapsack, an upper bound on their best set (the exact knapsack, at values
+    proportional to the CPU times, keeps every subset sum: not done in minutes on OperatorGraphs_bert_L-12_training).
     A generation's first center (:data:`PACKING_CENTER`; the first master's duals are far worse: on
     LayerGraphs_inceptionv3_inference at 51.1515 this point's bound, 5.979, is what 670 s of generation from the
     master's duals reached)."""
-    pi = np.where(sets.on_acc, sets.acc, 0.0) / _capacity(threshold)
-    z_cpu = cpu_pricer.price(pi, threshold, floor=0.0, keep=0, deadline=deadline)[0] if sets.cpus else 0.0
+    capacity = _capacity(threshold)
+    pi = np.where(sets.on_acc, sets.acc, 0.0) / capacity
+    z_cpu = _fractional_knapsack(pi, sets.cpu, capacity) if sets.cpus else 0.0
     return float(pi.sum() - sets.cpus * z_cpu), pi, -z_cpu
+
+
+def _fractional_knapsack(value: np.ndarray, weight: np.ndarray, capacity: float) -> float:
+    """The knapsack's LP bound: the items of positive value that fit alone, best value per weight first, the last one
+    in part (an upper bound on every set of weight within ``capacity``).
+
+    >>> _fractional_knapsack(np.array([3.0, 2.0, 1.0, 5.0]), np.array([3.0, 1.0, 2.0, 9.0]), 3.0)
+    4.0
+    """
+    fits = (value > 0.0) & (weight <= capacity)
+    weightless = fits & (weight <= 0.0)
+    rest = np.flatnonzero(fits & ~weightless)
+    rest = rest[np.argsort(-value[rest] / weight[rest], kind="stable")]
+    filled = np.cumsum(weight[rest])
+    whole = int(np.searchsorted(filled, capacity, side="right"))
+    total = float(value[weightless].sum() + value[rest[:whole]].sum())
+    if whole < len(rest):
+        room = capacity - (filled[whole - 1] if whole else 0.0)
+        total += float(value[rest[whole]] * room / weight[rest[whole]])
+    return total
 
 
 def _first(found: list[np.ndarray], classes: int) -> np.ndarray:
