@@ -44,7 +44,7 @@ split): 1.52-1.64x faster on both ResNet-50 layer graphs, refuting below the rel
 on LayerGraphs_inceptionv3_inference at 51.095, Farley's bound 5.91 against 5.77 after 150 s.
 A generation's first center is the packing bound's duals (:func:`_work_center`, its Farley bound known
 without an accelerator pricing), not the first master's (``bench_smoothing.py --against center``, one threshold from
-the DP's split: 1.63x and 1.87x faster refuting 33.2 and 76.1 on the ResNet-50 layer graphs, 1.14x and 0.79x
+the DP's split: 1.40x and 1.88x faster refuting 33.2 and 76.1 on the ResNet-50 layer graphs, 1.25x and 1.06x
 converging at their limits; on LayerGraphs_inceptionv3_inference at 51.1515 Farley's bound 5.9867 after 314 s where
 the first master's duals had 5.9777 after 668 s). Every pricing gets the generation's deadline (its DP stops there).
 While an exact pricing costs more than :data:`GREEDY_WHEN` master solves (branchy graphs), a
