@@ -46,7 +46,9 @@ A generation's first center is the packing bound's duals (:func:`_work_center`, 
 without an accelerator pricing), not the first master's (``bench_smoothing.py --against center``, one threshold from
 the DP's split: 1.40x and 1.88x faster refuting 33.2 and 76.1 on the ResNet-50 layer graphs, 1.25x and 1.06x
 converging at their limits; on LayerGraphs_inceptionv3_inference at 51.1515 Farley's bound 5.9867 after 314 s where
-the first master's duals had 5.9777 after 668 s). Every pricing gets the generation's deadline (its DP stops there).
+the first master's duals had 5.9777 after 668 s). Every pricing gets the generation's deadline (its DP stops there), a
+pricing at smoothed duals at most :data:`SMOOTHED_PRICING_SLACK` times the last one (then the master's duals are
+priced).
 While an exact pricing costs more than :data:`GREEDY_WHEN` master solves (branchy graphs), a
 greedy cover (:meth:`Pricer.cover`: up to ``k`` disjoint sets, each greedy on the classes the others left) joins the
 DP's best sets, and up to :data:`GREEDY_ROUNDS` masters in a row are priced by the cover alone (no bound from those:
