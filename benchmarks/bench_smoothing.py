@@ -1,7 +1,7 @@
 """The set bound's dual smoothing against the default (the adapted weight from the packing bound's duals), side by side.
 
-``--against weight``: a fixed weight 1/2 (Wentges); ``--against center``: the first center the first master's duals
-(before stop 39) instead of the packing bound's (``set_bound._work_center``).
+``--against weight``: a fixed weight 1/2 (Wentges); ``--against center``: the first master's duals as the first
+center (as before stop 39: ``set_bound.PACKING_CENTER`` off) instead of the packing bound's (``_work_center``).
 One threshold's column generation (``set_bound._refute``: no branching, no other thresholds) from the DP's split and
 the single classes, both ways in one run, one row each: how it ended (refuted, converged, or stopped at the time
 limit), the seconds, the exact pricings, the master's last value (an upper bound on the relaxation's once free of

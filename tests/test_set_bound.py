@@ -30,6 +30,7 @@ from exactplace.backends.set_bound import (
     Pricer,
     _adapted_weight,
     _Branch,
+    _capacity,
     _Column,
     _dive,
     _Pool,
@@ -150,7 +151,7 @@ def test_the_work_center_is_a_point_of_the_dual(graph: Graph, cluster: Cluster, 
     sets = SetRelaxation.of(graph, cluster)
     assume(sets.classes <= 9)
     farley, duals, cpu_dual = _work_center(sets, threshold)
-    capacity = threshold + 1e-9 * max(1.0, threshold)  # (the pricings' tolerance)
+    capacity = _capacity(threshold)  # (the pricings' tolerance)
     best_acc, best_cpu = 0.0, 0.0
     for bits in itertools.product((False, True), repeat=sets.classes):
         chosen = np.array(bits, dtype=bool)

@@ -640,11 +640,11 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
         return len(improving)
 
     weight, upper = SMOOTHING, np.inf
+    if center is None and PACKING_CENTER:
+        best, stable, stable_cpu = _work_center(sets, threshold)
+        if best > k + MARGIN:
+            return _Generation("refuted", farley=best)
     try:
-        if center is None and PACKING_CENTER:
-            best, stable, stable_cpu = _work_center(sets, threshold)
-            if best > k + MARGIN:
-                return _Generation("refuted", farley=best)
         greedy_rounds = 0  # master solves since the last exact pricing
         master_seconds, pricing_seconds = 0.0, 0.0  # the last master solve's and the last exact pricing's
         while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()) and not settled():
