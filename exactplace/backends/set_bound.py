@@ -715,7 +715,8 @@ def _work_center(sets: SetRelaxation, threshold: float) -> tuple[float, np.ndarr
     master's duals reached)."""
     capacity = _capacity(threshold)
     pi = np.where(sets.on_acc, sets.acc, 0.0) / capacity
-    z_cpu = _fractional_knapsack(pi, sets.cpu, capacity) if sets.cpus else 0.0
+    # (Over the classes a CPU core's pricing allows, those within the threshold alone.)
+    z_cpu = _fractional_knapsack(np.where(sets.cpu <= threshold, pi, 0.0), sets.cpu, capacity) if sets.cpus else 0.0
     return float(pi.sum() - sets.cpus * z_cpu), pi, -z_cpu
 
 
