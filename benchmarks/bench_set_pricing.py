@@ -1,22 +1,30 @@
-"""The set bound's pricing, with its floor raised (the default) and as asked, side by side on the same duals.
+"""The set bound's pricing, side by side on the same duals: with its floor raised (the default) and as asked, or
+(``--against REV``) this tree's DP and another revision's.
 
 The pricing (``dp_native/set_pricing.hpp``) raises its floor most of the way to the value of a greedy set and of any
 partial set it meets that is a set as it stands: the same maximum, fewer states alive. This script records the
 accelerators' pricings of a set-bound run on each workload (the duals its generation met, at its thresholds), then
 prices each again both ways and prints one row per workload: the calls, seconds each way, their ratio, and whether
-every maximum agreed (to 1e-9, relative).
+every maximum agreed (to 1e-9, relative). With ``--against REV`` the other way is REV's ``dp_native/set_pricing.cpp``,
+built with g++ as a module of its own (``benchmarks/pricing_baseline_binding.cpp``, for the ``SetPricer`` interface as
+of stop 40), both with the floor raised; the two alternate first from call to call.
 
 Run: ``python benchmarks/bench_set_pricing.py layer_resnet50_inference
-/tmp/heldout/LayerGraphs_inceptionv3_inference.json --seconds 60`` (a name from ``../shared/workloads/throughput``
-or a path; ``--seconds``: the recorded run's time limit).
+/tmp/heldout/LayerGraphs_inceptionv3_inference.json --seconds 60 [--against 4ff5243]`` (a name from
+``../shared/workloads/throughput`` or a path; ``--seconds``: the recorded run's time limit).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import subprocess
+import sysconfig
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 from exactplace.formulations.device_sets import SetRelaxation, frontier_order
@@ -24,7 +32,8 @@ from exactplace.formulations.device_sets import SetRelaxation, frontier_order
 from exactplace import Workload, read_workload, solve
 from exactplace.backends import set_bound as sb
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "workloads" / "throughput"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "workloads" / "throughput"
 
 
 def workload_file(name: str) -> Path:
@@ -66,30 +75,65 @@ def recorded_pricings(path: Path, seconds: float) -> list[tuple[np.ndarray, floa
     return calls
 
 
+def baseline_module(revision: str) -> ModuleType:
+    """``revision``'s set pricing DP, built in a temporary folder as the module ``pricing_baseline``."""
+    import pybind11
+
+    folder = Path(tempfile.mkdtemp(prefix="pricing_baseline_"))
+    for name in ("set_pricing.hpp", "set_pricing.cpp", "stop.hpp"):
+        source = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:dp_native/{name}"], check=True,
+                                capture_output=True).stdout
+        (folder / name).write_bytes(source)
+    target = folder / f"pricing_baseline{sysconfig.get_config_var('EXT_SUFFIX')}"
+    subprocess.run(["g++", "-O3", "-shared", "-std=c++17", "-fPIC", f"-I{pybind11.get_include()}",
+                    f"-I{sysconfig.get_paths()['include']}", f"-I{folder}",
+                    str(ROOT / "benchmarks" / "pricing_baseline_binding.cpp"), str(folder / "set_pricing.cpp"),
+                    "-o", str(target)], check=True)
+    spec = importlib.util.spec_from_file_location("pricing_baseline", target)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workloads", nargs="+", help="shared workload names or JSON paths")
     parser.add_argument("--seconds", type=float, default=120.0, help="the recorded set-bound run's time limit")
+    parser.add_argument("--against", metavar="REV", help="compare with this git revision's DP (not floor as asked)")
     args = parser.parse_args()
-    print("| workload | classes | pricings | as asked (s) | raised (s) | ratio | same maxima |")
+    baseline = baseline_module(args.against) if args.against else None
+    named = (f"{args.against} (s)", "this tree (s)") if baseline else ("as asked (s)", "raised (s)")
+    print(f"| workload | classes | pricings | {named[0]} | {named[1]} | ratio | same maxima |")
     print("|---|---|---|---|---|---|---|")
     for name in args.workloads:
         path = workload_file(name)
         w = read_workload(path)
         sets = SetRelaxation.of(w.graph, w.cluster)
-        pricer = sb.Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, frontier_order(sets))
+        order = frontier_order(sets)
+        pricer = sb.Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, order)
+        if baseline is not None:
+            sizes = [len(m) for m in sets.members]
+            other = baseline.SetPricer(sets.acc, sets.on_acc.astype(np.uint8), sets.group_cost,
+                                       np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                                       np.concatenate(sets.members).astype(np.int64), order.astype(np.int64))
+            ways = (lambda d, t, f, k, other=other: other.price(d, sb._capacity(t), f, k),
+                    lambda d, t, f, k, pricer=pricer: pricer.price(d, t, f, k)[0])
+        else:
+            ways = (lambda d, t, f, k, pricer=pricer: pricer.price(d, t, f, k, raise_floor=False)[0],
+                    lambda d, t, f, k, pricer=pricer: pricer.price(d, t, f, k)[0])
         calls = recorded_pricings(path, args.seconds)
-        seconds = {False: 0.0, True: 0.0}
+        seconds = [0.0, 0.0]
         agree = True
-        for duals, threshold, floor, keep in calls:
-            values = {}
-            for raise_floor in (False, True):
+        for call, (duals, threshold, floor, keep) in enumerate(calls):
+            values = [0.0, 0.0]
+            for way in (0, 1) if call % 2 == 0 else (1, 0):  # (alternately first: drift hits both alike)
                 started = time.perf_counter()
-                values[raise_floor], _ = pricer.price(duals, threshold, floor, keep, raise_floor=raise_floor)
-                seconds[raise_floor] += time.perf_counter() - started
-            agree &= abs(values[False] - values[True]) <= 1e-9 * max(1.0, abs(values[False]))
-        print(f"| {path.stem} | {sets.classes} | {len(calls)} | {seconds[False]:.1f} | {seconds[True]:.1f} | "
-              f"{seconds[False] / max(seconds[True], 1e-9):.2f} | {'yes' if agree else 'NO'} |", flush=True)
+                values[way] = ways[way](duals, threshold, floor, keep)
+                seconds[way] += time.perf_counter() - started
+            agree &= abs(values[0] - values[1]) <= 1e-9 * max(1.0, abs(values[0]))
+        print(f"| {path.stem} | {sets.classes} | {len(calls)} | {seconds[0]:.1f} | {seconds[1]:.1f} | "
+              f"{seconds[0] / max(seconds[1], 1e-9):.2f} | {'yes' if agree else 'NO'} |", flush=True)
 
 
 if __name__ == "__main__":

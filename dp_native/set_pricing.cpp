@@ -37,10 +37,9 @@ double raised(double asked, double current, double met) {
 // A state's key: its open, unsplit groups as (group << 1 | side), ascending.
 using Key = std::vector<std::int64_t>;
 
-struct Candidate {
+// A front entry: a partial set's load and value.
+struct Entry {
     double load, value;
-    std::int32_t parent_state, parent_entry;
-    std::uint8_t chosen;
 };
 
 // How a front entry was reached, for the trace back.
@@ -48,6 +47,24 @@ struct Back {
     std::int32_t parent_state, parent_entry;
     std::uint8_t chosen;
 };
+
+// A new state's run of candidates: a parent state's front, each entry with class `chosen` (1) or not (0), which adds
+// `load` (its time and the groups it splits) and `value`. Ascending in load, as the parent's front.
+struct Run {
+    std::int32_t parent_state;
+    std::uint8_t chosen;
+    double load, value;
+};
+
+// A run being merged: its parent entries left and the load of the next one's candidate (kNone when none is left).
+struct Head {
+    const Entry* at;
+    const Entry* end;
+    double load;
+    const Run* run;
+};
+
+constexpr double kNone = std::numeric_limits<double>::infinity();
 
 void require(bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument(what);
@@ -59,32 +76,33 @@ struct Knapsack {
 
     double at(double room) const {
         if (room <= 0.0) return 0.0;
-        const auto j = static_cast<std::size_t>(std::upper_bound(capacity.begin(), capacity.end(), room) -
-                                                capacity.begin()) - 1;
+        return at(room, static_cast<std::size_t>(std::upper_bound(capacity.begin(), capacity.end(), room) -
+                                                 capacity.begin()) - 1);
+    }
+
+    // At `room` > 0 given its breakpoint `j`: capacity[j] <= room < capacity[j + 1] (or j the last).
+    double at(double room, std::size_t j) const {
         if (j + 1 == capacity.size()) return value.back();
         return value[j] + (value[j + 1] - value[j]) * (room - capacity[j]) / (capacity[j + 1] - capacity[j]);
     }
 };
 
-// Sorts `candidates` by load, given the starts of its runs, each ascending in load: pairwise merges, O(n log runs).
-// (Equal loads may stay in any order: the front then keeps a dominated entry, never drops an undominated one.)
-void merge_runs(std::vector<Candidate>& candidates, std::vector<std::size_t> runs) {
-    const auto by_load = [](const Candidate& a, const Candidate& b) { return a.load < b.load; };
-    runs.push_back(candidates.size());
-    while (runs.size() > 2) {
-        std::vector<std::size_t> merged{0};
-        for (std::size_t r = 0; r + 1 < runs.size(); r += 2) {
-            const std::size_t end = r + 2 < runs.size() ? runs[r + 2] : runs[r + 1];
-            if (r + 2 < runs.size()) {
-                std::inplace_merge(candidates.begin() + static_cast<std::ptrdiff_t>(runs[r]),
-                                   candidates.begin() + static_cast<std::ptrdiff_t>(runs[r + 1]),
-                                   candidates.begin() + static_cast<std::ptrdiff_t>(end), by_load);
-            }
-            merged.push_back(end);
-        }
-        runs = std::move(merged);
+// Knapsack::at for rooms that only shrink (the candidates of one new state, merged by ascending load): its
+// breakpoint found by walking down from the last one, not by a search.
+class ShrinkingRoom {
+public:
+    explicit ShrinkingRoom(const Knapsack& knapsack) : knapsack_(knapsack), j_(knapsack.capacity.size() - 1) {}
+
+    double at(double room) {
+        if (room <= 0.0) return 0.0;
+        while (j_ > 0 && knapsack_.capacity[j_] > room) --j_;
+        return knapsack_.at(room, j_);
     }
-}
+
+private:
+    const Knapsack& knapsack_;
+    std::size_t j_;
+};
 
 }  // namespace
 
@@ -304,11 +322,15 @@ SetPricingResult SetPricer::dynamic_program(const std::vector<double>& pi, const
     result.value = floor;
     bar = floor;  // raised as partial sets are met that are sets as they stand
     const auto groups = static_cast<std::int64_t>(in_.group_cost.size());
-    std::vector<std::vector<Candidate>> fronts{{Candidate{0.0, 0.0, -1, -1, 0}}};
+    // The fronts of the states (`keys`) after the last class, and those being grown: both keep their vectors (and
+    // their memory) from step to step, as `back` does: fresh pages for every front cost a fifth of the time.
+    std::vector<std::vector<Entry>> fronts{{Entry{0.0, 0.0}}}, grown_fronts;
+    std::vector<Back> back;
     std::vector<Key> keys{Key{}};
     std::vector<std::vector<std::vector<Back>>> history;  // per step, per state, per front entry
     history.reserve(n);
     Knapsack rest;
+    std::vector<Head> heads;  // per run of the new state being merged: its next candidate
     for (std::size_t i = 0; i < n; ++i) {
         if (stop.check_owner_now()) {
             result.stopped = true;
@@ -321,8 +343,8 @@ SetPricingResult SetPricer::dynamic_program(const std::vector<double>& pi, const
             rest.capacity.push_back(rest.capacity.back() + in_.time[v]);
             rest.value.push_back(rest.value.back() + pi[v]);
         }
-        // Per new state: its candidates, as runs (one per parent state and choice) each ascending in load.
-        std::map<Key, std::pair<std::vector<Candidate>, std::vector<std::size_t>>> grown;
+        // Per new state: its runs, one per parent state and choice.
+        std::map<Key, std::vector<Run>> grown;
         for (std::size_t s = 0; s < keys.size(); ++s) {
             for (std::uint8_t x = 0; x <= (in_.allowed[u] ? 1 : 0); ++x) {
                 double charge = 0.0;
@@ -349,50 +371,58 @@ SetPricingResult SetPricer::dynamic_program(const std::vector<double>& pi, const
                     }
                 }
                 if (clash) continue;
-                const double add_load = (x ? in_.time[u] : 0.0) + charge, add_value = x ? pi[u] : 0.0;
-                std::pair<std::vector<Candidate>, std::vector<std::size_t>>* into = nullptr;
-                const auto& front = fronts[s];
-                for (std::size_t e = 0; e < front.size(); ++e) {
-                    const double load = front[e].load + add_load, value = front[e].value + add_value;
-                    if (!(load <= capacity)) break;  // the front ascends in load
-                    if (!(value + rest.at(capacity - load) > bar + kValueSlack)) continue;
-                    if (into == nullptr) {
-                        into = &grown[after];
-                        into->second.push_back(into->first.size());
-                    }
-                    into->first.push_back(
-                        Candidate{load, value, static_cast<std::int32_t>(s), static_cast<std::int32_t>(e), x});
-                }
+                grown[std::move(after)].push_back(
+                    Run{static_cast<std::int32_t>(s), x, (x ? in_.time[u] : 0.0) + charge, x ? pi[u] : 0.0});
             }
         }
+        // Each new state's front: its runs merged by load (no candidate is stored), each candidate kept when within
+        // the capacity, above every kept value (the Pareto front) and, with the fractional knapsack of the classes to
+        // come, able to beat the floor. (Dropped by the floor, a candidate could only have dominated later ones that
+        // the floor drops too: the order of the two tests does not matter.)
         keys.clear();
-        fronts.clear();
         auto& steps = history.emplace_back();
-        for (auto& [key, grown_runs] : grown) {
-            auto& [candidates, runs] = grown_runs;
-            merge_runs(candidates, runs);
-            std::vector<Candidate> front;
-            std::vector<Back> back;
-            double best = -std::numeric_limits<double>::infinity();
-            for (const Candidate& c : candidates) {
-                if (!(c.value > best + kValueSlack)) continue;
-                best = c.value;
-                back.push_back(Back{c.parent_state, c.parent_entry, c.chosen});
-                front.push_back(Candidate{c.load, c.value, -1, -1, 0});
+        for (auto& [key, runs] : grown) {
+            if (grown_fronts.size() == keys.size()) grown_fronts.emplace_back();
+            std::vector<Entry>& front = grown_fronts[keys.size()];
+            front.clear();
+            back.clear();
+            heads.clear();
+            for (const Run& run : runs) {
+                const auto& parent = fronts[static_cast<std::size_t>(run.parent_state)];
+                heads.push_back(Head{parent.data(), parent.data() + parent.size(), parent.front().load + run.load, &run});
             }
+            ShrinkingRoom to_come(rest);
+            double best = -std::numeric_limits<double>::infinity();
+            for (;;) {
+                Head* pick = &heads.front();
+                for (Head& head : heads)
+                    if (head.load < pick->load) pick = &head;
+                const double load = pick->load;
+                if (!(load <= capacity)) break;  // (every run ascends in load: nothing more fits)
+                const Run& run = *pick->run;
+                const Entry* parent = pick->at++;
+                pick->load = pick->at < pick->end ? pick->at->load + run.load : kNone;
+                const double value = parent->value + run.value;
+                if (!(value > best + kValueSlack) || !(value + to_come.at(capacity - load) > bar + kValueSlack)) continue;
+                best = value;
+                front.push_back(Entry{load, value});
+                const auto& parents = fronts[static_cast<std::size_t>(run.parent_state)];
+                back.push_back(Back{run.parent_state, static_cast<std::int32_t>(parent - parents.data()), run.chosen});
+            }
+            if (front.empty()) continue;
             if (raise_floor) {
                 // Nothing more in the set: each open group whose decided members are all in is split, charged.
                 double open_in = 0.0;
                 for (const std::int64_t g : key)
                     if ((g & 1) && (g >> 1) < groups) open_in += in_.group_cost[g >> 1];
                 const auto fits = std::upper_bound(front.begin(), front.end(), below(capacity) - open_in,
-                                                   [](double limit, const Candidate& c) { return limit < c.load; });
+                                                   [](double limit, const Entry& e) { return limit < e.load; });
                 if (fits != front.begin()) bar = raised(floor, bar, std::prev(fits)->value);
             }
             keys.push_back(key);
-            fronts.push_back(std::move(front));
-            steps.push_back(std::move(back));
+            steps.emplace_back(back.begin(), back.end());
         }
+        std::swap(fronts, grown_fronts);
         if (keys.empty()) return result;
     }
     // Every group is closed after the last class: the one state left has the empty key.
