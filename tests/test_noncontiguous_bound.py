@@ -26,9 +26,11 @@ from hypothesis import strategies as st
 from oracle import brute_force_optima
 from strategies import brute_force_graphs, mixed_clusters, placements
 
-from exactplace import Cluster, Graph, Status, check_feasibility, solve
+from exactplace import Cluster, Graph, Status, check_feasibility, max_load, solve
+from exactplace.backends.mip import _packing_short
 from exactplace.backends.packing import packing_bound
 from exactplace.backends.solvers import get_solver
+from exactplace.core.graph import Node
 
 EXAMPLES = int(os.environ.get("NC_EXAMPLES", "30"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -69,6 +71,38 @@ def test_packing_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster,
               time_limit=30, **options)
     assert p.status is Status.OPTIMAL and close(p.objective, optima.any)
     assert ip.model.num_rows > 0
+
+
+@SETTINGS
+@given(st.data(), brute_force_graphs(), mixed_clusters(), st.sampled_from(["plain", "overlap", "gpipe"]),
+       st.sampled_from([0.0, 0.01, 0.2]))
+def test_a_packing_bound_said_short_cannot_certify(data: st.DataObject, graph: Graph, cluster: Cluster, variant: str,
+                                                   rel_gap: float) -> None:
+    """``method="mip"`` puts the packing phase after the gap probe when the start's compute-only max load is below
+    ``U (1 - rel_gap)``: the packing bound never exceeds that load (the start is a placement of the relaxation), so
+    a bound it proves then falls short of the gap."""
+    options = {} if variant == "plain" else {variant: True}
+    start = data.draw(placements(graph, cluster, colocated=True, supported=True))
+    if check_feasibility(graph, cluster, start):
+        return
+    found = packing_bound(unit_data(graph, graph.color), cluster, gpipe=variant == "gpipe", time_limit=5.0)
+    if found is None:
+        return
+    if _packing_short(graph, cluster, start, rel_gap, **options):
+        assert found.value < max_load(graph, cluster, start, **options) * (1 - rel_gap) * (1 + 1e-9) + 1e-12
+    assert _packing_short(graph, cluster, start, 0.0, **options) or found.value <= max_load(
+        graph, cluster, start, **options) * (1 + 1e-9) + 1e-12
+
+
+def test_times_near_the_smallest_float_solve_on_cpsat() -> None:
+    """Accelerator times of 1e-302 (hypothesis's): CP-SAT's scale for them was infinite (an OverflowError from the
+    adapter); now the solve ends optimal, its value the evaluator's, its bound below it."""
+    tiny = 1.0688108052579554e-302
+    graph = Graph([Node(id=0, cpu_time=0.0, acc_time=tiny), Node(id=1, cpu_time=0.0, acc_time=tiny)], [(0, 1)])
+    cluster = Cluster(1, memory=float("inf"), cpus=0)
+    p = solve(graph, cluster, method="mip", solver="cpsat", contiguous=False, time_limit=10)
+    assert p.status is Status.OPTIMAL and p.objective == max_load(graph, cluster, p.device)
+    assert p.bound is not None and p.bound <= p.objective
 
 
 @SETTINGS

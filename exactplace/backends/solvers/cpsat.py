@@ -48,8 +48,12 @@ _EXACT_MAX = 2.0**30  # rows of integer variables: exact scaling up to this fact
 _INT32 = 2.0**31      # google/or-tools#5293: a row whose integer coefficients sum past this wraps
 
 
+_MAX_SCALE = 2.0**512  # a factor past this lifts nothing that matters (values below 2**-480) and overflows to inf
+
+
 def _pow2_at_most(x: float) -> float:
-    return 2.0 ** math.floor(math.log2(x)) if x > 0 else 1.0
+    """The largest power of two at most ``x`` (and at most :data:`_MAX_SCALE`: times of 1e-302 made ``x`` infinite)."""
+    return 2.0 ** math.floor(math.log2(min(x, _MAX_SCALE))) if x > 0 else 1.0
 
 
 def refutation_margin(model: Model) -> float:
