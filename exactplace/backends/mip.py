@@ -18,10 +18,11 @@ greedy split that is not a chain) is dropped and ``info["warm_start"]`` says so.
 Non-contiguous bound (issue 21): before the IP, up to 5% of the time (at most 30 s) goes to the
 packing relaxation's proven bound (:mod:`exactplace.backends.packing`; option ``packing_bound``),
 which becomes ``L``'s lower bound; ``info["packing_bound"]`` and ``timings["packing_bound"]`` say
-what it gave and took. When the start's compute-only max load shows that bound cannot certify it (it is a
-placement of the relaxation, so the bound is at most that load: ``_packing_short``), the packing phase waits
-until after the gap probe and is skipped when the probe certifies (op_resnet50_training to 1%: 7.2-7.9 s ->
-5.4-5.7 s). The DP's chain optimum is only the warm start, never a bound of any split.
+what it gave and took. When the start's compute-only max load shows that bound cannot certify it (it is
+a placement of the relaxation, so the bound is at most that load: ``_packing_short``) and the gap probe
+runs, the packing phase waits until after the probe and is skipped when the probe certifies
+(op_resnet50_training to 1%: 7.2-7.9 s -> 5.4-5.7 s). The DP's chain optimum is only the warm start,
+never a bound of any split.
 
 Polished start (issue 21): then up to 10% of the time left (at most 30 s) goes to improving the warm
 start by exact re-optimization of device pairs and triples (:mod:`exactplace.backends.polish`; option
@@ -406,8 +407,12 @@ class MIP(Method):
                     if lower is not None:
                         before.append(TracePoint(time.monotonic() - problem.started, None, lower))
 
-                # Put off when it cannot certify the start (it is still L's lower bound if the probe does not certify).
-                deferred = bool(self.setting(problem, "packing_bound")) and warm is not None and _packing_short(
+                # The probe is CP-SAT's: with another solver pinned (or HiGHS chosen by 'auto'), that solver proves.
+                probing = bool(self.setting(problem, "gap_probe")) and warm is not None and get_solver(
+                    solver).name == "cpsat"
+                # Put off until after the probe when it cannot certify the start (it is still L's lower bound if the
+                # probe does not certify).
+                deferred = bool(self.setting(problem, "packing_bound")) and probing and _packing_short(
                     problem.graph, problem.cluster, warm, problem.rel_gap, overlap=overlap, gpipe=gpipe)
                 if self.setting(problem, "packing_bound") and not deferred:
                     packing_phase()
@@ -420,8 +425,7 @@ class MIP(Method):
                                    for seconds, value in ((0.0, polished.start), *polished.trace)]
                         if polished.interrupted:
                             raise KeyboardInterrupt
-                # The probe is CP-SAT's: with another solver pinned (or HiGHS chosen by 'auto'), that solver proves.
-                if self.setting(problem, "gap_probe") and warm is not None and get_solver(solver).name == "cpsat":
+                if probing:
                     began = time.monotonic() - problem.started
                     probe = self._gap_probe(problem, warm, lower, overlap, gpipe, info, timings)
                     if probe is not None:
