@@ -113,10 +113,8 @@ def main() -> None:
         order = frontier_order(sets)
         pricer = sb.Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, order)
         if baseline is not None:
-            sizes = [len(m) for m in sets.members]
-            other = baseline.SetPricer(sets.acc, sets.on_acc.astype(np.uint8), sets.group_cost,
-                                       np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
-                                       np.concatenate(sets.members).astype(np.int64), order.astype(np.int64))
+            other = baseline.SetPricer(**sb._native_instance(sets.acc, sets.on_acc, sets.group_cost, sets.members,
+                                                            order))
             ways = (lambda d, t, f, k, other=other: other.price(d, sb._capacity(t), f, k),
                     lambda d, t, f, k, pricer=pricer: pricer.price(d, t, f, k)[0])
         else:

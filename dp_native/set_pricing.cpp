@@ -56,8 +56,10 @@ struct Run {
     double load, value;
 };
 
-// A run being merged: its parent entries left and the load of the next one's candidate (kNone when none is left).
+// A run being merged: its parent's front (`begin`), the entries left and the load of the next one's candidate (kNone
+// when none is left).
 struct Head {
+    const Entry* begin;
     const Entry* at;
     const Entry* end;
     double load;
@@ -391,7 +393,8 @@ SetPricingResult SetPricer::dynamic_program(const std::vector<double>& pi, const
             heads.clear();
             for (const Run& run : runs) {
                 const auto& parent = fronts[static_cast<std::size_t>(run.parent_state)];
-                heads.push_back(Head{parent.data(), parent.data() + parent.size(), parent.front().load + run.load, &run});
+                heads.push_back(Head{parent.data(), parent.data(), parent.data() + parent.size(),
+                                     parent.front().load + run.load, &run});
             }
             ShrinkingRoom to_come(rest);
             double best = -std::numeric_limits<double>::infinity();
@@ -408,8 +411,7 @@ SetPricingResult SetPricer::dynamic_program(const std::vector<double>& pi, const
                 if (!(value > best + kValueSlack) || !(value + to_come.at(capacity - load) > bar + kValueSlack)) continue;
                 best = value;
                 front.push_back(Entry{load, value});
-                const auto& parents = fronts[static_cast<std::size_t>(run.parent_state)];
-                back.push_back(Back{run.parent_state, static_cast<std::int32_t>(parent - parents.data()), run.chosen});
+                back.push_back(Back{run.parent_state, static_cast<std::int32_t>(parent - pick->begin), run.chosen});
             }
             if (front.empty()) continue;
             if (raise_floor) {

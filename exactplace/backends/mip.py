@@ -412,9 +412,10 @@ class MIP(Method):
                     solver).name == "cpsat"
                 # Put off until after the probe when it cannot certify the start (it is still L's lower bound if the
                 # probe does not certify).
-                deferred = bool(self.setting(problem, "packing_bound")) and probing and _packing_short(
+                packing = bool(self.setting(problem, "packing_bound"))
+                deferred = packing and probing and _packing_short(
                     problem.graph, problem.cluster, warm, problem.rel_gap, overlap=overlap, gpipe=gpipe)
-                if self.setting(problem, "packing_bound") and not deferred:
+                if packing and not deferred:
                     packing_phase()
                 if self.setting(problem, "polish") and warm is not None:
                     began = time.monotonic() - problem.started

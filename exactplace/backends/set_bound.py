@@ -224,14 +224,7 @@ class Pricer:
                  apart: tuple[tuple[int, int], ...] = ()) -> None:
         from exactplace.backends.native import load
 
-        sizes = [len(m) for m in members]
-        self._native = load().SetPricer(
-            time=np.asarray(time, dtype=np.float64), allowed=np.asarray(allowed, dtype=np.uint8),
-            group_cost=np.asarray(group_cost, dtype=np.float64),
-            group_ptr=np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]),
-            group_member=np.concatenate([np.asarray(m, dtype=np.int64) for m in members]) if sizes
-            else np.zeros(0, dtype=np.int64),
-            order=np.asarray(order, dtype=np.int64), apart=np.asarray(apart, dtype=np.int64).reshape(-1))
+        self._native = load().SetPricer(**_native_instance(time, allowed, group_cost, members, order, apart))
 
     def price(self, duals: np.ndarray, threshold: float, floor: float = 1.0, keep: int = 10,
               raise_floor: bool = True, deadline: float = np.inf) -> tuple[float, list[np.ndarray]]:
@@ -253,6 +246,20 @@ class Pricer:
         dual per time, then single moves and swaps) among the classes the ones before left: many columns at once for
         a master far from a solution (a heuristic: nothing is proven from it)."""
         return list(self._native.cover(np.asarray(duals, dtype=np.float64), _capacity(threshold), count))
+
+
+def _native_instance(time: np.ndarray, allowed: np.ndarray, group_cost: np.ndarray,
+                    members: tuple[np.ndarray, ...] | list[np.ndarray], order: np.ndarray,
+                    apart: tuple[tuple[int, int], ...] = ()) -> dict[str, np.ndarray]:
+    """The native ``SetPricer``'s keyword arguments for :class:`Pricer`'s (the groups as a CSR index over their
+    members, the pairs kept apart flat), also for ``benchmarks/bench_set_pricing.py``'s build of another revision."""
+    sizes = [len(m) for m in members]
+    return {"time": np.asarray(time, dtype=np.float64), "allowed": np.asarray(allowed, dtype=np.uint8),
+            "group_cost": np.asarray(group_cost, dtype=np.float64),
+            "group_ptr": np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]),
+            "group_member": np.concatenate([np.asarray(m, dtype=np.int64) for m in members]) if sizes
+            else np.zeros(0, dtype=np.int64),
+            "order": np.asarray(order, dtype=np.int64), "apart": np.asarray(apart, dtype=np.int64).reshape(-1)}
 
 
 def _capacity(threshold: float) -> float:
