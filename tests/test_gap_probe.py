@@ -88,17 +88,27 @@ def test_op_bert3_probe_certifies_and_the_option_turns_it_off() -> None:
         solve(w, method="mip", objective="latency", gap_probe=False)
 
 
-def test_a_packing_bound_that_cannot_certify_waits_for_the_probe() -> None:
+def test_a_packing_bound_that_cannot_certify_waits_for_the_probe_or_the_solver() -> None:
     """op_bert3_inference (communication-heavy): the DP split's compute-only max load, 19.9, is far below 99% of its
     max load, 27.9, so the packing bound cannot certify 1%; the probe goes first and certifies, no packing phase at
-    all. With the probe off nothing waits for it: the packing bound comes first, as L's lower bound."""
-    from exactplace import read_workload, workload_path
+    all. With the probe off the solver goes first and certifies: no packing phase either. Where the solver stops at
+    its time limit, the packing phase runs in the time kept for it, after the solver, and its bound holds."""
+    from exactplace import Limit, read_workload, workload_path
 
     w = read_workload(workload_path("op_bert3_inference"))
     p = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=60, rel_gap=0.01)
     assert p.info["certified_by"] == "gap_probe" and "packing_bound" not in p.timings
+    assert p.info["packing_bound"].startswith("not run unless the gap probe")
     off = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=60, rel_gap=0.01, gap_probe=False)
-    assert off.trace[0].incumbent is None and off.trace[0].bound == off.info["packing_bound"] <= off.bound
+    assert off.status is Status.OPTIMAL and "packing_bound" not in off.timings
+    assert off.info["packing_bound"].startswith("not run unless the solver")
+    bert24 = read_workload(workload_path("layer_bert24_inference"))  # (HiGHS is far from a proof in 4 s)
+    cut = solve(bert24, method="mip", solver="highs", contiguous=False, time_limit=4, rel_gap=0.0, polish=False)
+    assert cut.status is Status.FEASIBLE and cut.limit is Limit.TIME
+    lower = cut.info["packing_bound"]
+    assert cut.bound >= lower and cut.timings["packing_bound"] > 0
+    last = max(cut.trace, key=lambda point: point.seconds)
+    assert last.bound >= lower and last.seconds >= cut.timings["solve"]
 
 
 def test_ctrl_c_during_the_probe_keeps_the_bound_it_proved(monkeypatch: pytest.MonkeyPatch) -> None:

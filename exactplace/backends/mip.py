@@ -21,8 +21,12 @@ which becomes ``L``'s lower bound; ``info["packing_bound"]`` and ``timings["pack
 what it gave and took. When the start's compute-only max load shows that bound cannot certify it (it is
 a placement of the relaxation, so the bound is at most that load: ``_packing_short``) and the gap probe
 runs, the packing phase waits until after the probe and is skipped when the probe certifies
-(op_resnet50_training to 1%: 7.2-7.9 s -> 5.4-5.7 s). The DP's chain optimum is only the warm start,
-never a bound of any split.
+(op_resnet50_training to 1%: 7.2-7.9 s -> 5.4-5.7 s). When it cannot certify and no probe runs (HiGHS on
+at most :data:`HIGHS_MAX_ACCELERATORS` accelerators, a pinned solver), its time is kept at the end of the
+limit and it runs there only if the solver did not certify, its bound then joining the solver's: as ``L``'s
+lower bound it slowed HiGHS (op_bert6_inference to 1%: 39-50 s with it, 21-23 s without), and where the
+solver certifies it was time lost (op_bert3_inference to 1e-4 at ten minutes: 11.4 s -> 1.1 s). The DP's
+chain optimum is only the warm start, never a bound of any split.
 
 Polished start (issue 21): then up to 10% of the time left (at most 30 s) goes to improving the warm
 start by exact re-optimization of device pairs and triples (:mod:`exactplace.backends.polish`; option
@@ -375,6 +379,7 @@ class MIP(Method):
         timings: dict[str, float] = {}
         warm = problem.warm_start
         lower, lower_by = None, None  # the best lower bound proven before the solver's own, and what proved it
+        packing_last: float | None = None  # seconds kept for the packing phase after the solver, when it runs last
 
         def raise_lower(value: float | None, by: str) -> None:
             nonlocal lower, lower_by
@@ -401,22 +406,28 @@ class MIP(Method):
                 ip = contiguous_ip(problem.graph, problem.cluster, problem.contraction, overlap=overlap, gpipe=gpipe,
                                    replication=bool(self.setting(problem, "replication")))
             else:
-                def packing_phase() -> None:
+                def packing_phase(budget: float | None) -> None:
                     """The packing bound, on ``L``'s lower bound and on the trace."""
-                    raise_lower(self._packing_bound(problem, gpipe, solver, info, timings), "packing_bound")
+                    raise_lower(self._packing_bound(problem, gpipe, solver, info, timings, budget), "packing_bound")
                     if lower is not None:
                         before.append(TracePoint(time.monotonic() - problem.started, None, lower))
 
                 # The probe is CP-SAT's: with another solver pinned (or HiGHS chosen by 'auto'), that solver proves.
                 probing = bool(self.setting(problem, "gap_probe")) and warm is not None and get_solver(
                     solver).name == "cpsat"
-                # Put off until after the probe when it cannot certify the start (it is still L's lower bound if the
-                # probe does not certify).
+                # When the packing bound cannot certify the start: after the probe, if the probe does not certify
+                # (then it is L's lower bound); with no probe and no relay, at the end, if the solver does not.
                 packing = bool(self.setting(problem, "packing_bound"))
-                deferred = packing and probing and _packing_short(
+                short = packing and warm is not None and _packing_short(
                     problem.graph, problem.cluster, warm, problem.rel_gap, overlap=overlap, gpipe=gpipe)
-                if packing and not deferred:
-                    packing_phase()
+                deferred = short and probing
+                if short:  # (replaced by the bound if the phase runs)
+                    info["packing_bound"] = (f"not run unless the {'gap probe' if probing else 'solver'} leaves the "
+                                             "gap open (the start's compute-only max load shows it cannot certify)")
+                if short and not probing:
+                    packing_last = _phase_budget(problem, PACKING_SECONDS, PACKING_FRACTION)
+                elif packing and not deferred:
+                    packing_phase(_phase_budget(problem, PACKING_SECONDS, PACKING_FRACTION))
                 if self.setting(problem, "polish") and warm is not None:
                     began = time.monotonic() - problem.started
                     polished = self._polish(problem, warm, overlap, gpipe, info, timings)
@@ -440,7 +451,7 @@ class MIP(Method):
                                                 trace=best_known(before), timings=timings,
                                                 info={**info, "certified_by": "gap_probe"})
                 if deferred:
-                    packing_phase()
+                    packing_phase(_phase_budget(problem, PACKING_SECONDS, PACKING_FRACTION))
                 if self.setting(problem, "progress"):
                     shown = progress_printer()
                     for point in before:
@@ -481,8 +492,15 @@ class MIP(Method):
                 timings["build"] = time.perf_counter() - clock
                 result, out = run(ip, problem, solver, warm)
             elif not self._relays(problem, solver, info):
-                result, out = solve_any_split(problem, solver, warm, lower)
+                on = problem if packing_last is None else dataclasses.replace(
+                    problem, deadline=problem.deadline - packing_last)
+                result, out = solve_any_split(on, solver, warm, lower)
+                if (packing_last is not None and result.status is Status.FEASIBLE
+                        and result.limit is not Limit.INTERRUPT):
+                    packing_phase(packing_last)
             else:
+                if packing_last is not None:  # (the relay's legs take L's lower bound from it, as they did before)
+                    packing_phase(packing_last)
                 leg = dataclasses.replace(problem, deadline=time.monotonic() + CPSAT_LEG_SECONDS)
                 result, out = solve_any_split(leg, solver, warm, lower)
                 if result.limit is Limit.TIME and result.status in (Status.FEASIBLE, Status.NO_SOLUTION):
@@ -603,14 +621,13 @@ class MIP(Method):
         info["relay"]["polish"]["taken"] = True
         return True
 
-    def _packing_bound(self, problem: Problem, gpipe: bool, solver: str, info: dict,
-                       timings: dict) -> float | None:
-        """The packing relaxation's proven bound (:mod:`exactplace.backends.packing`), within 5% of the
-        time left (at most :data:`PACKING_SECONDS`), on ``solver``."""
+    def _packing_bound(self, problem: Problem, gpipe: bool, solver: str, info: dict, timings: dict,
+                       budget: float | None) -> float | None:
+        """The packing relaxation's proven bound (:mod:`exactplace.backends.packing`) within ``budget`` seconds
+        (None: no time for it), on ``solver``."""
         from exactplace.backends.packing import packing_bound
         from exactplace.formulations.throughput import unit_data
 
-        budget = _phase_budget(problem, PACKING_SECONDS, PACKING_FRACTION)
         if budget is None:
             return None
         threads = int(self.setting(problem, "threads") or usable_cpus())
