@@ -111,6 +111,35 @@ def test_a_packing_bound_that_cannot_certify_waits_for_the_probe_or_the_solver()
     assert last.bound >= lower and last.seconds >= cut.timings["solve"]
 
 
+def test_ctrl_c_as_a_probe_proves_its_rung_is_not_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal's Ctrl-C that reaches CP-SAT as it proves a rung infeasible: the adapter returns the proof, with no
+    interrupt mark; the probes still end "interrupted" (keeping that rung's bound), and solve() returns at once.
+    (Before the probe caught SIGINT itself, a solve Ctrl-C'd there ran on to its time limit, about 1 run in 3.)"""
+    import signal
+
+    from exactplace import Limit, read_workload, workload_path
+    from exactplace.backends import gap_probe
+
+    real, calls = gap_probe.solve_model, []
+
+    def proves_then_ctrl_c(*args: object, **kwargs: object) -> object:
+        out = real(*args, **kwargs)
+        calls.append(out.status)
+        try:  # the signal as the solve ends; the adapter's own wait would swallow a KeyboardInterrupt here
+            os.kill(os.getpid(), signal.SIGINT)
+        except KeyboardInterrupt:
+            pass
+        return out
+
+    monkeypatch.setattr(gap_probe, "solve_model", proves_then_ctrl_c)
+    w = read_workload(workload_path("op_bert3_inference"))
+    p = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=30, rel_gap=1e-4)
+    assert calls == [Status.INFEASIBLE]  # the 1% rung refuted, then nothing more
+    assert p.info["gap_probe"]["outcome"] == "interrupted" and p.limit is Limit.INTERRUPT
+    assert p.status is Status.FEASIBLE and "solve" not in p.timings and "packing_bound" not in p.timings
+    assert p.bound == p.info["gap_probe"]["bound"] >= 0.99 * p.objective - 1e-9
+
+
 def test_ctrl_c_during_the_probe_keeps_the_bound_it_proved(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C after the 1% rung was refuted: the start comes back interrupted, with that rung's bound."""
     import dataclasses

@@ -37,7 +37,8 @@ import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
-from exactplace.core.placement import Limit, Status
+from exactplace.core.interrupt import ctrl_c_sets
+from exactplace.core.placement import Status
 from exactplace.evaluators.max_load import max_load
 from exactplace.formulations.throughput import noncontiguous_ip
 
@@ -109,6 +110,15 @@ def probe_gap(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float
     >>> probe.outcome, probe.bound >= 0.999 * probe.value
     ('proven', True)
     """
+    # Ctrl-C sets the event every probe stops on (a probe it stops may still end proven infeasible, unmarked).
+    stop = cancel if cancel is not None else threading.Event()
+    with ctrl_c_sets(stop):
+        return _ladder(graph, cluster, device, rel_gap, overlap, gpipe, lower_bound, time_limit, threads, stop)
+
+
+def _ladder(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float, overlap: bool, gpipe: bool,
+            lower_bound: float | None, time_limit: float, threads: int, cancel: threading.Event) -> Probe:
+    """The probes of :func:`probe_gap`, each stopped by ``cancel``."""
     clock = time.monotonic()
     deadline = clock + time_limit
     device = np.asarray(device, dtype=np.int64)
@@ -117,7 +127,7 @@ def probe_gap(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float
     found, trace = 0, []
     gaps = [g for g in LADDER if g > rel_gap] + ([rel_gap] if rel_gap > 0 else [])
     outcome = "undecided"
-    while gaps and time.monotonic() < deadline - 0.05:
+    while gaps and time.monotonic() < deadline - 0.05 and not cancel.is_set():
         threshold = value * (1.0 - gaps[0] + HEADROOM)
         if not threshold < value or (bound is not None and threshold <= bound):
             gaps.pop(0)  # no gap of this size is left to ask about
@@ -125,14 +135,13 @@ def probe_gap(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float
         ip = noncontiguous_ip(graph, cluster, overlap=overlap, gpipe=gpipe, lower_bound=bound, at_most=threshold)
         out = solve_model(ip.model, "cpsat", Request(deadline=deadline, rel_gap=1.0, threads=threads,
                                                       cancel=cancel))
-        if out.limit is Limit.INTERRUPT or (cancel is not None and cancel.is_set()):
-            outcome = "interrupted"
-            break
-        if out.status is Status.INFEASIBLE:
+        if out.status is Status.INFEASIBLE:  # (a proof, even where Ctrl-C came during it: the loop then ends)
             bound = max(bound if bound is not None else -np.inf, threshold - refutation_margin(ip.model))
             trace.append((time.monotonic() - clock, value, bound))
             gaps.pop(0)
             continue
+        if cancel.is_set():
+            break
         if out.values is None:
             break  # undecided in its time: a finer gap would be harder still
         candidate = ip.decode(out.values)
@@ -141,6 +150,8 @@ def probe_gap(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float
             break
         device, value, found = candidate, better, found + 1
         trace.append((time.monotonic() - clock, value, bound))
+    if cancel.is_set():
+        outcome = "interrupted"
     proven = bound is not None and (lower_bound is None or bound > lower_bound)
     if outcome != "interrupted" and proven and value - bound <= rel_gap * value:
         outcome = "proven"

@@ -9,14 +9,12 @@ bisection of decision probes. ``method="mip"`` with ``contiguous=False`` puts th
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import signal
 import threading
 import time
-from collections.abc import Iterator
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.interrupt import ctrl_c_sets
 from exactplace.core.placement import Status
 from exactplace.formulations.throughput_bounds import packing_model
 
@@ -62,28 +60,12 @@ def packing_bound(data: object, cluster: Cluster, *, gpipe: bool = False, time_l
     >>> 15.0 < b.value <= 17.7147 + 1e-6
     True
     """
-    with _ctrl_c() as cancel:
-        return _bisect(data, cluster, gpipe, time_limit, threads, solver, cancel)
-
-
-@contextlib.contextmanager
-def _ctrl_c() -> Iterator[threading.Event]:
-    """Ctrl-C during the bound sets the event (every solve stops on it) and then raises KeyboardInterrupt.
-
-    An adapter that gets Ctrl-C while it proves a decision probe infeasible returns that status
-    without any interrupt mark, which would hide the Ctrl-C from the method; the event does not.
-    """
-    cancel = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield cancel
-        return
-    previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())
-    try:
-        yield cancel
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    cancel = threading.Event()  # Ctrl-C sets it: every solve stops on it; then KeyboardInterrupt
+    with ctrl_c_sets(cancel):
+        found = _bisect(data, cluster, gpipe, time_limit, threads, solver, cancel)
     if cancel.is_set():
         raise KeyboardInterrupt
+    return found
 
 
 def _bisect(data: object, cluster: Cluster, gpipe: bool, time_limit: float, threads: int, solver: str,

@@ -1,12 +1,16 @@
-"""How an uncaught Ctrl-C is reported: one line, not a page of traceback (the command line's promise)."""
+"""Ctrl-C: how an uncaught one is reported (one line, not a page of traceback: the command line's promise), and
+how a phase of decision solves keeps one from being lost."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from types import TracebackType
 
-__all__ = ["quiet_interrupt"]
+__all__ = ["ctrl_c_sets", "quiet_interrupt"]
 
 Hook = Callable[[type[BaseException], BaseException, "TracebackType | None"], object]
 
@@ -21,3 +25,29 @@ def quiet_interrupt(previous: Hook) -> Hook:
             previous(kind, value, traceback)
 
     return hook
+
+
+@contextlib.contextmanager
+def ctrl_c_sets(event: threading.Event) -> Iterator[threading.Event]:
+    """Within the block, Ctrl-C (SIGINT) sets ``event`` rather than raising KeyboardInterrupt; the previous
+    handler is restored on leaving. (Off the main thread, where no handler can be set, nothing changes.)
+
+    For a phase of decision solves whose solver adapters all stop on ``event``: an adapter that gets Ctrl-C while it
+    proves a decision infeasible returns that status with no interrupt mark (the proof stands), which would hide the
+    Ctrl-C from the phase; the event does not.
+
+    >>> import os, signal, threading
+    >>> stop = threading.Event()
+    >>> with ctrl_c_sets(stop):
+    ...     os.kill(os.getpid(), signal.SIGINT)
+    >>> stop.is_set()
+    True
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield event
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: event.set())
+    try:
+        yield event
+    finally:
+        signal.signal(signal.SIGINT, previous)
