@@ -140,6 +140,24 @@ def test_ctrl_c_as_a_probe_proves_its_rung_is_not_lost(monkeypatch: pytest.Monke
     assert p.bound == p.info["gap_probe"]["bound"] >= 0.99 * p.objective - 1e-9
 
 
+def test_ctrl_c_in_the_packing_phase_after_the_solver_keeps_the_solvers_result(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in the packing phase that runs after a solver stopped by its limit: the solver's split and bound come
+    back, interrupted (not the start, as for a Ctrl-C before the solver)."""
+    from exactplace import Limit, read_workload, workload_path
+    from exactplace.backends import packing
+
+    def ctrl_c(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(packing, "packing_bound", ctrl_c)
+    w = read_workload(workload_path("layer_bert24_inference"))
+    p = solve(w, method="mip", solver="highs", contiguous=False, time_limit=4, rel_gap=0.0, polish=False)
+    assert p.limit is Limit.INTERRUPT and p.status is Status.FEASIBLE and "returned" not in p.info
+    assert p.timings["solve"] > 0 and p.bound is not None and p.bound <= p.objective
+    assert p.info["packing_bound"].startswith("not run unless the solver")
+
+
 def test_ctrl_c_during_the_probe_keeps_the_bound_it_proved(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C after the 1% rung was refuted: the start comes back interrupted, with that rung's bound."""
     import dataclasses

@@ -99,7 +99,7 @@ def probe_gap(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float
     threads : int
         CP-SAT workers (one decides op_resnet50_training's probe three times faster than two).
     cancel : threading.Event, optional
-        Set it to stop (the result is then ``"interrupted"``).
+        Set it to stop (the result is then ``"interrupted"``). Ctrl-C sets it too (on the main thread).
 
     Examples
     --------

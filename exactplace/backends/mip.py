@@ -416,7 +416,8 @@ class MIP(Method):
                 probing = bool(self.setting(problem, "gap_probe")) and warm is not None and get_solver(
                     solver).name == "cpsat"
                 # When the packing bound cannot certify the start: after the probe, if the probe does not certify
-                # (then it is L's lower bound); with no probe and no relay, at the end, if the solver does not.
+                # (then it is L's lower bound); with no probe, at the end, if the solver does not (in the relay:
+                # before its legs).
                 packing = bool(self.setting(problem, "packing_bound"))
                 short = packing and warm is not None and _packing_short(
                     problem.graph, problem.cluster, warm, problem.rel_gap, overlap=overlap, gpipe=gpipe)
@@ -497,7 +498,10 @@ class MIP(Method):
                 result, out = solve_any_split(on, solver, warm, lower)
                 if (packing_last is not None and result.status is Status.FEASIBLE
                         and result.limit is not Limit.INTERRUPT):
-                    packing_phase(packing_last)
+                    try:
+                        packing_phase(packing_last)
+                    except KeyboardInterrupt:  # the solver's split stands, its bound too
+                        result.limit = Limit.INTERRUPT
             else:
                 if packing_last is not None:  # (the relay's legs take L's lower bound from it, as they did before)
                     packing_phase(packing_last)

@@ -149,7 +149,8 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
     threads : int
         Worker threads of each sub-IP.
     cancel : threading.Event, optional
-        Set it to stop the search (it returns the best placement so far).
+        Set it to stop the search (it returns the best placement so far). Ctrl-C sets it too (on the main
+        thread).
     escalate : bool
         After a sweep that stalls (some sub-IP undecided), sweep again with twice the sub-IP limit
         instead of ending (module docstring).
