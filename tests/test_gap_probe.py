@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
+from signals import ctrl_c_as_each_solve_ends
 from strategies import any_graphs, mixed_clusters, placements
 
 from exactplace import Cluster, Graph, ParameterError, Status, check_feasibility, max_load, solve
@@ -115,23 +116,11 @@ def test_ctrl_c_as_a_probe_proves_its_rung_is_not_lost(monkeypatch: pytest.Monke
     """A terminal's Ctrl-C that reaches CP-SAT as it proves a rung infeasible: the adapter returns the proof, with no
     interrupt mark; the probes still end "interrupted" (keeping that rung's bound), and solve() returns at once.
     (Before the probe caught SIGINT itself, a solve Ctrl-C'd there ran on to its time limit, about 1 run in 3.)"""
-    import signal
-
     from exactplace import Limit, read_workload, workload_path
     from exactplace.backends import gap_probe
 
-    real, calls = gap_probe.solve_model, []
-
-    def proves_then_ctrl_c(*args: object, **kwargs: object) -> object:
-        out = real(*args, **kwargs)
-        calls.append(out.status)
-        try:  # the signal as the solve ends; the adapter's own wait would swallow a KeyboardInterrupt here
-            os.kill(os.getpid(), signal.SIGINT)
-        except KeyboardInterrupt:
-            pass
-        return out
-
-    monkeypatch.setattr(gap_probe, "solve_model", proves_then_ctrl_c)
+    calls: list[Status] = []
+    monkeypatch.setattr(gap_probe, "solve_model", ctrl_c_as_each_solve_ends(gap_probe.solve_model, calls))
     w = read_workload(workload_path("op_bert3_inference"))
     p = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=30, rel_gap=1e-4)
     assert calls == [Status.INFEASIBLE]  # the 1% rung refuted, then nothing more

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
+from signals import ctrl_c_as_each_solve_ends
 from strategies import any_graphs, banded_graph, clusters, mixed_clusters, placements
 
 from exactplace import Cluster, Graph, Node, ParameterError, Status, check_feasibility, max_load, solve
@@ -119,22 +120,10 @@ def test_ctrl_c_as_a_sub_ip_ends_is_not_lost(monkeypatch: pytest.MonkeyPatch) ->
     """A terminal's Ctrl-C that reaches a sub-IP as it ends optimal (the adapter then returns no interrupt mark):
     the search still stops there, "interrupted". (Before the polish caught SIGINT itself, a solve Ctrl-C'd during
     the polish ran on to its time limit, about 1 run in 4 on layer_bert24_inference.)"""
-    import signal
-
     from exactplace import read_workload, workload_path
 
-    real, calls = polish_module.solve_model, []
-
-    def solves_then_ctrl_c(*args: object, **kwargs: object) -> object:
-        out = real(*args, **kwargs)
-        calls.append(out.status)
-        try:  # the signal as the solve ends; the adapter's own wait would swallow a KeyboardInterrupt here
-            os.kill(os.getpid(), signal.SIGINT)
-        except KeyboardInterrupt:
-            pass
-        return out
-
-    monkeypatch.setattr(polish_module, "solve_model", solves_then_ctrl_c)
+    calls: list[Status] = []
+    monkeypatch.setattr(polish_module, "solve_model", ctrl_c_as_each_solve_ends(polish_module.solve_model, calls))
     w = read_workload(workload_path("layer_bert24_training"))
     found = polish_module.polish(w.graph, w.cluster, solve(w, method="dp").device, time_limit=10)
     assert found.ended == "interrupted" and found.solved == len(calls) == 1
