@@ -100,3 +100,13 @@ def test_methods_lists_objectives_guarantees_and_options(capsys: pytest.CaptureF
     assert "guarantees: forward contiguous, chain order" in dp
     assert "option threads: an integer in [1, 1024]" in dp and "option memory_budget: a finite number >= 4096" in dp
     assert "greedy: " in out and "guarantees: memory, support and colocation only" in out
+
+
+@pytest.mark.parametrize(("key", "flag"), [("rel_gap", "--rel-gap"), ("time_limit", "--time-limit"),
+                                           ("objective", "--objective"), ("method", "--method")])
+def test_an_option_that_has_a_flag_is_refused_naming_the_flag(key: str, flag: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """solve()'s own parameters come from their flags: ``--option rel_gap=0`` was a TypeError traceback."""
+    assert main(["solve", "layer_bert24_inference", "--method", "dp", "--option", f"{key}=0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{key}=0" in err and flag in err

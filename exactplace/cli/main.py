@@ -74,6 +74,11 @@ def option_value(text: str) -> object:
     return text
 
 
+#: solve()'s own parameters, which `solve` sets from these flags (an --option of the same name would collide).
+_FLAGGED = {"objective": "--objective", "method": "--method", "time_limit": "--time-limit S",
+            "rel_gap": "--rel-gap G"}
+
+
 def _solve_options(args: argparse.Namespace) -> tuple[dict, object]:
     """Method options from the flags, and the warm start (``--option warm_start=none`` turns it off)."""
     from exactplace.core.errors import ParameterError
@@ -82,9 +87,12 @@ def _solve_options(args: argparse.Namespace) -> tuple[dict, object]:
     options: dict = {"overlap": True} if args.overlap else {}
     for item in args.option or []:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise ParameterError(f"--option takes KEY=VALUE (for example contiguous=false). Got {item!r} instead.")
-        options[key.strip()] = option_value(value)
+        if key in _FLAGGED:
+            raise ParameterError(f"--option {item!r}: {key} has a flag of its own: use {_FLAGGED[key]}.")
+        options[key] = option_value(value)
     if args.solver is not None:
         options["solver"] = args.solver
     if args.log:
