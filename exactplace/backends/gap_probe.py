@@ -111,8 +111,7 @@ def probe_gap(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float
     ('proven', True)
     """
     # Ctrl-C sets the event every probe stops on (a probe it stops may still end proven infeasible, unmarked).
-    stop = cancel if cancel is not None else threading.Event()
-    with ctrl_c_sets(stop):
+    with ctrl_c_sets(cancel) as stop:
         return _ladder(graph, cluster, device, rel_gap, overlap, gpipe, lower_bound, time_limit, threads, stop)
 
 

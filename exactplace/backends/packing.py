@@ -60,8 +60,7 @@ def packing_bound(data: object, cluster: Cluster, *, gpipe: bool = False, time_l
     >>> 15.0 < b.value <= 17.7147 + 1e-6
     True
     """
-    cancel = threading.Event()  # Ctrl-C sets it: every solve stops on it; then KeyboardInterrupt
-    with ctrl_c_sets(cancel):
+    with ctrl_c_sets() as cancel:  # every solve stops on it; then KeyboardInterrupt
         found = _bisect(data, cluster, gpipe, time_limit, threads, solver, cancel)
     if cancel.is_set():
         raise KeyboardInterrupt

@@ -184,48 +184,43 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
     trace: list[tuple[float, float]] = []
 
     # Ctrl-C sets the event the search stops on: a sub-IP it reaches may still end optimal, with no interrupt mark.
-    stop = cancel if cancel is not None else threading.Event()
+    with ctrl_c_sets(cancel) as stop:
+        def stopped() -> bool:
+            return time.monotonic() >= deadline or stop.is_set()
 
-    def stopped() -> bool:
-        return time.monotonic() >= deadline or stop.is_set()
-
-    with ctrl_c_sets(stop):
-        try:
-            while not stopped():
-                undecided = False
-                for neighbourhood in _neighbourhoods(loads):
-                    if stopped():
-                        break
-                    S = list(neighbourhood)
-                    sub_ip = _solve_sub(data, cluster, allowed, kinds, unit_device, neighbourhood,
-                                        float(loads[S].max()), overlap, solver, threads,
-                                        min(deadline, time.monotonic() + sub_seconds), stop)
-                    solved += 1
-                    undecided |= not sub_ip.decided
-                    if sub_ip.interrupted:
-                        raise KeyboardInterrupt
-                    if sub_ip.found is None:
-                        continue
-                    candidate = sub_ip.found[data.unit]
-                    new = _loads(graph, cluster, candidate, overlap)
-                    # The evaluator's loads, with half the sub-IP's margin for its rounding; and its memory check: the
-                    # solver's feasibility tolerance lets a memory row through 1e-6 over (found by the property test).
-                    if (new[S].max() < loads[S].max() * (1 - IMPROVEMENT / 2)
-                            and not check_feasibility(graph, cluster, candidate)):
-                        device, unit_device, loads = candidate, sub_ip.found, new
-                        improved += 1
-                        trace.append((time.monotonic() - clock, float(loads.max())))
-                        if on_improve is not None:
-                            on_improve(float(loads.max()))
-                        break
-                else:  # a sweep without improvement
-                    if escalate and undecided and 2 * sub_seconds < deadline - time.monotonic():
-                        sub_seconds *= 2  # (a sub-IP the solver fails on stays undecided: the doubling ends it)
-                        continue
-                    ended = "stalled" if undecided else "local optimum"
+        while not stopped():
+            undecided = False
+            for neighbourhood in _neighbourhoods(loads):
+                if stopped():
                     break
-        except KeyboardInterrupt:  # a sub-IP that the event stopped
-            ended = "interrupted"
+                S = list(neighbourhood)
+                sub_ip = _solve_sub(data, cluster, allowed, kinds, unit_device, neighbourhood,
+                                    float(loads[S].max()), overlap, solver, threads,
+                                    min(deadline, time.monotonic() + sub_seconds), stop)
+                solved += 1
+                undecided |= not sub_ip.decided
+                if sub_ip.interrupted:
+                    break  # (the adapter stopped on the event: the sweeps end too)
+                if sub_ip.found is None:
+                    continue
+                candidate = sub_ip.found[data.unit]
+                new = _loads(graph, cluster, candidate, overlap)
+                # The evaluator's loads, with half the sub-IP's margin for its rounding; and its memory check: the
+                # solver's feasibility tolerance lets a memory row through 1e-6 over (found by the property test).
+                if (new[S].max() < loads[S].max() * (1 - IMPROVEMENT / 2)
+                        and not check_feasibility(graph, cluster, candidate)):
+                    device, unit_device, loads = candidate, sub_ip.found, new
+                    improved += 1
+                    trace.append((time.monotonic() - clock, float(loads.max())))
+                    if on_improve is not None:
+                        on_improve(float(loads.max()))
+                    break
+            else:  # a sweep without improvement
+                if escalate and undecided and 2 * sub_seconds < deadline - time.monotonic():
+                    sub_seconds *= 2  # (a sub-IP the solver fails on stays undecided: the doubling ends it)
+                    continue
+                ended = "stalled" if undecided else "local optimum"
+                break
     if stop.is_set():
         ended = "interrupted"
     return Polished(device, float(loads.max()), start, solved, improved, ended, time.monotonic() - clock,

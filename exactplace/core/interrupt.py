@@ -28,21 +28,22 @@ def quiet_interrupt(previous: Hook) -> Hook:
 
 
 @contextlib.contextmanager
-def ctrl_c_sets(event: threading.Event) -> Iterator[threading.Event]:
-    """Within the block, Ctrl-C (SIGINT) sets ``event`` rather than raising KeyboardInterrupt; the previous
-    handler is restored on leaving. (Off the main thread, where no handler can be set, nothing changes.)
+def ctrl_c_sets(event: threading.Event | None = None) -> Iterator[threading.Event]:
+    """Within the block, Ctrl-C (SIGINT) sets ``event`` (a new one when None; the block gets it) rather than raising
+    KeyboardInterrupt; the previous handler is restored on leaving. (Off the main thread, where no handler can be
+    set, nothing changes.)
 
     For a phase of decision solves whose solver adapters all stop on ``event``: an adapter that gets Ctrl-C while it
     proves a decision infeasible returns that status with no interrupt mark (the proof stands), which would hide the
     Ctrl-C from the phase; the event does not.
 
-    >>> import os, signal, threading
-    >>> stop = threading.Event()
-    >>> with ctrl_c_sets(stop):
+    >>> import os, signal
+    >>> with ctrl_c_sets() as stop:
     ...     os.kill(os.getpid(), signal.SIGINT)
     >>> stop.is_set()
     True
     """
+    event = event if event is not None else threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield event
         return
