@@ -265,6 +265,23 @@ def test_ctrl_c_returns_the_incumbent(solver: str) -> None:
     assert p.bound is None or p.bound <= p.objective
 
 
+def test_progress_line_keeps_the_incumbent_known_through_points_without_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from exactplace.backends.ip import progress_printer
+    from exactplace.core.placement import TracePoint
+
+    show = progress_printer(start=12.0)  # the warm start's objective
+    show(TracePoint(0.5, None, 9.0))
+    show(TracePoint(2.0, 10.0, 9.5))
+    show(TracePoint(4.0, None, 9.9))  # a bound alone: the incumbent stays
+    first, second, third = capsys.readouterr().err.splitlines()
+    assert "incumbent 12 " in first and "gap 25.00%" in first
+    assert "incumbent 10 " in second and "gap 5.00%" in second
+    assert "incumbent 10 " in third and "gap 1.00%" in third
+    progress_printer()(TracePoint(0.5, None, 9.0))
+    assert "incumbent -  bound 9  gap -" in capsys.readouterr().err
+
+
 def test_cli_solver_options_and_plan(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 

@@ -27,18 +27,24 @@ from exactplace.methods.base import MethodResult, Problem
 __all__ = ["progress_printer", "solve_ip"]
 
 
-def progress_printer(every: float = 1.0) -> Callable[[TracePoint], None]:
-    """A progress line on stderr: incumbent, bound and gap, when the incumbent improves or ``every`` seconds."""
-    last = {"seconds": -math.inf, "incumbent": None}
+def progress_printer(every: float = 1.0, *, start: float | None = None) -> Callable[[TracePoint], None]:
+    """A progress line on stderr: incumbent, bound and gap, when the incumbent improves or ``every`` seconds.
+
+    A point without an incumbent (a bound proven before the solver, the solver's first report) shows the last one
+    known, at first ``start``: the objective of the warm start the solver was given (what the method returns when
+    the solver finds nothing better).
+    """
+    last = {"seconds": -math.inf, "incumbent": start}
 
     def show(point: TracePoint) -> None:
-        if point.incumbent == last["incumbent"] and point.seconds - last["seconds"] < every:
+        incumbent = last["incumbent"] if point.incumbent is None else point.incumbent
+        if incumbent == last["incumbent"] and point.seconds - last["seconds"] < every:
             return
-        last.update(seconds=point.seconds, incumbent=point.incumbent)
-        inc = "-" if point.incumbent is None else f"{point.incumbent:.6g}"
+        last.update(seconds=point.seconds, incumbent=incumbent)
+        inc = "-" if incumbent is None else f"{incumbent:.6g}"
         bnd = "-" if point.bound is None else f"{point.bound:.6g}"
-        gap = ("-" if point.incumbent is None or point.bound is None or point.incumbent == 0
-               else f"{100 * max(0.0, point.incumbent - point.bound) / point.incumbent:.2f}%")
+        gap = ("-" if incumbent is None or point.bound is None or incumbent == 0
+               else f"{100 * max(0.0, incumbent - point.bound) / incumbent:.2f}%")
         print(f"  {point.seconds:8.2f} s  incumbent {inc}  bound {bnd}  gap {gap}", file=sys.stderr, flush=True)
     return show
 
@@ -62,7 +68,8 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
         if values is None:
             info["warm_start"] = f"{info.get('warm_start', 'given')} (outside the IP's space, not used)"
     slack = float(ip.bound_slack)
-    shown = progress_printer() if progress else None
+    start = None if values is None else ip.model.objective_value(np.asarray(values, dtype=np.float64))
+    shown = progress_printer(start=start) if progress else None
     # The adapter times its trace from its own start; the method's trace is timed from solve()'s start.
     offset = time.monotonic() - problem.started
 
