@@ -57,9 +57,10 @@ from exactplace.core.cluster import Cluster
 from exactplace.core.dag import strong_components
 from exactplace.core.graph import Graph
 
+from .model import Kind, Model
 from .throughput import unit_data
 
-__all__ = ["LOAD_TOLERANCE", "SetRelaxation", "frontier_order"]
+__all__ = ["LOAD_TOLERANCE", "SetRelaxation", "frontier_order", "lightest_heavy_set"]
 
 #: Loads within this of the threshold count as within it (the relaxation only grows: still a bound).
 LOAD_TOLERANCE = 1e-9
@@ -165,3 +166,45 @@ def frontier_order(sets: SetRelaxation) -> np.ndarray:
         opened[groups_of[best]] = True
         undecided[groups_of[best]] -= 1
     return np.array(order, dtype=np.int64)
+
+
+def lightest_heavy_set(sets: SetRelaxation, need: float) -> tuple[Model, np.ndarray]:
+    """The least load of one accelerator's class set holding at least ``need`` accelerator time, as a MIP; and the
+    set's variables ``x`` (per class).
+
+    .. math::
+
+        \\min \\sum_c acc_c x_c + \\sum_g cost_g\\, cut_g \\quad\\text{s.t.}\\quad
+        \\sum_c acc_c x_c \\ge need, \\quad
+        cut_g \\ge x_t - x_s,\\; cut_g \\ge x_s - x_t \\;(\\text{each group } g, \\text{its source } s,
+        \\text{each target } t), \\quad x_c \\in \\{0, 1\\}, \\; 0 \\le cut_g \\le 1
+
+    with ``x_c = 0`` for a class no accelerator may hold. A group is charged exactly when a member lies on the other
+    side from its source, so the objective at an integral ``x`` is :meth:`SetRelaxation.load`; the memory sum is
+    dropped, as in the relaxation. Its use, a lower bound on every split's max load:
+    :func:`exactplace.backends.set_bound.heaviest_bound`.
+
+    >>> from exactplace import read_workload, workload_path
+    >>> from exactplace.backends.solvers import solve_model
+    >>> w = read_workload(workload_path("layer_bert24_inference"))
+    >>> sets = SetRelaxation.of(w.graph, w.cluster)
+    >>> model, x = lightest_heavy_set(sets, need=15.0)
+    >>> out = solve_model(model, "highs")
+    >>> chosen = out.values[x] > 0.5
+    >>> bool(sets.acc[chosen].sum() >= 15.0), bool(abs(sets.load(chosen) - out.objective) < 1e-6)
+    (True, True)
+    """
+    model = Model("the lightest accelerator set holding `need`")
+    acc = np.where(sets.on_acc, sets.acc, 0.0)
+    x = model.add_vars(sets.classes, ub=sets.on_acc.astype(np.float64), kind=Kind.INTEGER, name="x: class in the set")
+    cut = model.add_vars(len(sets.group_cost), ub=1.0, name="cut: group split by the set")
+    model.add_terms("the set holds `need`", (x[None, :], acc[None, :]), lb=need)
+    group = np.concatenate([np.full(len(m) - 1, g) for g, m in enumerate(sets.members)] or [np.zeros(0, np.int64)])
+    source = np.concatenate([np.full(len(m) - 1, m[0]) for m in sets.members] or [np.zeros(0, np.int64)])
+    target = np.concatenate([m[1:] for m in sets.members] or [np.zeros(0, np.int64)])
+    model.add_terms("a target in, its source out: the group is cut", (cut[group], 1.0), (x[target], -1.0),
+                    (x[source], 1.0), lb=0.0)
+    model.add_terms("the source in, a target out: the group is cut", (cut[group], 1.0), (x[source], -1.0),
+                    (x[target], 1.0), lb=0.0)
+    model.minimize(np.concatenate([x, cut]), np.concatenate([acc, sets.group_cost]))
+    return model, x

@@ -14,7 +14,7 @@ from unittest.mock import patch
 
 import numpy as np
 import pytest
-from exactplace.formulations.device_sets import SetRelaxation, frontier_order
+from exactplace.formulations.device_sets import SetRelaxation, frontier_order, lightest_heavy_set
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
@@ -37,6 +37,7 @@ from exactplace.backends.set_bound import (
     _refute,
     _rounded_split,
     _work_center,
+    heaviest_bound,
     set_bound,
     set_bound_applies,
 )
@@ -165,6 +166,75 @@ def test_the_work_center_is_a_point_of_the_dual(graph: Graph, cluster: Cluster, 
     else:
         assert cpu_dual == 0.0
     assert farley == pytest.approx(duals.sum() + sets.cpus * cpu_dual, abs=1e-9)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(any_graphs(max_nodes=7, max_forward=3), st.floats(0.0, 1.0))
+def test_the_lightest_heavy_set_is_the_best_subset(graph: Graph, share: float) -> None:
+    """The MIP's optimum is, by enumeration, the least load of a class set holding ``need`` accelerator time (classes
+    no accelerator may hold left out; within the solver's tolerance on ``need``), and its set is one such."""
+    from exactplace.backends.solvers import solve_model
+
+    sets = SetRelaxation.of(graph, Cluster(2, memory=1e9, cpus=1))
+    assume(sets.classes <= 9)
+    total = float(sets.acc[sets.on_acc].sum())
+    need, tolerance = share * total, 1e-6 * max(1.0, total)
+
+    def least(holding: float) -> float:
+        return min((sets.load(chosen) for bits in itertools.product((False, True), repeat=sets.classes)
+                    if sets.on_acc[chosen := np.array(bits, dtype=bool)].all() and sets.acc[chosen].sum() >= holding),
+                   default=np.inf)
+
+    model, x = lightest_heavy_set(sets, need)
+    out = solve_model(model, "highs")
+    assert out.status is Status.OPTIMAL  # (every class an accelerator may hold: at least ``need``)
+    chosen = out.values[x] > 0.5
+    assert least(need - tolerance) - 1e-9 <= out.objective <= least(need) + 1e-9
+    assert sets.on_acc[chosen].all() and sets.acc[chosen].sum() >= need - tolerance
+    assert sets.load(chosen) == pytest.approx(out.objective, rel=1e-6, abs=1e-9)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(brute_force_graphs(), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2), st.floats(0.5, 1.5))
+def test_the_heaviest_bound_lies_below_every_split(graph: Graph, cluster: Cluster, fraction: float) -> None:
+    """What the heaviest accelerator refutes lies below brute force's optimum and at most at the target; asked to
+    prove more than a ``lower`` bound, it returns something above it or nothing."""
+    assume(set_bound_applies(graph, cluster) is None)
+    optimum = brute_force_optima(graph, cluster, "throughput").any
+    assume(optimum is not None and optimum > 0)
+    sets = SetRelaxation.of(graph, cluster)
+    refuted = heaviest_bound(sets, fraction * optimum)
+    if refuted is not None:
+        assert refuted < optimum and refuted <= fraction * optimum
+        lower = 0.5 * refuted
+        again = heaviest_bound(sets, fraction * optimum, lower=lower)
+        assert again is not None and lower < again <= refuted * (1 + 1e-9)
+        assert heaviest_bound(sets, fraction * optimum, lower=refuted) is None
+
+
+def test_the_heaviest_bound_charges_the_communication_a_heavy_set_pays() -> None:
+    """A chain of four unit operators, each output costing 1, on two accelerators (a CPU core 100 times slower):
+    one accelerator holds two operators, so it pays one transfer: 3, where the accelerator time alone says 2."""
+    graph = Graph([Node(i, 100.0, 1.0, comm=1.0) for i in range(4)], [(0, 1), (1, 2), (2, 3)])
+    cluster = Cluster(2, memory=1e9, cpus=1)
+    optimum = brute_force_optima(graph, cluster, "throughput").any
+    refuted = heaviest_bound(SetRelaxation.of(graph, cluster), target=optimum)
+    assert optimum == pytest.approx(3.0)
+    assert refuted == pytest.approx(3.0, rel=1e-5) and refuted < 3.0
+    found = set_bound(graph, cluster, target=2.9, time_limit=10)
+    assert found.heaviest == 2.9 and found.outcome == "target refuted" and found.pricings == 0
+
+
+def test_the_heaviest_bound_stops_on_cancel() -> None:
+    import threading
+
+    w = read_workload(workload_path("layer_bert24_training"))
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(KeyboardInterrupt):
+        heaviest_bound(SetRelaxation.of(w.graph, w.cluster), target=40.0, cancel=cancel)
+    found = set_bound(w.graph, w.cluster, target=40.0, cancel=cancel)
+    assert found.outcome == "interrupted" and found.value is None
 
 
 def test_a_master_solve_without_a_verdict_is_solved_again_from_scratch() -> None:
@@ -552,7 +622,8 @@ def test_an_undecided_threshold_sends_the_next_ones_below_it() -> None:
 
 
 def test_it_gives_up_when_not_even_the_first_threshold_is_decided() -> None:
-    """Every generation out of patience (stood in for): after the first, the bound gives up, nothing proven."""
+    """Every generation out of patience (stood in for): after the first, the bound gives up, nothing proven beyond
+    what the heaviest accelerator proved first."""
     from exactplace.backends import set_bound as module
 
     calls: list[float] = []
@@ -564,7 +635,11 @@ def test_it_gives_up_when_not_even_the_first_threshold_is_decided() -> None:
     graph = banded_graph(8)
     with patch.object(module, "_refute", stopped):
         found = set_bound(graph, Cluster(2, cpus=1), target=5.0, lower=1.0, time_limit=10.0)
-    assert found.outcome == "undecided" and found.value is None and len(calls) == 1 and found.seconds < 5.0
+    assert found.outcome == "undecided" and len(calls) == 1 and found.seconds < 5.0
+    assert found.heaviest is not None and found.value == found.heaviest  # (a chain: a heavy set pays a transfer)
+    with patch.object(module, "_refute", stopped), patch.object(module, "heaviest_bound", lambda *a, **o: None):
+        found = set_bound(graph, Cluster(2, cpus=1), target=5.0, lower=1.0, time_limit=10.0)
+    assert found.outcome == "undecided" and found.value is None and len(calls) == 2
 
 
 def test_a_pricing_past_its_deadline_stops_the_generation() -> None:

@@ -671,7 +671,7 @@ class MIP(Method):
         info["set_bound"] = {"outcome": found.outcome, "start": value, "target": target, "bound": found.value,
                              "ceiling": found.ceiling, "thresholds": found.thresholds, "pricings": found.pricings,
                              "columns": found.columns, "nodes": found.nodes, "dives": found.dives,
-                             "split": found.split_value}
+                             "split": found.split_value, "heaviest": found.heaviest}
         return found
 
     def _polish(self, problem: Problem, warm: np.ndarray, overlap: bool, gpipe: bool, info: dict,

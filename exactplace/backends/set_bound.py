@@ -10,6 +10,11 @@ restricted master is an LP on HiGHS, with one artificial column per class (cost 
 always feasible; the refutation never rests on it, only on Farley's bound, which needs nothing but the
 duals and the two exact pricings.
 
+First (:func:`heaviest_bound`): one accelerator of any split holds at least its share of the accelerator time, and
+the least load of a set that heavy, communication included (a MIP), is a bound every split reaches; it is the
+threshold to start from where being that heavy costs communication (the held-out BERT-12 training graph: 338.84,
+where the packing bound is 313.02), skipped in milliseconds where a greedy set is that heavy within the bound given.
+
 Thresholds: while the target (``U (1 - rel_gap)`` for the best split ``U``: its refutation certifies ``U``)
 is more than :data:`APPROACH` above the highest refuted threshold, halfway between them (each a bound
 proven on the way: the target's own generation may run to the end of the time limit without refuting
@@ -82,10 +87,11 @@ import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
+from exactplace.core.placement import Limit, TracePoint
 from exactplace.evaluators import check_feasibility, max_load
-from exactplace.formulations.device_sets import LOAD_TOLERANCE, SetRelaxation, frontier_order
+from exactplace.formulations.device_sets import LOAD_TOLERANCE, SetRelaxation, frontier_order, lightest_heavy_set
 
-__all__ = ["Pricer", "SetBound", "set_bound", "set_bound_applies"]
+__all__ = ["Pricer", "SetBound", "heaviest_bound", "set_bound", "set_bound_applies"]
 
 #: Weight of the best duals so far in the smoothed duals a pricing is asked at, at first (then adapted:
 #: :func:`_adapted_weight`).
@@ -93,6 +99,14 @@ SMOOTHING = 0.5
 
 #: The most the smoothing's weight rises to (at 1 the pricing would be asked at the center again and again).
 SMOOTHING_CAP = 0.99
+
+#: The share of the time limit :func:`set_bound`'s first step, :func:`heaviest_bound`, may take (its MIP: 22-26 s on
+#: OperatorGraphs_bert_L-12_training, at most 7 s on the shared workloads, one thread).
+HEAVIEST_SHARE = 0.1
+
+#: :func:`heaviest_bound` takes HiGHS's dual bound this much lower (relative), below its tolerances (1e-7 on
+#: feasibility and on the duals): what it refutes must hold for the exact loads.
+HEAVIEST_MARGIN = 1e-6
 
 #: A generation's first center is the packing bound's point of the dual (:func:`_work_center`); False: the first
 #: master's duals, as before stop 39 (``benchmarks/bench_smoothing.py --against center`` compares the two).
@@ -171,10 +185,11 @@ class SetBound:
     converged; ``value`` lies above it when branching refuted more). ``outcome``: ``"target refuted"``,
     ``"limit reached"`` (refuted and converged thresholds within :data:`RESOLUTION`, then branching, if on, ended
     without deciding), ``"undecided"`` (the first threshold neither refuted nor converged within
-    :data:`PATIENCE`: it gave up early, nothing proven), ``"time"`` or ``"interrupted"``. ``trace``:
+    :data:`PATIENCE`: it gave up early, nothing proven beyond ``heaviest``), ``"time"`` or ``"interrupted"``. ``trace``:
     (seconds since the start, bound) at each refutation, branching's included. ``split``: the best split
     branching found (node position -> device; None: none), ``split_value`` its max load (the evaluator's);
-    ``nodes``: branch nodes solved; ``dives``: generations in dives (:func:`_dive`)."""
+    ``nodes``: branch nodes solved; ``dives``: generations in dives (:func:`_dive`); ``heaviest``: the threshold
+    :func:`heaviest_bound` refuted first (None: nothing above ``lower``)."""
 
     value: float | None
     ceiling: float | None
@@ -188,6 +203,7 @@ class SetBound:
     split_value: float | None = None
     nodes: int = 0
     dives: int = 0
+    heaviest: float | None = None
 
 
 def set_bound_applies(graph: Graph, cluster: Cluster, *, overlap: bool = False, gpipe: bool = False) -> str | None:
@@ -440,7 +456,13 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
     counts = {"thresholds": 0, "pricings": 0, "nodes": 0, "dives": 0}
     outcome = "time"
     split, split_value = None, np.inf  # the best split branching found (node position -> device), its max load
+    heaviest = None
     try:
+        heaviest = heaviest_bound(sets, target, lower=lower, cancel=cancel,
+                                  deadline=time.monotonic() + HEAVIEST_SHARE * time_limit)
+        if heaviest is not None:
+            bound = heaviest
+            trace.append((time.monotonic() - clock, bound))
         while time.monotonic() - clock < time_limit and not (cancel is not None and cancel.is_set()):
             if aim is not None:
                 target = min(target, aim())
@@ -491,7 +513,7 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
             if verdict == "stopped":
                 if time.monotonic() - clock >= time_limit or (cancel is not None and cancel.is_set()):
                     break
-                if not trace:  # not even the first threshold decided: the generation is too slow here to bound
+                if len(trace) == (heaviest is not None):  # no generation refuted yet: too slow here to bound
                     outcome = "undecided"
                     break
                 reach = threshold if reach is None else min(reach, threshold)
@@ -513,7 +535,7 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
                     thresholds=counts["thresholds"], pricings=counts["pricings"],
                     columns=len(pool.acc) + len(pool.cpu), seconds=time.monotonic() - clock, split=split,
                     split_value=split_value if split is not None else None, nodes=counts["nodes"],
-                    dives=counts["dives"])
+                    dives=counts["dives"], heaviest=heaviest)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -709,6 +731,54 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
     except TimeoutError:  # a pricing ran past the deadline
         pass
     return _Generation("stopped", farley=best, upper=upper)
+
+
+def heaviest_bound(sets: SetRelaxation, target: float, *, lower: float | None = None, deadline: float = np.inf,
+                   cancel: threading.Event | None = None) -> float | None:
+    """A threshold below ``target`` that no split reaches, from its heaviest accelerator; None when it proves nothing
+    above ``lower`` (or above 0).
+
+    A split with max load ``T <= target`` puts at most ``z_C`` accelerator time on each CPU core (the fractional
+    knapsack of :func:`_work_center`, within ``target``), so one of its ``k`` accelerators holds at least ``need =
+    (W - l z_C) / k`` of the accelerators' total ``W``, and that accelerator's load, at most ``T``, is at least the
+    least load of any set that heavy: :func:`~exactplace.formulations.device_sets.lightest_heavy_set`, a MIP on HiGHS
+    whose dual bound (a stopped solve's too) is lowered by :data:`HEAVIEST_MARGIN`. (The set relaxation's Farley bound
+    at the duals ``acc / A(T)``, ``A(T)`` the heaviest set within ``T``, decides the same thresholds one at a time.)
+    Where a split's sets must pay communication to be that heavy, this is what the packing bound misses: on
+    OperatorGraphs_bert_L-12_training (2,012 operators on 6 accelerators) it proves 338.84 in 22 s, where the packing
+    bound is 313.02, HiGHS's bound on the assignment IP 320.5 after ten minutes, and the set relaxation's generation
+    decides no threshold in ten minutes. Elsewhere a set that heavy needs little communication: the MIP stops at its
+    first set that heavy within ``lower``.
+    Ctrl-C (or ``cancel``) during the MIP raises :class:`KeyboardInterrupt`.
+    """
+    from exactplace.backends.solvers import Request, solve_model
+
+    acc = np.where(sets.on_acc, sets.acc, 0.0)
+    z_cpu = (_fractional_knapsack(np.where(sets.cpu <= target, acc, 0.0), sets.cpu, _capacity(target)) if sets.cpus
+             else 0.0)
+    need = (acc.sum() - sets.cpus * z_cpu) / sets.accelerators
+    if need <= 0.0:
+        return None
+    enough = threading.Event()  # the solve stops on it: a set that heavy within `lower` met, or `cancel`
+
+    def watch(point: TracePoint) -> None:
+        if (lower is not None and point.incumbent is not None and point.incumbent <= lower) or (
+                cancel is not None and cancel.is_set()):
+            enough.set()
+
+    if cancel is not None and cancel.is_set():
+        raise KeyboardInterrupt
+    model, _ = lightest_heavy_set(sets, need)
+    out = solve_model(model, "highs", Request(deadline=deadline, rel_gap=1e-6, threads=1, cancel=enough,
+                                              progress=watch))
+    if lower is not None and out.objective is not None and out.objective <= lower:
+        return None  # the least load is no higher than `lower`: nothing proven above it
+    if out.limit is Limit.INTERRUPT:
+        raise KeyboardInterrupt
+    if out.bound is None or not np.isfinite(out.bound):
+        return None
+    refuted = min(out.bound * (1.0 - HEAVIEST_MARGIN), target)
+    return refuted if refuted > (0.0 if lower is None else lower) else None  # (loads are never below 0)
 
 
 def _work_center(sets: SetRelaxation, threshold: float) -> tuple[float, np.ndarray, float]:
