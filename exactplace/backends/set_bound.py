@@ -13,7 +13,8 @@ duals and the two exact pricings.
 First (:func:`heaviest_bound`): one accelerator of any split holds at least its share of the accelerator time, and
 the least load of a set that heavy, communication included (a MIP), is a bound every split reaches; it is the
 threshold to start from where being that heavy costs communication (the held-out BERT-12 training graph: 338.84,
-where the packing bound is 313.02), skipped in milliseconds where a greedy set is that heavy within the bound given.
+where the packing bound is 313.02); its MIP stops once it meets a set that heavy within the bound given (0.03-3 s on
+the shared layer graphs, 8-22 s on the held-out InceptionV3 graphs, where it proves nothing).
 
 Thresholds: while the target (``U (1 - rel_gap)`` for the best split ``U``: its refutation certifies ``U``)
 is more than :data:`APPROACH` above the highest refuted threshold, halfway between them (each a bound
@@ -100,7 +101,7 @@ SMOOTHING = 0.5
 #: The most the smoothing's weight rises to (at 1 the pricing would be asked at the center again and again).
 SMOOTHING_CAP = 0.99
 
-#: The share of the time limit :func:`set_bound`'s first step, :func:`heaviest_bound`, may take (its MIP: 22-26 s on
+#: The share of the time limit :func:`set_bound`'s first step, :func:`heaviest_bound`, may take (its MIP: 20-26 s on
 #: OperatorGraphs_bert_L-12_training, at most 7 s on the shared workloads, one thread).
 HEAVIEST_SHARE = 0.1
 
@@ -746,7 +747,7 @@ def heaviest_bound(sets: SetRelaxation, target: float, *, lower: float | None = 
     whose dual bound (a stopped solve's too) is lowered by :data:`HEAVIEST_MARGIN`. (The set relaxation's Farley bound
     at the duals ``acc / A(T)``, ``A(T)`` the heaviest set within ``T``, decides the same thresholds one at a time.)
     Where a split's sets must pay communication to be that heavy, this is what the packing bound misses: on
-    OperatorGraphs_bert_L-12_training (2,012 operators on 6 accelerators) it proves 338.84 in 22 s, where the packing
+    OperatorGraphs_bert_L-12_training (2,012 operators on 6 accelerators) it proves 338.84 in 20 s, where the packing
     bound is 313.02, HiGHS's bound on the assignment IP 320.5 after ten minutes, and the set relaxation's generation
     decides no threshold in ten minutes. Elsewhere a set that heavy needs little communication: the MIP stops at its
     first set that heavy within ``lower``.
