@@ -68,8 +68,8 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
         if values is None:
             info["warm_start"] = f"{info.get('warm_start', 'given')} (outside the IP's space, not used)"
     slack = float(ip.bound_slack)
-    start = None if values is None else ip.model.objective_value(np.asarray(values, dtype=np.float64))
-    shown = progress_printer(start=start) if progress else None
+    shown = (progress_printer(start=None if values is None else ip.model.objective_value(values)) if progress
+             else None)
     # The adapter times its trace from its own start; the method's trace is timed from solve()'s start.
     offset = time.monotonic() - problem.started
 

@@ -755,10 +755,12 @@ def heaviest_bound(sets: SetRelaxation, target: float, *, lower: float | None = 
     """
     from exactplace.backends.solvers import Request, solve_model
 
-    acc = np.where(sets.on_acc, sets.acc, 0.0)
-    z_cpu = (_fractional_knapsack(np.where(sets.cpu <= target, acc, 0.0), sets.cpu, _capacity(target)) if sets.cpus
-             else 0.0)
-    need = (acc.sum() - sets.cpus * z_cpu) / sets.accelerators
+    if cancel is not None and cancel.is_set():
+        raise KeyboardInterrupt
+    # The work center's Farley bound is (W - l z_C) / T, in the units of T (its values are acc / T): T times it is
+    # the accelerators' share, and 1 / k of that is what the heaviest one holds at least.
+    farley, _, _ = _work_center(sets, target)
+    need = _capacity(target) * farley / sets.accelerators
     if need <= 0.0:
         return None
     enough = threading.Event()  # the solve stops on it: a set that heavy within `lower` met, or `cancel`
@@ -768,8 +770,6 @@ def heaviest_bound(sets: SetRelaxation, target: float, *, lower: float | None = 
                 cancel is not None and cancel.is_set()):
             enough.set()
 
-    if cancel is not None and cancel.is_set():
-        raise KeyboardInterrupt
     model, _ = lightest_heavy_set(sets, need)
     out = solve_model(model, "highs", Request(deadline=deadline, rel_gap=1e-6, threads=1, cancel=enough,
                                               progress=watch))
