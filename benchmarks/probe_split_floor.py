@@ -25,12 +25,12 @@ from pathlib import Path
 import numpy as np
 from exactplace.formulations.throughput import noncontiguous_ip, unit_data
 
-from exactplace import max_load, read_workload, solve
+from exactplace import Graph, Workload, max_load, read_workload, solve
 from exactplace.backends.polish import polish
 from exactplace.backends.solvers import Request, solve_model
 
 
-def starts(workload: object, cpsat_seconds: float) -> dict[str, np.ndarray]:
+def starts(workload: Workload, cpsat_seconds: float) -> dict[str, np.ndarray]:
     """The independent starts, by name (node position -> device)."""
     found = {"dp": solve(workload, method="dp").device, "metis": solve(workload, method="metis").device}
     if cpsat_seconds > 0:
@@ -39,7 +39,7 @@ def starts(workload: object, cpsat_seconds: float) -> dict[str, np.ndarray]:
     return found
 
 
-def near_devices(graph: object, num_devices: int, device: np.ndarray, radius: int) -> np.ndarray:
+def near_devices(graph: Graph, num_devices: int, device: np.ndarray, radius: int) -> np.ndarray:
     """(classes, devices) bool: the devices of the classes within ``radius`` communication groups of each class."""
     data = unit_data(graph, graph.color)
     class_device = device[np.unique(data.unit, return_index=True)[1]]  # (a class's nodes share a device)
@@ -55,8 +55,8 @@ def near_devices(graph: object, num_devices: int, device: np.ndarray, radius: in
     return allowed
 
 
-def restricted(workload: object, device: np.ndarray, radius: int, seconds: float) -> tuple[str, int, float | None,
-                                                                                          float | None, float]:
+def restricted(workload: Workload, device: np.ndarray, radius: int,
+               seconds: float) -> tuple[str, int, float | None, float | None, float]:
     """The assignment IP around ``device`` within ``radius``: (status, free classes, max load, bound, seconds)."""
     graph, cluster = workload.graph, workload.cluster
     ip = noncontiguous_ip(graph, cluster, symmetry=False)
