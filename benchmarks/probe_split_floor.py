@@ -97,9 +97,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for radius in args.radius:
         status, free, value, bound, seconds = restricted(w, best, radius, args.seconds)
-        shown = "-" if value is None else f"{value:.7f}"
-        print(f"| {radius} | {free} | {status} | {shown} | {bound if bound is None else f'{bound:.4f}'} | "
-              f"{seconds:.1f} |", flush=True)
+        shown, proven = ("-" if value is None else f"{value:.7f}"), ("-" if bound is None else f"{bound:.4f}")
+        print(f"| {radius} | {free} | {status} | {shown} | {proven} | {seconds:.1f} |", flush=True)
 
 
 if __name__ == "__main__":
