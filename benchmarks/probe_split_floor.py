@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from exactplace.formulations.throughput import noncontiguous_ip, unit_data
+from exactplace.formulations.throughput import UnitData, noncontiguous_ip
 
-from exactplace import Graph, Workload, max_load, read_workload, solve
+from exactplace import Workload, max_load, read_workload, solve
 from exactplace.backends.polish import polish
 from exactplace.backends.solvers import Request, solve_model
 
@@ -39,9 +39,8 @@ def starts(workload: Workload, cpsat_seconds: float) -> dict[str, np.ndarray]:
     return found
 
 
-def near_devices(graph: Graph, num_devices: int, device: np.ndarray, radius: int) -> np.ndarray:
+def near_devices(data: UnitData, num_devices: int, device: np.ndarray, radius: int) -> np.ndarray:
     """(classes, devices) bool: the devices of the classes within ``radius`` communication groups of each class."""
-    data = unit_data(graph, graph.color)
     class_device = device[np.unique(data.unit, return_index=True)[1]]  # (a class's nodes share a device)
     near = np.eye(data.units, dtype=bool)
     source = data.group_source[data.pair_group]
@@ -61,7 +60,7 @@ def restricted(workload: Workload, device: np.ndarray, radius: int,
     graph, cluster = workload.graph, workload.cluster
     ip = noncontiguous_ip(graph, cluster, symmetry=False)
     y = ip.index["y"]
-    allowed = near_devices(graph, cluster.num_devices, device, radius)
+    allowed = near_devices(ip.data, cluster.num_devices, device, radius)  # (the IP's classes, not built again)
     outside = y[~allowed]
     ip.model.add_terms("moves beyond the radius", (outside[:, None], 1.0), ub=0.0)
     clock = time.perf_counter()
