@@ -318,6 +318,31 @@ def test_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster, fractio
         assert found.value <= found.ceiling  # (branching refutes beyond the relaxation's ceiling)
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(brute_force_graphs(), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2),
+       st.floats(0.5, 1.2))
+def test_the_covering_master_ends_where_the_partitioning_one_does(graph: Graph, cluster: Cluster,
+                                                                  fraction: float) -> None:
+    """A generation whose master covers the classes first (``COVERING_FIRST``) decides every threshold as the
+    partitioning master alone does: the cover's weaker limit never stands for the relaxation's (a converged cover
+    hands over to the partition), and a converged generation's solution is a partition of the classes."""
+    assume(set_bound_applies(graph, cluster) is None)
+    optimum = brute_force_optima(graph, cluster, "throughput").any
+    assume(optimum is not None and optimum > 0)
+    sets = SetRelaxation.of(graph, cluster)
+    verdicts = []
+    for covering in (True, False):
+        counts = {"pricings": 0, "nodes": 0, "thresholds": 0}
+        with patch.object(set_bound_module, "COVERING_FIRST", covering):
+            ended = _refute(sets, _Pool.seeded(sets, ()), fraction * optimum, monotonic() + 20.0, None, counts)
+        assume(abs(ended.farley - cluster.accelerators) > 1e-6)  # (not decided by floating-point noise)
+        verdicts.append(ended.verdict)
+        if ended.verdict == "converged" and ended.solution:
+            held = np.array([column.chosen for column in ended.solution], dtype=float)
+            assert np.allclose(np.array([column.value for column in ended.solution]) @ held, 1.0, atol=1e-6)
+    assert verdicts[0] == verdicts[1] != "stopped"
+
+
 @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(brute_force_graphs(), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2), st.booleans())
 def test_branching_decides_at_the_optimum(graph: Graph, cluster: Cluster, greedy: bool) -> None:

@@ -114,6 +114,21 @@ HEAVIEST_MARGIN = 1e-6
 #: master's duals, as before stop 39 (``benchmarks/bench_smoothing.py --against center`` compares the two).
 PACKING_CENTER = True
 
+#: A generation's master covers the classes (rows ``>= 1``, duals ``>= 0``) until it can refute no more, then
+#: partitions them (rows ``= 1``: the relaxation itself) from the columns met; False: it partitions from the start,
+#: as before stop 44 (``benchmarks/bench_smoothing.py --against partition`` compares the two). Why: Farley's bound holds
+#: at any duals, and a split's sets are a cover too, so the covering master's duals refute as soundly, and its
+#: solutions are far easier to improve (a set near the threshold may overlap another, where a partition needs the
+#: rest of that set as its own column, within the threshold, communication included). On
+#: OperatorGraphs_bert_L-12_training at 350 (seeded with five splits) the partitioning master descended 141 -> 11
+#: devices in 170 s and refuted only at its convergence (6.5) after 729 s; the covering one refuted at 6.5 after 26 s,
+#: 54 pricings.
+COVERING_FIRST = True
+
+#: The covering master hands over to the partitioning one once its value is within this of ``k`` (relative; at once
+#: when no column prices out).
+COVER_ROOM = 0.01
+
 #: A pricing at the smoothed duals may take this many times the last exact pricing (at least a second; the very
 #: first pricing is at the master's own duals), then the weight falls to 0 and the master's own duals are priced: near
 #: the packing bound's duals (the first center) values nearly proportional to times leave the DP's fronts unpruned
@@ -287,7 +302,8 @@ def _capacity(threshold: float) -> float:
 
 
 class _Master:
-    """The restricted master LP at one threshold: class rows ``= 1``, the CPU-core row ``<= l``."""
+    """The restricted master LP at one threshold: class rows ``= 1`` (``>= 1`` while ``covering``, at first
+    when :data:`COVERING_FIRST`), the CPU-core row ``<= l``."""
 
     def __init__(self, sets: SetRelaxation) -> None:
         import highspy
@@ -304,8 +320,10 @@ class _Master:
         self.restarted = False
         n = sets.classes
         self.classes = n
+        self.covering = COVERING_FIRST
         inf = highspy.kHighsInf
-        self.h.addRows(n + 1, np.concatenate([np.ones(n), [-inf]]), np.concatenate([np.ones(n), [float(sets.cpus)]]),
+        self.h.addRows(n + 1, np.concatenate([np.ones(n), [-inf]]),
+                       np.concatenate([np.full(n, inf if self.covering else 1.0), [float(sets.cpus)]]),
                        0, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
         # Artificial columns, one per class: keep the master feasible; at full level costlier than any k-device
         # split, at fractional levels not always (see raise_artificial_cost).
@@ -333,6 +351,15 @@ class _Master:
         self.h.changeColsCost(self.classes, np.arange(self.classes, dtype=np.int32),
                               np.full(self.classes, self.artificial_cost))
         return True
+
+    def partition(self) -> None:
+        """Class rows ``= 1`` from now on (the relaxation itself). The covering optimum's basis stays dual feasible
+        (the reduced costs do not change), so the next solve is by dual simplex from it, the first solve's way."""
+        self.covering = False
+        for row in range(self.classes):  # (highspy binds no batch call for row bounds)
+            self.h.changeRowBounds(row, 1.0, 1.0)
+        self.h.setOptionValue("simplex_strategy", 1)
+        self.restarted = False
 
     def add(self, chosen: np.ndarray, cpu: bool) -> None:
         """Columns (bool, sets x classes): accelerators' sets (cost 1) or CPU cores' (cost 0, on the CPU row)."""
@@ -685,6 +712,9 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             if solved is None:
                 break
             pi, sigma, upper = solved
+            if master.covering and upper <= k * (1.0 + COVER_ROOM):  # near k: the partition's turn
+                master.partition()
+                continue
             if upper <= k - MARGIN:  # the relaxation holds a solution of value <= k: this threshold cannot be refuted
                 return _Generation("converged", master.solution(columns), (pi, sigma), best, upper)
             if stable is None:  # (PACKING_CENTER off: the first master's duals)
@@ -728,6 +758,9 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             if not added:
                 if upper == np.inf and master.raise_artificial_cost():
                     continue  # the master's optimum rests on artificial columns: dearer, they may leave it
+                if master.covering:  # the cover's optimum, not above k + MARGIN: the partition may be higher
+                    master.partition()
+                    continue
                 return _Generation("converged", master.solution(columns) if upper <= k + MARGIN else [], (pi, sigma),
                                    best, upper)
     except TimeoutError:  # a pricing ran past the deadline
