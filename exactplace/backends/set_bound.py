@@ -8,7 +8,10 @@ cannot refute ``T``): the restricted master's value once no artificial column is
 bound on the relaxation's: its columns are a solution), at the latest when no column prices out. The
 restricted master is an LP on HiGHS, with one artificial column per class (cost ``k + 1``) so that it is
 always feasible; the refutation never rests on it, only on Farley's bound, which needs nothing but the
-duals and the two exact pricings.
+duals and the two exact pricings. So the master may first *cover* the classes (rows ``>= 1``: a split's sets are a
+cover too) and hand over to the partition (rows ``= 1``) only near ``k`` (:data:`COVERING_FIRST`): a cover's solutions
+improve by overlapping sets, a partition's only by sets that fit together exactly, and on the held-out BERT-12
+training graph that made a threshold's generation 28 times faster (729 s -> 26 s at 350).
 
 First (:func:`heaviest_bound`): one accelerator of any split holds at least its share of the accelerator time, and
 the least load of a set that heavy, communication included (a MIP), is a bound every split reaches; it is the
