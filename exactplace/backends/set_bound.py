@@ -371,9 +371,10 @@ class _Master:
 
     def solve(self, deadline: float) -> tuple[np.ndarray, float, float] | None:
         """Solve the LP: the classes' duals, the CPU row's dual, and the LP's value when no artificial column is
-        in its solution (then its columns form a solution of the relaxation: its value is an upper bound on the
-        relaxation's), else infinity. (Farley's bound, from the duals, is what refutes; this value only says
-        when refuting is hopeless.) None when HiGHS is still at it at the ``deadline`` (``time.monotonic()``)."""
+        in its solution (then its columns form a solution of the relaxation, of the cover's while ``covering``:
+        its value is an upper bound on that relaxation's), else infinity. (Farley's bound, from the duals, is what
+        refutes; this value only says when refuting is hopeless.) None when HiGHS is still at it at the ``deadline``
+        (``time.monotonic()``)."""
         # (HiGHS's time limit counts its run time over every run of this model.)
         self.h.setOptionValue("time_limit", self.h.getRunTime() + max(0.0, deadline - time.monotonic()))
         self.h.run()
@@ -656,7 +657,8 @@ class _Generation:
     when converged, the restricted master's ``solution`` (of value ``<= k``, free of artificial columns; empty when
     it has none such) and its last ``duals`` (per class, and the CPU row's): a branch's children start from them.
     ``farley``: the best Farley bound met (the threshold is refuted once it exceeds ``k``); ``upper``: the last
-    master's value (infinite while artificial columns are in its solution, or before any master was solved)."""
+    master's value (infinite while artificial columns are in its solution, or before any master was solved; the
+    cover's while the master covered, at most the relaxation's)."""
 
     verdict: str
     solution: list[_Column] = dataclasses.field(default_factory=list)
@@ -784,8 +786,9 @@ def heaviest_bound(sets: SetRelaxation, target: float, *, lower: float | None = 
     at the duals ``acc / A(T)``, ``A(T)`` the heaviest set within ``T``, decides the same thresholds one at a time.)
     Where a split's sets must pay communication to be that heavy, this is what the packing bound misses: on
     OperatorGraphs_bert_L-12_training (2,012 operators on 6 accelerators) it proves 338.84 in 20 s, where the packing
-    bound is 313.02, HiGHS's bound on the assignment IP 320.5 after ten minutes, and the set relaxation's generation
-    decides no threshold in ten minutes. Elsewhere a set that heavy needs little communication: the MIP stops at its
+    bound is 313.02 and HiGHS's bound on the assignment IP 320.5 after ten minutes (the set relaxation's generation,
+    with a partitioning master, decided no threshold in ten minutes; with the covering one first it refutes 350 in
+    26 s and the thresholds start here). Elsewhere a set that heavy needs little communication: the MIP stops at its
     first set that heavy within ``lower``.
     Ctrl-C (or ``cancel``) during the MIP raises :class:`KeyboardInterrupt`.
     """
