@@ -3,7 +3,7 @@
 ``--against weight``: a fixed weight 1/2 (Wentges) instead of the adapted one; ``--against center``: the first
 master's duals as the first center (as before stop 39: ``set_bound.PACKING_CENTER`` off) instead of the packing
 bound's (``_work_center``); ``--against partition``: the master partitions the classes from the start (as before stop
-44: ``set_bound.COVERING_FIRST`` off) instead of covering them until it can refute no more.
+44: ``set_bound.COVERING_FIRST`` off) instead of covering them until its value nears ``k``.
 One threshold's column generation (``set_bound._refute``: no branching, no other thresholds) from the DP's split and
 the single classes, both ways in one run, one row each: how it ended (refuted, converged, or stopped at the time
 limit), the seconds, the exact pricings, the master's last value (an upper bound on the relaxation's once free of

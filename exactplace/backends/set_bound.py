@@ -117,15 +117,15 @@ HEAVIEST_MARGIN = 1e-6
 #: master's duals, as before stop 39 (``benchmarks/bench_smoothing.py --against center`` compares the two).
 PACKING_CENTER = True
 
-#: A generation's master covers the classes (rows ``>= 1``, duals ``>= 0``) until it can refute no more, then
-#: partitions them (rows ``= 1``: the relaxation itself) from the columns met; False: it partitions from the start,
-#: as before stop 44 (``benchmarks/bench_smoothing.py --against partition`` compares the two). Why: Farley's bound holds
-#: at any duals, and a split's sets are a cover too, so the covering master's duals refute as soundly, and its
-#: solutions are far easier to improve (a set near the threshold may overlap another, where a partition needs the
-#: rest of that set as its own column, within the threshold, communication included). On
-#: OperatorGraphs_bert_L-12_training at 350 (seeded with five splits) the partitioning master descended 141 -> 11
-#: devices in 170 s and refuted only at its convergence (6.5) after 729 s; the covering one refuted at 6.5 after 26 s,
-#: 54 pricings.
+#: A generation's master covers the classes (rows ``>= 1``, duals ``>= 0``) until its value nears ``k``
+#: (:data:`COVER_ROOM`) or no column prices out, then partitions them (rows ``= 1``: the relaxation itself) from
+#: the columns met; False: it partitions from the start, as before stop 44 (``benchmarks/bench_smoothing.py
+#: --against partition`` compares the two). Why: Farley's bound holds at any duals, and a split's sets are a cover
+#: too, so the covering master's duals refute as soundly, and its solutions are far easier to improve (a set near the
+#: threshold may overlap another, where a partition needs the rest of that set as its own column, within the
+#: threshold, communication included). On OperatorGraphs_bert_L-12_training at 350 (seeded with five splits) the
+#: partitioning master descended 141 -> 11 devices in 170 s and refuted only at its convergence (6.5) after 729 s; the
+#: covering one refuted at 6.5 after 26 s, 54 pricings.
 COVERING_FIRST = True
 
 #: The covering master hands over to the partitioning one once its value is within this of ``k`` (relative; at once
