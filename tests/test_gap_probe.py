@@ -22,7 +22,7 @@ from signals import ctrl_c_as_each_solve_ends
 from strategies import any_graphs, mixed_clusters, placements
 
 from exactplace import Cluster, Graph, ParameterError, Status, check_feasibility, max_load, solve
-from exactplace.backends.gap_probe import probe_gap
+from exactplace.backends.gap_probe import probe_beside_polish, probe_gap
 
 SETTINGS = settings(max_examples=int(os.environ.get("NC_EXAMPLES", "30")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -54,6 +54,29 @@ def test_probe_against_brute_force(data: st.DataObject, graph: Graph, cluster: C
     if probe.outcome == "proven":
         assert probe.value - probe.bound <= rel_gap * probe.value
 
+
+@SETTINGS
+@given(st.data(), GRAPHS, mixed_clusters(), st.booleans(), st.sampled_from([0.0, 1e-3, 0.01, 0.1]))
+def test_probe_beside_polish_against_brute_force(data: st.DataObject, graph: Graph, cluster: Cluster, overlap: bool,
+                                                 rel_gap: float) -> None:
+    """The probes in a thread beside the polish: the result's split is the better of the two, legal and re-scored;
+    a bound never exceeds the optimum; "proven" closes the gap on the result's value."""
+    start = data.draw(placements(graph, cluster, colocated=True, supported=True))
+    assume(not check_feasibility(graph, cluster, start))
+    optimum = brute_force_optima(graph, cluster, "throughput", overlap=overlap).any
+    assert optimum is not None
+    polished, probe = probe_beside_polish(graph, cluster, start, rel_gap, overlap=overlap, polish_seconds=5.0,
+                                          probe_seconds=30.0)
+    assert probe.outcome in ("proven", "undecided")
+    assert polished.value <= polished.start == pytest.approx(max_load(graph, cluster, start, overlap=overlap))
+    assert polished.ended in ("local optimum", "stalled", "stopped")
+    assert not check_feasibility(graph, cluster, probe.device)
+    assert math.isclose(probe.value, max_load(graph, cluster, probe.device, overlap=overlap), rel_tol=1e-12)
+    assert optimum * (1 - 1e-9) - 1e-12 <= probe.value <= polished.value
+    if probe.bound is not None:
+        assert probe.bound <= optimum * (1 + 1e-9) + 1e-12
+    if probe.outcome == "proven":
+        assert probe.value - probe.bound <= rel_gap * probe.value
 
 @SETTINGS
 @given(GRAPHS, mixed_clusters(), st.booleans(), st.sampled_from([1e-4, 0.05]))
@@ -124,12 +147,29 @@ def test_ctrl_c_as_a_probe_proves_its_rung_is_not_lost(monkeypatch: pytest.Monke
     calls: list[Status] = []
     monkeypatch.setattr(gap_probe, "solve_model", ctrl_c_as_each_solve_ends(gap_probe.solve_model, calls))
     w = read_workload(workload_path("op_bert3_inference"))
-    p = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=30, rel_gap=1e-4)
+    # (One thread: the probes after the polish, on the main thread; beside it, see the next test.)
+    p = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=30, rel_gap=1e-4, threads=1)
     assert calls == [Status.INFEASIBLE]  # the 1% rung refuted, then nothing more
     assert p.info["gap_probe"]["outcome"] == "interrupted" and p.limit is Limit.INTERRUPT
     assert p.status is Status.FEASIBLE and "solve" not in p.timings and "packing_bound" not in p.timings
     assert p.bound == p.info["gap_probe"]["bound"] >= 0.99 * p.objective - 1e-9
 
+
+def test_ctrl_c_while_the_probe_runs_beside_the_polish_stops_both(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads, a start the packing bound cannot certify: the probes run in a thread beside the polish. A
+    terminal's Ctrl-C as the first probe ends (it reaches the main thread, in the polish or waiting for the probes)
+    stops both: the better split so far comes back interrupted, no solver run."""
+    from exactplace import Limit, read_workload, workload_path
+    from exactplace.backends import gap_probe
+
+    calls: list[Status] = []
+    monkeypatch.setattr(gap_probe, "solve_model", ctrl_c_as_each_solve_ends(gap_probe.solve_model, calls))
+    w = read_workload(workload_path("op_bert3_inference"))
+    p = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=30, rel_gap=1e-4, threads=2)
+    assert len(calls) == 1 and p.limit is Limit.INTERRUPT and p.status is Status.FEASIBLE
+    assert p.info["gap_probe"]["outcome"] == "interrupted" and "solve" not in p.timings
+    assert p.objective == pytest.approx(min(p.info["polish"]["value"], p.info["gap_probe"]["value"]), rel=1e-12)
+    assert p.objective <= p.info["polish"]["start"] and not check_feasibility(w.graph, w.cluster, p.device)
 
 def test_ctrl_c_in_the_packing_phase_after_the_solver_keeps_the_solvers_result(
         monkeypatch: pytest.MonkeyPatch) -> None:
