@@ -108,7 +108,8 @@ class Polished:
     start's, how many neighbourhoods were solved and improved (:class:`Alongside`: over all its searches, and the
     improvements of the best so far), why the search ended (``"local optimum"``:
     every neighbourhood proven without an improving placement; ``"stalled"``: a sweep found none within
-    :data:`SUB_SECONDS` each; ``"time"``; ``"interrupted"``: Ctrl-C or ``cancel``), and its seconds."""
+    :data:`SUB_SECONDS` each; ``"time"``; ``"interrupted"``: Ctrl-C or ``cancel``; ``"stopped"``: the gap probe
+    beside it proved the gap, :func:`~exactplace.backends.gap_probe.probe_beside_polish`), and its seconds."""
 
     device: np.ndarray
     value: float
