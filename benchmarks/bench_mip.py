@@ -65,7 +65,7 @@ def run(path: Path, ref: dict[str, str] | None, mode: str, solver: str, time_lim
               rel_gap=rel_gap, **options)
     wall = time.perf_counter() - start
     # What the relay's phases gave (CP-SAT's leg, the set bound, the polish beside them), below the row, to stderr.
-    phases = {key: p.info[key] for key in ("relay", "set_bound", "certified_by") if key in p.info}
+    phases = {key: p.info[key] for key in ("relay", "set_bound", "beside_solver", "certified_by") if key in p.info}
     if phases:
         print(f"# {path.stem} {solver}: {phases}", file=sys.stderr, flush=True)
     published = math.nan if ref is None else float(ref["dp"] if contiguous else ref["ip_noncontiguous"])

@@ -90,7 +90,8 @@ def test_info_timings_trace_and_the_option() -> None:
     """layer_bert24_training: the DP's chain optimum 41.75 is polished below 41 (the split optimum is 39.7895).
 
     The trace, timed from solve()'s start, shows the packing bound, then the start and each polish
-    improvement against it, then the solver's progress; incumbents never rise, bounds never fall.
+    improvement against it (then the solver's progress, where the solver runs); incumbents never rise, bounds never
+    fall.
     """
     from exactplace import read_workload, workload_path
 
@@ -105,8 +106,9 @@ def test_info_timings_trace_and_the_option() -> None:
     assert start.incumbent == polished["start"] and start.bound == lower
     ahead = p.trace[1:2 + polished["improved"]]  # the start, then one point per improvement
     assert ahead[-1].incumbent == polished["value"] and all(q.bound == lower for q in ahead)
-    solver_points = p.trace[2 + polished["improved"]:]
-    assert solver_points and solver_points[0].seconds >= p.timings["packing_bound"] + p.timings["polish"]
+    # The polished split is within 5% of the packing bound (41.0 against 39.77): certified there, no solver run.
+    assert len(p.trace) == 2 + polished["improved"] and "solve" not in p.timings
+    assert p.status is Status.OPTIMAL and p.info["certified_by"] == "packing_bound" and p.bound == lower
     seconds = [q.seconds for q in p.trace]
     assert seconds == sorted(seconds) and seconds[-1] <= p.wall_seconds
     assert all(b.incumbent <= a.incumbent for a, b in zip(p.trace[1:], p.trace[2:]))
@@ -226,6 +228,40 @@ def test_alongside_takes_an_offered_start(monkeypatch: pytest.MonkeyPatch) -> No
     values = [value for _, value in found.trace]
     assert values == sorted(values, reverse=True) and values[-1] == found.value
 
+
+def test_a_split_the_polish_finds_beside_the_solver_ends_the_solve_certified(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No relay, a proven lower bound (the packing bound): the polish goes on beside the solver, and once its split
+    is within rel_gap of that bound the solve is stopped and the split comes back certified by it. The solver here
+    is a stand-in that finds nothing and waits for its deadline or its cancel event."""
+    import threading
+
+    from exactplace import read_workload, workload_path
+    from exactplace.backends import mip
+    from exactplace.backends.solvers import Result
+    from exactplace.core.placement import Limit
+
+    stopped: list[bool] = []
+
+    def finds_nothing(problem: object, ip: object, solver: str, *, warm: np.ndarray, cancel: threading.Event,
+                      **kwargs: object) -> tuple[object, object]:
+        stopped.append(cancel.wait(problem.remaining()))  # type: ignore[attr-defined]
+        result = mip.MethodResult(warm.copy(), Status.FEASIBLE, bound=None, limit=Limit.INTERRUPT, solver=solver,
+                                  space=mip.Space.ANY, info=kwargs["info"], timings=kwargs["timings"])
+        return result, Result(Status.NO_SOLUTION, Limit.INTERRUPT, None, None, None, "stand-in", solver, 0.0, [])
+
+    monkeypatch.setattr(mip, "solve_ip", finds_nothing)
+    monkeypatch.setattr(mip, "POLISH_SECONDS", 0.0)  # no polish before the solver: the DP's split, 41.75, goes in
+    w = read_workload(workload_path("layer_bert24_training"))  # packing bound 39.77; 2% needs a split <= 40.58
+    p = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=120, rel_gap=0.02, gap_probe=False,
+              threads=2)
+    assert stopped == [True] and p.status is Status.OPTIMAL and p.limit is None
+    assert p.info["certified_by"] == "packing_bound" and p.bound == p.info["packing_bound"]
+    beside = p.info["beside_solver"]["polish"]
+    assert beside["taken"] and beside["start"] > 41.7 and p.objective == pytest.approx(beside["value"], rel=1e-12)
+    assert p.objective - p.bound <= 0.02 * p.objective and not check_feasibility(w.graph, w.cluster, p.device)
+    seconds = [q.seconds for q in p.trace]
+    assert seconds == sorted(seconds) and p.trace[-1].incumbent == p.objective
 
 def test_gpipe_and_latency() -> None:
     """GPipe's objective does not decompose by device sets: the start is left alone; latency refuses the option."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -51,13 +52,14 @@ def progress_printer(every: float = 1.0, *, start: float | None = None) -> Calla
 
 def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None, threads: int, log: bool,
              progress: bool, space: Space, info: dict, timings: dict,
-             values: np.ndarray | None = None) -> tuple[MethodResult, Any]:
+             values: np.ndarray | None = None, cancel: threading.Event | None = None) -> tuple[MethodResult, Any]:
     """Solve a built IP (``ip.model``, ``ip.decode``, ``ip.encode``, ``ip.bound_slack``) and make the MethodResult.
 
     ``warm``: the start's devices (returned when the solver finds nothing better); its model
     values are ``values`` when the caller encoded it, else ``ip.encode(warm)``. Returns the
     result and the adapter's raw :class:`~exactplace.backends.solvers.Result` (bound corrected). Both traces
     are timed from ``problem.started`` (``solve``'s start), so they include what the method did before.
+    ``cancel``: set it to stop the solve as Ctrl-C does (the result's limit is then ``INTERRUPT``).
     """
     from exactplace.backends.solvers import Request, get_solver, solve_model
 
@@ -80,7 +82,7 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
     request = Request(
         deadline=problem.deadline, rel_gap=problem.rel_gap, threads=threads, warm_start=values,
         log=(lambda line: print(line, file=sys.stderr, flush=True)) if log else None,
-        progress=(lambda point: shown(corrected(point))) if shown else None,
+        progress=(lambda point: shown(corrected(point))) if shown else None, cancel=cancel,
     )
     out = solve_model(ip.model, cls.name, request)
     out = dataclasses.replace(out, bound=None if out.bound is None else out.bound - slack,

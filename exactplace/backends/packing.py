@@ -43,7 +43,7 @@ def packing_bound(data: object, cluster: Cluster, *, gpipe: bool = False, time_l
                   threads: int = 2, solver: str = "cpsat") -> PackingBound | None:
     """The packing relaxation's proven lower bound within ``time_limit`` seconds (None without a bound).
 
-    First the relaxation is optimized for a third of the time (its dual bound, and its best
+    First the relaxation is optimized for a third of the time, at least a second (its dual bound, and its best
     placement ``P``); then a bisection of decision probes "is there a placement with max load
     at most ``T``?" between the bound and ``P`` (each at most a fifth of the time): a proof of
     infeasibility raises the bound to ``T`` (measured: on layer_gnmt_inference the optimizing
@@ -78,11 +78,14 @@ def _bisect(data: object, cluster: Cluster, gpipe: bool, time_limit: float, thre
     # CP-SAT in this process: it looks at its stop flag and clock throughout, and a child's start (1.1-1.5 s) is
     # about the first third of this phase's usual budget (5% of a minute).
     isolate = False if solver == "cpsat" else None
-    out = solve_model(model, solver, Request(deadline=clock + time_limit / 3, rel_gap=0.0, threads=threads,
-                                             cancel=cancel, isolate=isolate))
-    if out.bound is None:
+    # (At least a second, as each probe below gets: on a loaded machine half a second saw no placement, no bound.)
+    out = solve_model(model, solver, Request(deadline=clock + max(time_limit / 3, min(1.0, time_limit)), rel_gap=0.0,
+                                             threads=threads, cancel=cancel, isolate=isolate))
+    # A stopped solve without a placement has no result bound; the dual bounds it streamed hold all the same.
+    bounds = [point.bound for point in out.trace if point.bound is not None]
+    if out.bound is None and not bounds:
         return None
-    bound, best = float(out.bound), out.objective
+    bound, best = float(out.bound if out.bound is not None else max(bounds)), out.objective
     if out.status is Status.OPTIMAL or best is None:
         return PackingBound(bound, out.status is Status.OPTIMAL, len(y), time.monotonic() - clock)
     ceiling = best  # the lowest threshold a probe failed to decide, or the best placement

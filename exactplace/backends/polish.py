@@ -248,7 +248,9 @@ class Alongside:
     """
 
     def __init__(self, graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool = False,
-                 time_limit: float) -> None:
+                 time_limit: float, reached: tuple[float, threading.Event] | None = None) -> None:
+        """``reached``: (a max load, an event): the event is set once the best placement's max load is at most
+        that (a solve beside it may stop then)."""
         self._cancel = threading.Event()  # stop(): the end of every search
         self._box: dict[str, object] = {}
         self._started = time.monotonic()
@@ -265,6 +267,8 @@ class Alongside:
                 if value < self._best:
                     self._best = value  # one float, replaced whole: readable from another thread at any time
                     self._trace.append((self._idle_since - self._started, value))
+            if reached is not None and value <= reached[0]:
+                reached[1].set()
 
         def search() -> None:
             try:
