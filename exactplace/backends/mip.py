@@ -43,7 +43,8 @@ beside the solver (:class:`~exactplace.backends.polish.Alongside`, the solver on
 within ``rel_gap`` of that bound stops the solve: the split comes back certified by the bound
 (``info["beside_solver"]["polish"]``). The polish before the solver ends by its slice anywhere in 76.47-76.98 on
 layer_resnet50_training (sub-IPs of 0.15 s decide more or less on a loaded machine), where 1% of the packing bound
-needs 76.5657: three of six 60-s runs missed 1% altogether before, none after.
+needs 76.5657: two of seven 60-s runs today missed 1% before, none of eleven since (2.3-31.8 s; 4.2-10.6 s with
+the solver on one thread fewer).
 
 Gap probe (issue 21): then, when the IP's solver is CP-SAT (``"auto"`` on more than
 :data:`HIGHS_MAX_ACCELERATORS` accelerators) and the packing bound does not already close ``rel_gap``,
