@@ -239,5 +239,6 @@ def probe_beside_polish(graph: Graph, cluster: Cluster, device: np.ndarray, rel_
     outcome = "interrupted" if interrupted else "proven" if closed else "undecided"
     return polished, dataclasses.replace(found, outcome=outcome, device=device, value=value)
 
+
 def _value(graph: Graph, cluster: Cluster, device: np.ndarray, overlap: bool, gpipe: bool) -> float:
     return float(max_load(graph, cluster, device, overlap=overlap, gpipe=gpipe))

@@ -248,6 +248,17 @@ def _phase_budget(problem: Problem, seconds: float, fraction: float) -> float | 
     return budget if budget > 0.05 else None
 
 
+def _lower_certifies(problem: Problem, value: float, lower: float | None) -> bool:
+    """Whether ``L``'s lower bound ``lower`` certifies a split of max load ``value`` within ``rel_gap``."""
+    return lower is not None and value - lower <= problem.rel_gap * value
+
+
+def _probe_budget(problem: Problem, start: float, lower: float | None) -> float | None:
+    """Seconds for the gap probe from a start of max load ``start``: 10% of the time left, at most
+    :data:`PROBE_SECONDS`; None when it does not apply (``lower`` already certifies the start, no time)."""
+    return None if _lower_certifies(problem, start, lower) else _phase_budget(problem, PROBE_SECONDS, PROBE_FRACTION)
+
+
 def best_known(points: list[TracePoint]) -> list[TracePoint]:
     """The trace as the method knows it at each point: the lowest incumbent and the highest bound so far.
 
@@ -479,12 +490,12 @@ class MIP(Method):
                     shown = progress_printer()
                     for point in before:
                         shown(point)
-                if warm is not None and lower is not None:
-                    value = max_load(problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe)
-                    if value - lower <= problem.rel_gap * value:  # (the solver would only say so, 1.5-3 s later)
-                        return MethodResult(warm, Status.OPTIMAL, bound=lower, solver=get_solver(solver).name,
-                                            space=Space.ANY, trace=best_known(before), timings=timings,
-                                            info={**info, "certified_by": lower_by})
+                if warm is not None and _lower_certifies(
+                        problem, max_load(problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe), lower):
+                    # Certified already: the solver would only say so, 1.5-3 s later.
+                    return MethodResult(warm, Status.OPTIMAL, bound=lower, solver=get_solver(solver).name,
+                                        space=Space.ANY, trace=best_known(before), timings=timings,
+                                        info={**info, "certified_by": lower_by})
 
             def run(ip: Any, on: Problem, solver: str, warm: np.ndarray | None,
                     cancel: threading.Event | None = None, workers: int | None = None) -> tuple[MethodResult, Any]:
@@ -738,13 +749,16 @@ class MIP(Method):
 
         began = time.monotonic() - problem.started
         polish_budget = self._polish_budget(problem, warm, gpipe, info) if polishing else None
-        probe_budget = self._probe_budget(problem, warm, lower, overlap, gpipe) if probing and together else None
-        if polish_budget is not None and probe_budget is not None:
+        probe_budget = start = None
+        if probing and together:
+            start = max_load(problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe)
+            probe_budget = _probe_budget(problem, start, lower)
+        if polish_budget is not None and probe_budget is not None and start is not None:
             polished, probe = probe_beside_polish(problem.graph, problem.cluster, warm, problem.rel_gap,
                                                   overlap=overlap, lower_bound=lower, polish_seconds=polish_budget,
                                                   probe_seconds=probe_budget)
             self._polished(polished, info, timings)
-            self._probed(problem, probe, warm, overlap, gpipe, info, timings)
+            self._probed(probe, start, info, timings)
             points = _polish_points(began, polished) + _probe_points(began, probe)
             return polished, probe, sorted(points, key=lambda point: point.seconds)
         polished = None
@@ -783,37 +797,27 @@ class MIP(Method):
                           "improved": found.improved, "ended": found.ended}
         return found
 
-    @staticmethod
-    def _probe_budget(problem: Problem, warm: np.ndarray, lower: float | None, overlap: bool,
-                      gpipe: bool) -> float | None:
-        """Seconds for the gap probe: 10% of the time left, at most :data:`PROBE_SECONDS`; None when it does not
-        apply (the packing bound already closes the gap, no time)."""
-        value = max_load(problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe)
-        if lower is not None and value - lower <= problem.rel_gap * value:
-            return None
-        return _phase_budget(problem, PROBE_SECONDS, PROBE_FRACTION)
-
     def _gap_probe(self, problem: Problem, warm: np.ndarray, lower: float | None, overlap: bool, gpipe: bool,
                    info: dict, timings: dict) -> Probe | None:
         """Decision probes "is any split 1%, then ``rel_gap``, better than the start?"
-        (:mod:`exactplace.backends.gap_probe`) on CP-SAT with one worker, within :meth:`_probe_budget`; None when
+        (:mod:`exactplace.backends.gap_probe`) on CP-SAT with one worker, within :func:`_probe_budget`; None when
         they do not apply."""
         from exactplace.backends.gap_probe import probe_gap
 
-        budget = self._probe_budget(problem, warm, lower, overlap, gpipe)
+        start = max_load(problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe)
+        budget = _probe_budget(problem, start, lower)
         if budget is None:
             return None
         found = probe_gap(problem.graph, problem.cluster, warm, problem.rel_gap, overlap=overlap, gpipe=gpipe,
                           lower_bound=lower, time_limit=budget)
-        return self._probed(problem, found, warm, overlap, gpipe, info, timings)
+        return self._probed(found, start, info, timings)
 
     @staticmethod
-    def _probed(problem: Problem, found: Probe, start: np.ndarray, overlap: bool, gpipe: bool, info: dict,
-                timings: dict) -> Probe:
-        """Record what the probes gave and took (``info["gap_probe"]``, ``timings["gap_probe"]``)."""
+    def _probed(found: Probe, start: float, info: dict, timings: dict) -> Probe:
+        """Record what the probes gave and took (``info["gap_probe"]``, ``timings["gap_probe"]``; ``start``: the
+        start's max load)."""
         timings["gap_probe"] = found.seconds
-        value = max_load(problem.graph, problem.cluster, start, overlap=overlap, gpipe=gpipe)
-        info["gap_probe"] = {"outcome": found.outcome, "start": value, "value": found.value, "bound": found.bound,
+        info["gap_probe"] = {"outcome": found.outcome, "start": start, "value": found.value, "bound": found.bound,
                              "found": found.found}
         return found
 
