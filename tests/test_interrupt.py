@@ -29,7 +29,7 @@ TIME_LIMIT = "300"  # far beyond any wait below: a command that ends did so beca
 STOPPED_WITHIN = 30.0  # seconds after the signal; generous for a loaded CI machine (the bar is measured elsewhere)
 
 
-def random_workload(path: Path, n: int, kind: str, seed: int = 0) -> Path:
+def random_workload(path: Path, n: int, kind: str, seed: int = 0, accelerators: int = 4) -> Path:
     """A workload file of ``n`` nodes, a chain or a random DAG (each node with two edges within 30 positions)."""
     rng = np.random.default_rng(seed)
     size = rng.uniform(0.5, 1.5, n)
@@ -42,7 +42,8 @@ def random_workload(path: Path, n: int, kind: str, seed: int = 0) -> Path:
         jumps = rng.integers(1, 30, (n, 2))
         pairs = sorted({(u, u + int(d)) for u in range(n) for d in jumps[u] if u + d < n})
     edges = [{"sourceId": u, "destId": v, "cost": c} for (u, v), c in zip(pairs, rng.uniform(0, 0.3, len(pairs)))]
-    path.write_text(json.dumps({"maxSizePerFPGA": 1.1 * float(size.sum()) / 4, "maxFPGAs": 4, "maxCPUs": 1,
+    path.write_text(json.dumps({"maxSizePerFPGA": 1.1 * float(size.sum()) / accelerators,
+                                "maxFPGAs": accelerators, "maxCPUs": 1,
                                 "nodes": nodes, "edges": edges}))
     return path
 
@@ -55,6 +56,7 @@ def interrupt_workloads(folder: Path) -> dict[str, Path]:
         "nodes": [{"id": i, "supportedOnFpga": 1, "cpuLatency": 1.0, "fpgaLatency": 1.0, "isBackwardNode": 0}
                   for i in range(4000)]}))
     return {"small": random_workload(folder / "dag300.json", 300, "dag"),
+            "small3": random_workload(folder / "dag300_3.json", 300, "dag", accelerators=3),
             "dag": random_workload(folder / "dag30000.json", 30_000, "dag"),
             "chain": random_workload(folder / "chain30000.json", 30_000, "chain"),
             "antichain": antichain}
@@ -117,6 +119,9 @@ LONG_SOLVES = [
     pytest.param("mip", "throughput", [], "small", HAS_INCUMBENT, True, id="mip-contiguous"),
     pytest.param("mip", "throughput", ["--option", "contiguous=false"], "small", HAS_INCUMBENT, True,
                  id="mip-any-split"),
+    # Three accelerators: HiGHS with a second seed racing it (exactplace.backends.race), two child processes.
+    pytest.param("mip", "throughput", ["--option", "contiguous=false"], "small3", HAS_INCUMBENT, True,
+                 id="mip-any-split-raced"),
     pytest.param("mip", "latency", [], "small", HAS_INCUMBENT, True, id="mip-latency"),
     pytest.param("mip", "latency", ["--option", "q=2"], "small", HAS_INCUMBENT, True, id="mip-latency-q2"),
     pytest.param("mip", "throughput", ["--option", "solver=cpsat"], "small", HAS_INCUMBENT, True, id="mip-cpsat"),

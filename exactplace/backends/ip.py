@@ -29,37 +29,47 @@ __all__ = ["progress_printer", "solve_ip"]
 
 
 def progress_printer(every: float = 1.0, *, start: float | None = None) -> Callable[[TracePoint], None]:
-    """A progress line on stderr: incumbent, bound and gap, when the incumbent improves or ``every`` seconds.
+    """A progress line on stderr: the best incumbent and bound so far and their gap, when the incumbent improves or
+    ``every`` seconds (thread-safe: solves racing side by side may share one).
 
     A point without an incumbent (a bound proven before the solver, the solver's first report) shows the last one
     known, at first ``start``: the objective of the warm start the solver was given (what the method returns when
     the solver finds nothing better).
     """
-    last = {"seconds": -math.inf, "incumbent": start}
+    shown_at, best, bound = -math.inf, start, None  # the last line's time; the best incumbent and bound so far
+    lock = threading.Lock()
 
     def show(point: TracePoint) -> None:
-        incumbent = last["incumbent"] if point.incumbent is None else point.incumbent
-        if incumbent == last["incumbent"] and point.seconds - last["seconds"] < every:
-            return
-        last.update(seconds=point.seconds, incumbent=incumbent)
-        inc = "-" if incumbent is None else f"{incumbent:.6g}"
-        bnd = "-" if point.bound is None else f"{point.bound:.6g}"
-        gap = ("-" if incumbent is None or point.bound is None or incumbent == 0
-               else f"{100 * max(0.0, incumbent - point.bound) / incumbent:.2f}%")
-        print(f"  {point.seconds:8.2f} s  incumbent {inc}  bound {bnd}  gap {gap}", file=sys.stderr, flush=True)
+        nonlocal shown_at, best, bound
+        with lock:
+            if point.bound is not None and (bound is None or point.bound > bound):
+                bound = point.bound
+            improved = point.incumbent is not None and (best is None or point.incumbent < best)
+            if not improved and point.seconds - shown_at < every:
+                return
+            if improved:
+                best = point.incumbent
+            shown_at = point.seconds
+            inc = "-" if best is None else f"{best:.6g}"
+            bnd = "-" if bound is None else f"{bound:.6g}"
+            gap = "-" if best is None or bound is None or best == 0 else f"{100 * max(0.0, best - bound) / best:.2f}%"
+            print(f"  {point.seconds:8.2f} s  incumbent {inc}  bound {bnd}  gap {gap}", file=sys.stderr, flush=True)
     return show
 
 
 def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None, threads: int, log: bool,
-             progress: bool, space: Space, info: dict, timings: dict,
-             values: np.ndarray | None = None, cancel: threading.Event | None = None) -> tuple[MethodResult, Any]:
+             progress: bool | Callable[[TracePoint], None], space: Space, info: dict, timings: dict,
+             values: np.ndarray | None = None, cancel: threading.Event | None = None,
+             seed: int = 0) -> tuple[MethodResult, Any]:
     """Solve a built IP (``ip.model``, ``ip.decode``, ``ip.encode``, ``ip.bound_slack``) and make the MethodResult.
 
     ``warm``: the start's devices (returned when the solver finds nothing better); its model
     values are ``values`` when the caller encoded it, else ``ip.encode(warm)``. Returns the
     result and the adapter's raw :class:`~exactplace.backends.solvers.Result` (bound corrected). Both traces
     are timed from ``problem.started`` (``solve``'s start), so they include what the method did before.
-    ``cancel``: set it to stop the solve as Ctrl-C does (the result's limit is then ``INTERRUPT``).
+    ``cancel``: set it to stop the solve as Ctrl-C does (the result's limit is then ``INTERRUPT``); ``seed``: the
+    solver's random seed (0: its default). ``progress``: print progress lines (:func:`progress_printer`), or the
+    printer to give them to (one shared by solves racing side by side).
     """
     from exactplace.backends.solvers import Request, get_solver, solve_model
 
@@ -70,8 +80,8 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
         if values is None:
             info["warm_start"] = f"{info.get('warm_start', 'given')} (outside the IP's space, not used)"
     slack = float(ip.bound_slack)
-    shown = (progress_printer(start=None if values is None else ip.model.objective_value(values)) if progress
-             else None)
+    shown = progress if callable(progress) else (
+        progress_printer(start=None if values is None else ip.model.objective_value(values)) if progress else None)
     # The adapter times its trace from its own start; the method's trace is timed from solve()'s start.
     offset = time.monotonic() - problem.started
 
@@ -82,7 +92,7 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
     request = Request(
         deadline=problem.deadline, rel_gap=problem.rel_gap, threads=threads, warm_start=values,
         log=(lambda line: print(line, file=sys.stderr, flush=True)) if log else None,
-        progress=(lambda point: shown(corrected(point))) if shown else None, cancel=cancel,
+        progress=(lambda point: shown(corrected(point))) if shown else None, cancel=cancel, seed=seed,
     )
     out = solve_model(ip.model, cls.name, request)
     out = dataclasses.replace(out, bound=None if out.bound is None else out.bound - slack,

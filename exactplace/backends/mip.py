@@ -46,6 +46,14 @@ layer_resnet50_training (sub-IPs of 0.15 s decide more or less on a loaded machi
 needs 76.5657: two of seven 60-s runs today missed 1% before, none of eleven since (2.3-31.8 s; 4.2-10.6 s with
 the solver on one thread fewer).
 
+Race (issue 21, option ``race``): where HiGHS solves the IP with nothing beside it (no relay; no lower bound of ``L``
+for the polish to aim at) and two threads or more are given, a second HiGHS with another seed solves it on the core
+HiGHS's branch-and-bound leaves idle (:mod:`exactplace.backends.race`): the first to certify stops the other, the
+result keeps the better split and the higher bound, ``info["race"]`` says what the second did. HiGHS's time to a gap
+swings with its seed (op_bert6_inference to 1% from its optimum, one core each: 43-100 s over six seeds); with the
+race op_bert6_inference reached 1% within Gurobi's 54 s in 7 of 12 runs today (42.4-53.7 s), without it in none of 5
+side by side, nor in any run since stop 44 (``benchmarks/RESULTS.md``).
+
 Gap probe (issue 21): then, when the IP's solver is CP-SAT (``"auto"`` on more than
 :data:`HIGHS_MAX_ACCELERATORS` accelerators) and the packing bound does not already close ``rel_gap``,
 up to 10% of the time left (at most 30 s) goes to decision probes on CP-SAT with one worker, "is any
@@ -122,6 +130,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from exactplace.backends.ip import progress_printer, solve_ip
+from exactplace.backends.race import Racer, race
 from exactplace.backends.solvers import get_solver
 from exactplace.core.errors import ExactplaceError, TooLargeError, check_param
 from exactplace.core.params import Boolean, Choice, Integer, Option
@@ -332,6 +341,9 @@ class MIP(Method):
                             "contiguous=False, in the relay (solver='auto', more than 3 accelerators, over 60 s): "
                             "after CP-SAT's leg, bound by column generation over device sets "
                             "(exactplace.backends.set_bound) for 85% of the time left; a refuted target certifies"),
+        "race": Option("race", Boolean(), True,
+                       "contiguous=False on HiGHS with nothing beside it (two threads or more): a second solve with "
+                       "another seed on the core HiGHS's search leaves idle; the first to certify stops the other"),
         "threads": THREADS,
         "log": Option("log", Boolean(), False, "stream the solver's log to stderr"),
         "progress": Option("progress", Boolean(), False, "print incumbent, bound and gap on stderr as they move"),
@@ -498,38 +510,43 @@ class MIP(Method):
                                         info={**info, "certified_by": lower_by})
 
             def run(ip: Any, on: Problem, solver: str, warm: np.ndarray | None,
-                    cancel: threading.Event | None = None, workers: int | None = None) -> tuple[MethodResult, Any]:
-                """Solve a built IP by ``on``'s deadline (on ``workers`` threads, default all); the result carries
-                the replicas of its solution."""
-                info.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
+                    cancel: threading.Event | None = None, workers: int | None = None,
+                    racer: Racer | None = None) -> tuple[MethodResult, Any]:
+                """Solve a built IP by ``on``'s deadline (on ``workers`` threads, default all; as ``racer`` says, in a
+                race); the result carries the replicas of its solution."""
+                said, clocks = (info, timings) if racer is None else (racer.info, racer.timings)
+                said.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
                 result, out = solve_ip(
                     on, ip, solver, warm=warm, threads=workers or threads,
-                    log=bool(self.setting(problem, "log")), progress=bool(self.setting(problem, "progress")),
-                    space=Space.CHAIN if contiguous else Space.ANY, info=info, timings=timings, cancel=cancel,
+                    log=bool(self.setting(problem, "log")) and (racer is None or not racer.quiet),
+                    progress=racer.shown if racer is not None and racer.shown is not None else bool(
+                        self.setting(problem, "progress")),
+                    space=Space.CHAIN if contiguous else Space.ANY, info=said, timings=clocks, cancel=cancel,
+                    seed=0 if racer is None else racer.seed,
                 )
                 if result.device is not None and out.values is not None:
                     result.replicas = ip.decode_replicas(out.values)
                 return result, out
 
             def solve_any_split(on: Problem, solver: str, warm: np.ndarray | None, lower: float | None,
-                                cancel: threading.Event | None = None,
-                                workers: int | None = None) -> tuple[MethodResult, Any]:
+                                cancel: threading.Event | None = None, workers: int | None = None,
+                                racer: Racer | None = None) -> tuple[MethodResult, Any]:
                 """Build the non-contiguous IP with ``L >= lower`` and solve it on ``solver`` by ``on``'s deadline
-                (or until ``cancel`` is set)."""
+                (or until ``cancel`` is set); ``workers``, ``racer``: :func:`run`'s."""
                 clock = time.perf_counter()
                 ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe, lower_bound=lower)
-                timings["build"] = time.perf_counter() - clock
+                (timings if racer is None else racer.timings)["build"] = time.perf_counter() - clock
                 try:
-                    return run(ip, on, solver, warm, cancel, workers)
+                    return run(ip, on, solver, warm, cancel, workers, racer)
                 except ExactplaceError as error:
                     # HiGHS 1.x can end in kSolveError (postsolve) when L's lower bound sits a hair below the
                     # optimum (4 of 500 brute-force cases; the same model with the bound 1e-16 lower solves):
                     # solve again without the lower bound rather than fail.
                     if lower is None or "error status" not in str(error):
                         raise
-                    info["lower_bound"] = f"{lower!r} (dropped: {error})"
+                    (info if racer is None else racer.info)["lower_bound"] = f"{lower!r} (dropped: {error})"
                     return run(noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe),
-                               on, solver, warm, cancel, workers)
+                               on, solver, warm, cancel, workers, racer)
 
             if contiguous:
                 timings["build"] = time.perf_counter() - clock
@@ -543,8 +560,21 @@ class MIP(Method):
                 companion = None if lower is None else self._alongside(
                     problem, warm, overlap, gpipe, threads, reached=(lower / (1.0 - problem.rel_gap), closed))
                 try:
-                    result, out = solve_any_split(on, solver, warm, lower, closed,
-                                                  None if companion is None else threads - 1)
+                    if companion is None and self._races(problem, solver, threads):
+                        # Nothing beside a one-core search: a second seed on the idle core (module docstring).
+                        shown = progress_printer(start=None if warm is None else max_load(
+                            problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe)) if self.setting(
+                            problem, "progress") else None
+                        # (The first side writes the method's info and timings, the second its own, with no log.)
+                        result, out, info["race"] = race(
+                            lambda seed, stop: solve_any_split(
+                                on, solver, warm, lower, stop, threads - 1 if seed == 0 else 1,
+                                Racer(seed, shown, info, timings) if seed == 0 else Racer(seed, shown, quiet=True)),
+                            lambda device: max_load(problem.graph, problem.cluster, device, overlap=overlap,
+                                                    gpipe=gpipe))
+                    else:
+                        result, out = solve_any_split(on, solver, warm, lower, closed,
+                                                      None if companion is None else threads - 1)
                 finally:
                     found = companion.stop() if companion is not None else None
                 if companion is not None and found is not None:
@@ -651,6 +681,13 @@ class MIP(Method):
         info["solver"] = (f"cpsat for {CPSAT_LEG_SECONDS:g} s, then highs (solver='auto', non-contiguous, more than "
                           f"{HIGHS_MAX_ACCELERATORS} accelerators)")
         return True
+
+    def _races(self, problem: Problem, solver: str, threads: int) -> bool:
+        """Whether a second seed races the solve (:mod:`exactplace.backends.race`): option ``race``, two threads or
+        more, and a solver whose search runs on one core and takes a seed (HiGHS)."""
+        capabilities = get_solver(solver).capabilities
+        return (bool(self.setting(problem, "race")) and threads >= 2 and capabilities.seed
+                and capabilities.serial_search)
 
     def _alongside(self, problem: Problem, warm: np.ndarray | None, overlap: bool, gpipe: bool, threads: int,
                    reached: tuple[float, threading.Event] | None = None) -> Alongside | None:

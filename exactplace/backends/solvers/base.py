@@ -42,6 +42,8 @@ class Capabilities:
     callbacks: bool = False       # incumbent / bound progress while solving
     log: bool = True
     interrupt: bool = False       # Ctrl-C stops the solve and keeps the incumbent
+    seed: bool = False            # ``Request.seed`` changes the search (otherwise ignored)
+    serial_search: bool = False   # the branch-and-bound runs on one core, whatever the threads given
 
 
 @dataclass
@@ -50,7 +52,8 @@ class Request:
 
     ``cancel``: set it to ask the solve to stop and return what it has (as Ctrl-C does);
     ``incumbent``: called with each improving solution's values (adapters with callbacks);
-    ``isolate``: run in a child process (None: by size, see ``isolated.isolate``).
+    ``isolate``: run in a child process (None: by size, see ``isolated.isolate``);
+    ``seed``: the solver's random seed (0: its default), where it has one (``Capabilities.seed``).
     """
 
     deadline: float | None = None          # time.monotonic() instant
@@ -62,6 +65,7 @@ class Request:
     incumbent: Callable[[np.ndarray], None] | None = None
     cancel: threading.Event | None = None
     isolate: bool | None = None
+    seed: int = 0
 
     def remaining(self) -> float:
         """Seconds left before the deadline (inf without one)."""

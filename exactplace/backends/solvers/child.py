@@ -52,7 +52,7 @@ def main() -> None:
         rel_gap=job["rel_gap"], threads=job["threads"], warm_start=job["warm_start"],
         log=(lambda line: send(("log", line))) if job["log"] else None,
         progress=lambda point: send(("point", point)), incumbent=lambda values: send(("solution", values)),
-        cancel=cancel, isolate=False,
+        cancel=cancel, isolate=False, seed=job["seed"],
     )
     try:
         module, _, name = job["adapter"].partition(":")

@@ -135,7 +135,7 @@ class CpSatSolver(Solver):
     name = "cpsat"
     module = "ortools.sat.python.cp_model"
     install = "ortools"
-    capabilities = Capabilities(indicators=True, warm_start=True, callbacks=True, interrupt=True)
+    capabilities = Capabilities(indicators=True, warm_start=True, callbacks=True, interrupt=True, seed=True)
 
     def run(self, model: Model, request: Request) -> Result:
         self.require()
@@ -182,6 +182,8 @@ class CpSatSolver(Solver):
             params.max_time_in_seconds = max(remaining, 1e-3)
         params.relative_gap_limit = float(request.rel_gap)
         params.num_workers = max(1, int(request.threads))
+        if request.seed:
+            params.random_seed = int(request.seed)
         if form["wraps_int32"]:  # google/or-tools#5293 (module docstring)
             params.presolve_inclusion_work_limit = 0
         params.catch_sigint_signal = False  # Ctrl-C reaches Python, which stops the search (run_interruptibly)

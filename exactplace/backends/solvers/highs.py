@@ -33,7 +33,7 @@ class HighsSolver(Solver):
     name = "highs"
     module = "highspy"
     install = "highspy"
-    capabilities = Capabilities(warm_start=True, callbacks=True, interrupt=True)
+    capabilities = Capabilities(warm_start=True, callbacks=True, interrupt=True, seed=True, serial_search=True)
 
     def run(self, model: Model, request: Request) -> Result:
         self.require()
@@ -47,6 +47,8 @@ class HighsSolver(Solver):
         h.setOptionValue("mip_rel_gap", float(request.rel_gap))
         h.setOptionValue("mip_abs_gap", 1e-9)
         h.setOptionValue("threads", int(request.threads))
+        if request.seed:
+            h.setOptionValue("random_seed", int(request.seed))
         remaining = request.remaining()
         if math.isfinite(remaining):
             h.setOptionValue("time_limit", max(remaining, 1e-3))

@@ -82,7 +82,7 @@ def solve_isolated(adapter: type[Solver], model: Model, request: Request) -> Res
     try:
         _send(child, {"adapter": f"{adapter.__module__}:{adapter.__qualname__}", "model": model,
                       "remaining": request.remaining(), "rel_gap": request.rel_gap, "threads": request.threads,
-                      "warm_start": request.warm_start, "log": request.log is not None})
+                      "seed": request.seed, "warm_start": request.warm_start, "log": request.log is not None})
         while result is None:
             try:
                 try:

@@ -1,0 +1,111 @@
+"""Two solves of one IP that differ only by the solver's seed, one per core; the first to decide stops the other.
+
+Why (issue 21): HiGHS's branch-and-bound runs on one core whatever threads it is given, and its time to close a gap
+swings with its seed. op_bert6_inference to 1% from its optimum, HiGHS on one core, two seeds at a time: 64 and 70 s,
+43 and 44 s, 100 and 60 s (``benchmarks/RESULTS.md``). Where nothing else runs beside the solver (no lower bound of
+``L`` for the polish to aim at: :class:`~exactplace.backends.polish.Alongside`), a second seed on the idle core gets
+the sooner of two draws. Both solves are of the same IP: the result takes the better split (by the evaluator) and the
+higher bound; one certifying (or proving the IP infeasible) decides it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from exactplace.core.placement import Status, TracePoint
+from exactplace.methods.base import MethodResult
+
+__all__ = ["RACE_SEED", "Racer", "race"]
+
+#: The second solve's seed (the first keeps the solver's default, 0).
+RACE_SEED = 1
+
+#: Statuses that end the race: the solve that reaches one first stops the other.
+DECIDED = (Status.OPTIMAL, Status.INFEASIBLE)
+
+Solve = Callable[[int, threading.Event], tuple[MethodResult, Any]]
+
+
+@dataclass(frozen=True)
+class Racer:
+    """One side of a race, as the solve it runs needs to know it: the solver's seed, the progress printer both sides
+    share (None: no progress shown), the info and timings it says what it did in, and whether its solver's log is
+    off (two logs interleaved would read as one)."""
+
+    seed: int
+    shown: Callable[[TracePoint], None] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    quiet: bool = False
+
+
+def race(solve: Solve, value: Callable[[np.ndarray], float]) -> tuple[MethodResult, Any, dict]:
+    """Run ``solve(seed, stop)`` with seed 0 in this thread and :data:`RACE_SEED` in another; each is stopped (as by
+    Ctrl-C) when the other decides, and the second when the first ends for any reason (Ctrl-C included).
+
+    ``solve`` returns a result and the adapter's raw output (whose ``values`` are the result's split); ``value`` is
+    the evaluator's max load of a split. Returns the first solve's result, with the second's split when better, the
+    higher of their bounds and, when either decided, its status; the raw output of the split kept; and a record for
+    ``info`` (what the second solve did, which ones decided). The second solve failing costs nothing but its
+    draw (the record says why).
+    """
+    stop_first, stop_second = threading.Event(), threading.Event()
+    box: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def second() -> None:
+        try:
+            box["result"] = solve(RACE_SEED, stop_second)
+            if box["result"][0].status in DECIDED:
+                stop_first.set()
+        except Exception as error:  # its draw is lost, not the solve (the record says why)
+            box["error"] = error
+        finally:
+            finished.set()
+
+    thread = threading.Thread(target=second, name="exactplace-race", daemon=True)
+    thread.start()
+    try:
+        result, out = solve(0, stop_first)
+    finally:
+        stop_second.set()
+        _wait(finished)
+    record: dict[str, Any] = {"seeds": [0, RACE_SEED]}
+    if "error" in box:
+        record["second"] = f"failed ({box['error']})"
+        return result, out, record
+    other, other_out = box["result"]
+    record["second"] = {"status": other.status.value, "bound": other.bound, "seconds": other.timings.get("solve"),
+                        "value": None if other.device is None else value(other.device)}
+    record["decided"] = [seed for seed, each in ((0, result), (RACE_SEED, other)) if each.status in DECIDED]
+    if other.status is Status.INFEASIBLE and result.status not in DECIDED:  # (no start was given, none found)
+        result.status, result.limit, result.device, result.bound = Status.INFEASIBLE, None, None, None
+        result.info["reason"] = other.info.get("reason")
+        return result, other_out, record
+    if result.status is Status.INFEASIBLE:
+        return result, out, record
+    if other.device is not None and (result.device is None or value(other.device) < value(result.device)):
+        result.device, result.replicas, out = other.device, other.replicas, other_out
+        record["split_from"] = RACE_SEED
+    bounds = [bound for bound in (result.bound, other.bound) if bound is not None]
+    result.bound = max(bounds) if bounds else None
+    if record["decided"]:
+        result.status, result.limit = Status.OPTIMAL, None
+    elif result.device is not None and result.status is Status.NO_SOLUTION:
+        result.status = Status.FEASIBLE
+    result.trace = sorted([*result.trace, *other.trace], key=lambda point: point.seconds)
+    return result, out, record
+
+
+def _wait(finished: threading.Event) -> None:
+    """Wait for the second solve, which was asked to stop (a Ctrl-C meanwhile changes nothing: it is stopping)."""
+    while not finished.is_set():
+        try:
+            finished.wait(0.1)
+        except KeyboardInterrupt:
+            continue
