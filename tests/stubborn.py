@@ -3,8 +3,10 @@
 It reports one incumbent (the model's all-lower-bounds point) and one progress point, writes
 its process id to ``$STUBBORN_PID`` when set, then sleeps ``$STUBBORN_SECONDS`` (default 60)
 without looking at the clock or at ``cancel``, as HiGHS does in root cut separation. With
-``$STUBBORN_FAIL`` set it raises instead; with ``$STUBBORN_CHATTER`` set it first writes that text to
-file descriptor 1, as HiGHS 1.12 writes debug lines with its log off.
+``$STUBBORN_FAIL`` set it raises instead; with ``$STUBBORN_ABORT`` set it aborts its process after the incumbent
+(SIGABRT, as a solver's failed internal check does: CP-SAT's child ended so on layer_resnet50_training once);
+with ``$STUBBORN_CHATTER`` set it first writes that text to file descriptor 1, as HiGHS 1.12 writes debug lines
+with its log off.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class StubbornSolver(Solver):
         trace.record(model.objective_value(values), model.objective_value(values) - 1.0)
         if request.incumbent is not None:
             request.incumbent(values)
+        if os.environ.get("STUBBORN_ABORT"):
+            time.sleep(0.5)  # (the incumbent's message reaches the parent first)
+            os.abort()
         time.sleep(float(os.environ.get("STUBBORN_SECONDS", "60")))
         return Result(Status.FEASIBLE, None, values, model.objective_value(values), None, "slept", self.name, 0.0,
                       trace.points)

@@ -74,6 +74,17 @@ def test_a_failing_solver_is_an_error_naming_it(monkeypatch: pytest.MonkeyPatch)
         solve_isolated(StubbornSolver, knapsack(), Request())
 
 
+def test_a_solver_process_that_crashes_returns_its_last_solution_without_a_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child killed by its solver (SIGABRT) is no error of the solve: the last solution it streamed comes back,
+    feasible, with no bound (what it proved before the crash is not trusted) and the crash in the raw status."""
+    monkeypatch.setenv("STUBBORN_ABORT", "1")
+    out = solve_isolated(StubbornSolver, knapsack(), Request())
+    assert out.status is Status.FEASIBLE and out.limit is None and out.bound is None
+    assert out.values is not None and out.objective == pytest.approx(knapsack().objective_value(out.values))
+    assert "crashed" in out.raw_status and f"exit status {-signal.SIGABRT}" in out.raw_status
+
+
 def test_a_solvers_own_output_reaches_stderr_only_with_the_log(monkeypatch: pytest.MonkeyPatch,
                                                               capfd: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("STUBBORN_CHATTER", "solver chatter on stdout")

@@ -16,7 +16,8 @@ go), else to the null device. Messages are
 pickled, one after another: the parent writes the job, then ``"stop"`` when it wants the
 solve to end; the child writes ``("point", TracePoint)``, ``("solution", values)``,
 ``("log", line)``, and finally ``("result", Result)`` or ``("error", text)``. End of file on
-the child's stdin means the parent is gone: the child kills its group.
+the child's stdin means the parent is gone: the child kills its group. A child that ends with neither (its solver
+aborted it) answers as a failed solve: the last solution it streamed, feasible, no bound, the crash in the raw status.
 
 When (:func:`isolate`): models with at least :data:`ISOLATE_NONZEROS` nonzeros, which is every
 model of a real workload (the smallest shared one, layer_bert24's non-contiguous IP, has
@@ -41,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from exactplace.core.errors import ExactplaceError
-from exactplace.core.placement import Limit, Status
+from exactplace.core.placement import Limit, Status, TracePoint
 from exactplace.formulations.model import Model
 
 from .base import Request, Result, Solver, Trace
@@ -79,6 +80,7 @@ def solve_isolated(adapter: type[Solver], model: Model, request: Request) -> Res
     result: Result | None = None
     stopped: Limit | None = None
     stop_at = math.inf
+    crashed: int | None = None  # the exit status of a child that ended without a result, unasked
     try:
         _send(child, {"adapter": f"{adapter.__module__}:{adapter.__qualname__}", "model": model,
                       "remaining": request.remaining(), "rel_gap": request.rel_gap, "threads": request.threads,
@@ -102,8 +104,7 @@ def solve_isolated(adapter: type[Solver], model: Model, request: Request) -> Res
                     raise ExactplaceError(f"Solver {solver!r} failed in its process: {message[1]}")
                 elif kind == "end":
                     if stopped is None:
-                        raise ExactplaceError(f"The process of solver {solver!r} ended without a result "
-                                              f"(exit status {child.wait()}).")
+                        crashed = child.wait()
                     break
                 now = time.monotonic()
                 if stopped is None:
@@ -127,9 +128,16 @@ def solve_isolated(adapter: type[Solver], model: Model, request: Request) -> Res
         if stopped is Limit.TIME and result.limit is Limit.INTERRUPT:  # the child was told to stop at the deadline
             result.limit = Limit.TIME
         return result
-    # Killed: the last solution it streamed, and the bound it had reached.
     objective = model.objective_value(latest) if latest is not None else None
     trace.record(objective, None)
+    if crashed is not None:
+        # The solver ended its process (seen: CP-SAT aborting, exit status -6, on layer_resnet50_training once in
+        # some twenty 60-s solves): the last solution it streamed, as a failed CBC run is answered; its bound is
+        # not trusted, nor the bounds it reported on the way.
+        return Result(Status.FEASIBLE if latest is not None else Status.NO_SOLUTION, None, latest, objective, None,
+                      f"{solver} crashed: its process ended without a result (exit status {crashed})", solver,
+                      time.monotonic() - clock, [TracePoint(p.seconds, p.incumbent, None) for p in trace.points])
+    # Killed: the last solution it streamed, and the bound it had reached.
     return Result(Status.FEASIBLE if latest is not None else Status.NO_SOLUTION, stopped, latest, objective,
                   trace.bound if latest is not None else None,
                   f"stopped by the runner ({stopped}): {solver} did not stop within {GRACE:g} s of being asked",
