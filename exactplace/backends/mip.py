@@ -51,7 +51,7 @@ for the polish to aim at) and two threads or more are given, a second HiGHS with
 HiGHS's branch-and-bound leaves idle (:mod:`exactplace.backends.race`): the first to certify stops the other, the
 result keeps the better split and the higher bound, ``info["race"]`` says what the second did. HiGHS's time to a gap
 swings with its seed (op_bert6_inference to 1% from its optimum, one core each: 43-100 s over six seeds); with the
-race op_bert6_inference reached 1% within Gurobi's 54 s in 7 of 12 runs today (42.4-53.7 s), without it in none of 5
+race op_bert6_inference reached 1% within Gurobi's 54 s in 8 of 13 runs today (42.4-53.8 s), without it in none of 5
 side by side, nor in any run since stop 44 (``benchmarks/RESULTS.md``).
 
 Gap probe (issue 21): then, when the IP's solver is CP-SAT (``"auto"`` on more than
