@@ -429,6 +429,10 @@ class MIP(Method):
         lower, lower_by = None, None  # the best lower bound proven before the solver's own, and what proved it
         packing_last: float | None = None  # seconds kept for the packing phase after the solver, when it runs last
 
+        def load_of(device: np.ndarray) -> float:
+            """A split's max load, as this solve counts it (the evaluator's)."""
+            return max_load(problem.graph, problem.cluster, device, overlap=overlap, gpipe=gpipe)
+
         def raise_lower(value: float | None, by: str) -> None:
             nonlocal lower, lower_by
             if value is not None and (lower is None or value > lower):
@@ -502,8 +506,7 @@ class MIP(Method):
                     shown = progress_printer()
                     for point in before:
                         shown(point)
-                if warm is not None and _lower_certifies(
-                        problem, max_load(problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe), lower):
+                if warm is not None and _lower_certifies(problem, load_of(warm), lower):
                     # Certified already: the solver would only say so, 1.5-3 s later.
                     return MethodResult(warm, Status.OPTIMAL, bound=lower, solver=get_solver(solver).name,
                                         space=Space.ANY, trace=best_known(before), timings=timings,
@@ -562,26 +565,23 @@ class MIP(Method):
                 try:
                     if companion is None and self._races(problem, solver, threads):
                         # Nothing beside a one-core search: a second seed on the idle core (module docstring).
-                        shown = progress_printer(start=None if warm is None else max_load(
-                            problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe)) if self.setting(
+                        shown = progress_printer(start=None if warm is None else load_of(warm)) if self.setting(
                             problem, "progress") else None
                         # (The first side writes the method's info and timings, the second its own, with no log.)
                         result, out, info["race"] = race(
                             lambda seed, stop: solve_any_split(
                                 on, solver, warm, lower, stop, threads - 1 if seed == 0 else 1,
                                 Racer(seed, shown, info, timings) if seed == 0 else Racer(seed, shown, quiet=True)),
-                            lambda device: max_load(problem.graph, problem.cluster, device, overlap=overlap,
-                                                    gpipe=gpipe))
+                            load_of)
                     else:
                         result, out = solve_any_split(on, solver, warm, lower, closed,
                                                       None if companion is None else threads - 1)
                 finally:
                     found = companion.stop() if companion is not None else None
                 if companion is not None and found is not None:
-                    began = companion.started - problem.started
-                    alongside = [TracePoint(began + seconds, value, None) for seconds, value in found.trace]
                     info["beside_solver"] = {}
-                    swapped = self._take_polished(problem, result, found, overlap, info["beside_solver"])
+                    alongside, swapped = self._take_polished(problem, result, companion, found, overlap,
+                                                             info["beside_solver"])
                     if closed.is_set() and result.limit is Limit.INTERRUPT:
                         result.limit = None  # (the polish's split and L's lower bound: certified, below)
                 if (packing_last is not None and result.status is Status.FEASIBLE
@@ -597,8 +597,7 @@ class MIP(Method):
                 result, out = solve_any_split(leg, solver, warm, lower)
                 if result.limit is Limit.TIME and result.status in (Status.FEASIBLE, Status.NO_SOLUTION):
                     # What CP-SAT knows becomes HiGHS's start: its split the warm start, its bound L's lower bound.
-                    handed = (None if result.device is None else
-                              max_load(problem.graph, problem.cluster, result.device, overlap=overlap, gpipe=gpipe))
+                    handed = None if result.device is None else load_of(result.device)
                     info["relay"] = {"cpsat": {"status": result.status.value, "value": handed,
                                                "bound": result.bound, "seconds": out.seconds}}
                     timings["cpsat_leg"] = out.seconds
@@ -638,9 +637,8 @@ class MIP(Method):
                         found = companion.stop() if companion is not None else None
                     result.solver = "cpsat+highs"
                     if companion is not None and found is not None:
-                        began = companion.started - problem.started
-                        alongside = [TracePoint(began + seconds, value, None) for seconds, value in found.trace]
-                        swapped = self._take_polished(problem, result, found, overlap, info["relay"])
+                        alongside, swapped = self._take_polished(problem, result, companion, found, overlap,
+                                                                 info["relay"])
         except KeyboardInterrupt:
             # Ctrl-C before the solver ran (warm start, packing bound, polish, build, translation) or between the
             # relay's legs: return the start (CP-SAT's split, after its leg), if any, with L's lower bound if any.
@@ -703,23 +701,27 @@ class MIP(Method):
                          reached=reached)
 
     @staticmethod
-    def _take_polished(problem: Problem, result: MethodResult, found: Polished, overlap: bool, record: dict) -> bool:
-        """Record what the polish beside the solver found (``record["polish"]``: ``info["relay"]`` or
+    def _take_polished(problem: Problem, result: MethodResult, companion: Alongside, found: Polished, overlap: bool,
+                       record: dict) -> tuple[list[TracePoint], bool]:
+        """Record what the polish beside the solver (``companion``) found (``record["polish"]``: ``info["relay"]`` or
         ``info["beside_solver"]``) and make its split the result's when it is better than the solver's (the
-        evaluator's loads); True when it was taken. The solver's bound stands: it holds for every split."""
+        evaluator's loads). Returns its improvements as trace points (timed from ``solve``'s start) and whether its
+        split was taken. The solver's bound stands: it holds for every split."""
+        began = companion.started - problem.started
+        points = [TracePoint(began + seconds, value, None) for seconds, value in found.trace]
         record["polish"] = {"start": found.start, "value": found.value, "neighbourhoods": found.solved,
                             "improved": found.improved, "starts": found.starts, "seconds": found.seconds}
         solver_value = (None if result.device is None else
                         max_load(problem.graph, problem.cluster, result.device, overlap=overlap))
         if not found.improved or (solver_value is not None and found.value >= solver_value):
-            return False
+            return points, False
         result.device, result.replicas = found.device, None
         if result.status is Status.NO_SOLUTION:
             result.status = Status.FEASIBLE
         if result.bound is not None:
             result.bound = min(result.bound, found.value)
         record["polish"]["taken"] = True
-        return True
+        return points, True
 
     def _packing_bound(self, problem: Problem, gpipe: bool, solver: str, info: dict, timings: dict,
                        budget: float | None) -> float | None:

@@ -80,8 +80,9 @@ def race(solve: Solve, value: Callable[[np.ndarray], float]) -> tuple[MethodResu
         record["second"] = f"failed ({box['error']})"
         return result, out, record
     other, other_out = box["result"]
+    other_value = None if other.device is None else value(other.device)
     record["second"] = {"status": other.status.value, "bound": other.bound, "seconds": other.timings.get("solve"),
-                        "value": None if other.device is None else value(other.device)}
+                        "value": other_value}
     record["decided"] = [seed for seed, each in ((0, result), (RACE_SEED, other)) if each.status in DECIDED]
     if other.status is Status.INFEASIBLE and result.status not in DECIDED:  # (no start was given, none found)
         result.status, result.limit, result.device, result.bound = Status.INFEASIBLE, None, None, None
@@ -89,7 +90,7 @@ def race(solve: Solve, value: Callable[[np.ndarray], float]) -> tuple[MethodResu
         return result, other_out, record
     if result.status is Status.INFEASIBLE:
         return result, out, record
-    if other.device is not None and (result.device is None or value(other.device) < value(result.device)):
+    if other_value is not None and (result.device is None or other_value < value(result.device)):
         result.device, result.replicas, out = other.device, other.replicas, other_out
         record["split_from"] = RACE_SEED
     bounds = [bound for bound in (result.bound, other.bound) if bound is not None]
