@@ -108,7 +108,8 @@ class Polished:
     start's, how many neighbourhoods were solved and improved (:class:`Alongside`: over all its searches, and the
     improvements of the best so far), why the search ended (``"local optimum"``:
     every neighbourhood proven without an improving placement; ``"stalled"``: a sweep found none within
-    :data:`SUB_SECONDS` each; ``"time"``; ``"interrupted"``: Ctrl-C or ``cancel``; ``"stopped"``: the gap probe
+    :data:`SUB_SECONDS` each; ``"time"``; ``"enough"``: :func:`polish`'s ``enough`` reached; ``"interrupted"``:
+    Ctrl-C or ``cancel``; ``"stopped"``: the gap probe
     beside it proved the gap, :func:`~exactplace.backends.gap_probe.probe_beside_polish`), and its seconds."""
 
     device: np.ndarray
@@ -132,7 +133,8 @@ class Polished:
 def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool = False,
            time_limit: float = 5.0, solver: str = "highs", threads: int = 1,
            cancel: threading.Event | None = None, escalate: bool = False,
-           on_improve: Callable[[float], None] | None = None) -> Polished:
+           on_improve: Callable[[float], None] | None = None, searches: int = 1,
+           enough: float | None = None) -> Polished:
     """Improve a placement whose colour classes each sit on one device by exact re-optimization of device
     pairs and triples (module docstring) within ``time_limit`` seconds; never worse than ``device``.
 
@@ -157,6 +159,14 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
         instead of ending (module docstring).
     on_improve : callable, optional
         Called with the new max load after each improvement (from the thread the search runs in).
+    searches : int
+        Searches from ``device`` at once, each on a core of its own with its own solver seed: the best of them
+        is returned. Where a search ends depends on which undecided sub-IP found what, so two land apart (on
+        layer_resnet50_training within 12 s: 1% of the packing bound reached by 4-5 of 8 single searches, by 7 of 8
+        pairs of them; ``benchmarks/RESULTS.md``).
+    enough : float, optional
+        Stop every search once one has a max load at most this (``ended == "enough"``): say, a value a proven
+        bound certifies.
 
     Returns
     -------
@@ -170,24 +180,103 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
     >>> p = polish(w.graph, w.cluster, start, time_limit=5.0)
     >>> p.value < p.start
     True
+    >>> two = polish(w.graph, w.cluster, start, time_limit=5.0, searches=2, enough=p.start)
+    >>> two.ended, two.value <= p.start
+    ('enough', True)
     """
     clock = time.monotonic()
-    deadline = clock + time_limit
     device = np.asarray(device, dtype=np.int64).copy()
-    loads = _loads(graph, cluster, device, overlap)
-    start = float(loads.max())
-    data = unit_data(graph, graph.color)
-    unit_device = device[np.unique(data.unit, return_index=True)[1]]  # the device of each class's first node
-    allowed, kinds = _allowed(data, cluster), _kinds(cluster)
-    solved = improved = 0
-    ended = "time"
-    sub_seconds = SUB_SECONDS
+    start = float(_loads(graph, cluster, device, overlap).max())
+    best = [start]
     trace: list[tuple[float, float]] = []
+    lock = threading.Lock()
+    halt = threading.Event()  # a search reached `enough`: the others end after their sub-IP
 
-    # Ctrl-C sets the event the search stops on: a sub-IP it reaches may still end optimal, with no interrupt mark.
+    def improved(value: float) -> None:
+        """The best of every search so far: its trace, ``on_improve``, and ``enough``."""
+        with lock:
+            if value >= best[0]:
+                return
+            best[0] = value
+            trace.append((time.monotonic() - clock, value))
+        if on_improve is not None:
+            on_improve(value)
+        if enough is not None and value <= enough:
+            halt.set()
+
+    if enough is not None and start <= enough:
+        halt.set()
+    # Ctrl-C sets the event the searches stop on: a sub-IP it reaches may still end optimal, with no interrupt mark.
     with ctrl_c_sets(cancel) as stop:
+        search = _Search(graph, cluster, device, overlap, clock + time_limit, solver, threads, escalate, stop, halt,
+                         improved)
+        outcomes: dict[int, _Searched | Exception] = {}
+
+        def run(seed: int) -> None:
+            try:
+                outcomes[seed] = search.run(seed)
+            except Exception as error:  # re-raised below, in the caller's thread
+                outcomes[seed] = error
+
+        others = [threading.Thread(target=run, args=(seed,), name="exactplace-polish", daemon=True)
+                  for seed in range(1, max(1, searches))]
+        for other in others:
+            other.start()
+        run(0)
+        for other in others:  # (no KeyboardInterrupt here: Ctrl-C sets `stop`, on which every search ends)
+            other.join()
+    found: list[_Searched] = []
+    for outcome in outcomes.values():
+        if isinstance(outcome, Exception):
+            raise outcome
+        found.append(outcome)
+    winner = min(found, key=lambda result: result.value)
+    ended = "interrupted" if stop.is_set() else "enough" if halt.is_set() else winner.ended
+    return Polished(winner.device, winner.value, start, sum(result.solved for result in found), len(trace), ended,
+                    time.monotonic() - clock, tuple(trace))
+
+
+class _Searched(NamedTuple):
+    """One search's end: its placement, max load, sub-IPs solved, why it ended (:class:`Polished`'s words)."""
+
+    device: np.ndarray
+    value: float
+    solved: int
+    ended: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _Search:
+    """What :func:`polish`'s searches share: the instance, the start, the deadline, the events they stop on
+    (``stop``: Ctrl-C or the caller's cancel, also the sub-IPs' cancel; ``halt``: ``enough`` reached) and the callback
+    each improvement goes to."""
+
+    graph: Graph
+    cluster: Cluster
+    device: np.ndarray
+    overlap: bool
+    deadline: float
+    solver: str
+    threads: int
+    escalate: bool
+    stop: threading.Event
+    halt: threading.Event
+    improved: Callable[[float], None]
+
+    def run(self, seed: int) -> _Searched:
+        """One search from the start, with sub-IPs on solver seed ``seed``."""
+        graph, cluster, overlap, deadline = self.graph, self.cluster, self.overlap, self.deadline
+        device = self.device
+        loads = _loads(graph, cluster, device, overlap)
+        data = unit_data(graph, graph.color)
+        unit_device = device[np.unique(data.unit, return_index=True)[1]]  # the device of each class's first node
+        allowed, kinds = _allowed(data, cluster), _kinds(cluster)
+        solved = 0
+        ended = "time"
+        sub_seconds = SUB_SECONDS
+
         def stopped() -> bool:
-            return time.monotonic() >= deadline or stop.is_set()
+            return time.monotonic() >= deadline or self.stop.is_set() or self.halt.is_set()
 
         while not stopped():
             undecided = False
@@ -196,8 +285,8 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
                     break
                 S = list(neighbourhood)
                 sub_ip = _solve_sub(data, cluster, allowed, kinds, unit_device, neighbourhood,
-                                    float(loads[S].max()), overlap, solver, threads,
-                                    min(deadline, time.monotonic() + sub_seconds), stop)
+                                    float(loads[S].max()), overlap, self.solver, self.threads,
+                                    min(deadline, time.monotonic() + sub_seconds), self.stop, seed)
                 solved += 1
                 undecided |= not sub_ip.decided
                 if sub_ip.interrupted:
@@ -211,21 +300,15 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
                 if (new[S].max() < loads[S].max() * (1 - IMPROVEMENT / 2)
                         and not check_feasibility(graph, cluster, candidate)):
                     device, unit_device, loads = candidate, sub_ip.found, new
-                    improved += 1
-                    trace.append((time.monotonic() - clock, float(loads.max())))
-                    if on_improve is not None:
-                        on_improve(float(loads.max()))
+                    self.improved(float(loads.max()))
                     break
             else:  # a sweep without improvement
-                if escalate and undecided and 2 * sub_seconds < deadline - time.monotonic():
+                if self.escalate and undecided and 2 * sub_seconds < deadline - time.monotonic():
                     sub_seconds *= 2  # (a sub-IP the solver fails on stays undecided: the doubling ends it)
                     continue
                 ended = "stalled" if undecided else "local optimum"
                 break
-    if stop.is_set():
-        ended = "interrupted"
-    return Polished(device, float(loads.max()), start, solved, improved, ended, time.monotonic() - clock,
-                    tuple(trace))
+        return _Searched(device, float(loads.max()), solved, ended)
 
 
 class Alongside:
@@ -387,9 +470,9 @@ def _neighbourhoods(loads: np.ndarray) -> list[tuple[int, ...]]:
 
 def _solve_sub(data: UnitData, cluster: Cluster, allowed: np.ndarray, kinds: np.ndarray, unit_device: np.ndarray,
                devices: tuple[int, ...], current: float, overlap: bool, solver: str, threads: int,
-               deadline: float, cancel: threading.Event | None) -> _SubResult:
+               deadline: float, cancel: threading.Event | None, seed: int = 0) -> _SubResult:
     """The best placement of the classes on ``devices`` (module docstring's sub-IP) with a max load below
-    ``current``, as far as the solver got by ``deadline``."""
+    ``current``, as far as the solver got by ``deadline`` (on solver seed ``seed``)."""
     k = cluster.accelerators
     S = np.asarray(sorted(devices), dtype=np.int64)
     free = np.flatnonzero(np.isin(unit_device, S))
@@ -450,7 +533,7 @@ def _solve_sub(data: UnitData, cluster: Cluster, allowed: np.ndarray, kinds: np.
     # No hint: the current placement is outside the model (L is below its max load).
     try:
         out = solve_model(m, solver, Request(deadline=deadline, rel_gap=0.0, threads=threads, cancel=cancel,
-                                             isolate=False))
+                                             isolate=False, seed=seed))
     except ExactplaceError:
         # HiGHS 1.12 ends some small sub-IPs in kSolveError (seen: 18 variables, a 6-node brute-force graph,
         # L's bound just below the current load): the neighbourhood stays undecided, the search goes on.
