@@ -30,21 +30,25 @@ chain optimum is only the warm start, never a bound of any split.
 
 Polished start (issue 21): then up to 10% of the time left (at most 30 s) goes to improving the warm
 start by exact re-optimization of device pairs and triples (:mod:`exactplace.backends.polish`; option
-``polish``): the IP's solver finds good splits late (CP-SAT with two workers runs no neighbourhood search
-of its own), and the polished start reaches 1% of the packing bound on the ResNet-50 layer graphs within
-seconds (``benchmarks/RESULTS.md``). ``info["polish"]`` (start, value, neighbourhoods solved and improved,
-why it ended) and ``timings["polish"]`` say what it gave and took; the polished placement is the warm
+``polish``), one search per thread: the IP's solver finds good splits late (CP-SAT with two workers runs no
+neighbourhood search of its own), and the polished start reaches 1% of the packing bound on the ResNet-50 layer
+graphs within seconds (``benchmarks/RESULTS.md``). ``info["polish"]`` (start, value, neighbourhoods solved and
+improved, why it ended) and ``timings["polish"]`` say what it gave and took; the polished placement is the warm
 start. The trace shows both phases: the packing bound when it is proven, then the start's value and each
 polish improvement (the evaluator's loads) against it, then the solver's progress (:func:`best_known`).
 A certified gap is often reached there, before the solver starts: layer_gnmt_training's polish is
-within 0.3% of the packing bound after 0.25 s. The result is still the evaluator's. Where no relay runs, a lower
+within 0.3% of the packing bound after 0.25 s. Where ``L``'s lower bound is proven before the polish (the packing
+bound), the polish is the road to a certificate: it gets up to 25% of the time (:data:`POLISH_BOUNDED_FRACTION`),
+its searches double their sub-IPs' limit where a sweep stalls rather than end, and they end as soon as the bound
+certifies the best split (``info["polish"]["ended"] == "enough"``). Where a search lands depends on which undecided
+sub-IP found what (76.41-77.06 on layer_resnet50_training after 12 s, where 1% of the packing bound needs 76.5657).
+There, to 1% within Gurobi's 15 s: one search for 10% of the time, 4 of 9 runs (stop 46); two, 4 of 6 (the others
+20.6 and 53.4 s, beside the solver); two with the escalation and 25%, 6 of 6 (4.7-11.8 s).
+The result is still the evaluator's. Where no relay runs, a lower
 bound of ``L`` is proven (the packing bound, the probe's) and two threads or more are given, the polish goes on
 beside the solver (:class:`~exactplace.backends.polish.Alongside`, the solver on one thread fewer), and its split
 within ``rel_gap`` of that bound stops the solve: the split comes back certified by the bound
-(``info["beside_solver"]["polish"]``). The polish before the solver ends by its slice anywhere in 76.47-76.98 on
-layer_resnet50_training (sub-IPs of 0.15 s decide more or less on a loaded machine), where 1% of the packing bound
-needs 76.5657: two of seven 60-s runs today missed 1% before, none of eleven since (2.3-31.8 s; 4.2-10.6 s with
-the solver on one thread fewer).
+(``info["beside_solver"]["polish"]``).
 
 Race (issue 21, option ``race``): where HiGHS solves the IP with nothing beside it (no relay; no lower bound of ``L``
 for the polish to aim at) and two threads or more are given, a second HiGHS with another seed solves it on the core

@@ -45,8 +45,10 @@ the search (``"local optimum"`` when every sub-IP was decided, else ``"stalled"`
 sub-IP limit, until ``time_limit`` or a local optimum. That is for a search with a core of its own and
 minutes to spend (the companion of HiGHS's leg in :mod:`exactplace.backends.mip`): from the stalled
 33.2632 on layer_resnet50_inference the next sweep (0.3 s each) found 33.2391 in 9 s, below every split
-this project had (2 shared cores, load 2). The result is re-scored by the evaluator
-(:func:`~exactplace.evaluators.max_load.device_loads`), never taken from a sub-IP's objective.
+this project had (2 shared cores, load 2). With ``searches``, as many searches run from the start at once, each on a
+core of its own (the sub-IPs release the interpreter lock) with its own solver seed, the best of them kept; with
+``enough``, all end once one has a split that low (one a proven bound certifies). The result is re-scored by the
+evaluator (:func:`~exactplace.evaluators.max_load.device_loads`), never taken from a sub-IP's objective.
 
 Choices, measured on layer_resnet50_{inference,training} from the DP's optimum (33.7747, 78.6318; the
 1% bars above the packing bound are 33.355 and 76.558), 2 shared cores, load 2-3:
