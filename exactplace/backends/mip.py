@@ -41,7 +41,7 @@ within 0.3% of the packing bound after 0.25 s. Where ``L``'s lower bound is prov
 bound), the polish is the road to a certificate: it gets up to 25% of the time (:data:`POLISH_BOUNDED_FRACTION`),
 its searches double their sub-IPs' limit where a sweep stalls rather than end, and they end as soon as the bound
 certifies the best split (``info["polish"]["ended"] == "enough"``). Where a search lands depends on which undecided
-sub-IP found what (76.41-77.06 on layer_resnet50_training after 12 s, where 1% of the packing bound needs 76.5657).
+sub-IP found what (76.45-77.06 on layer_resnet50_training after 12 s, where 1% of the packing bound needs 76.5657).
 There, to 1% within Gurobi's 15 s: one search for 10% of the time, 4 of 9 runs (stop 46); two, 4 of 6 (the others
 20.6 and 53.4 s, beside the solver); two with the escalation and 25%, 6 of 6 (4.7-11.8 s).
 The result is still the evaluator's. Where no relay runs, a lower
