@@ -340,8 +340,9 @@ class MIP(Method):
                                 "communication, no memory) for up to 5% of the time, and add it as a row"),
         "polish": Option("polish", Boolean(), True,
                          "contiguous=False: first improve the warm start by exact re-optimization of device pairs "
-                         "and triples (exactplace.backends.polish) for up to 10% of the time, and go on beside "
-                         "HiGHS's leg of the relay (two threads or more)"),
+                         "and triples (exactplace.backends.polish), one search per thread, for up to 10% of the time "
+                         "(25% where the packing bound is proven: it ends once that bound certifies), and go on "
+                         "beside HiGHS's leg of the relay (two threads or more)"),
         "gap_probe": Option("gap_probe", Boolean(), True,
                             "contiguous=False on CP-SAT: then ask whether any split is 1%, then rel_gap, better "
                             "than the start (exactplace.backends.gap_probe) for up to 10% of the time; a refutation "
