@@ -271,6 +271,12 @@ def _lower_certifies(problem: Problem, value: float, lower: float | None) -> boo
     return lower is not None and value - lower <= problem.rel_gap * value
 
 
+def _certified_up_to(problem: Problem, lower: float) -> float:
+    """The highest max load of a split that ``L``'s lower bound ``lower`` certifies within ``rel_gap`` (what a polish
+    aims at)."""
+    return lower / (1.0 - problem.rel_gap)
+
+
 def _probe_budget(problem: Problem, start: float, lower: float | None) -> float | None:
     """Seconds for the gap probe from a start of max load ``start``: 10% of the time left, at most
     :data:`PROBE_SECONDS`; None when it does not apply (``lower`` already certifies the start, no time)."""
@@ -571,7 +577,7 @@ class MIP(Method):
                 # rel_gap of that bound ends the solve: the split is certified (module docstring).
                 closed = threading.Event()
                 companion = None if lower is None else self._alongside(
-                    problem, warm, overlap, gpipe, threads, reached=(lower / (1.0 - problem.rel_gap), closed))
+                    problem, warm, overlap, gpipe, threads, reached=(_certified_up_to(problem, lower), closed))
                 try:
                     if companion is None and self._races(problem, solver, threads):
                         # Nothing beside a one-core search: a second seed on the idle core (module docstring).
@@ -814,7 +820,7 @@ class MIP(Method):
         polished = None
         points: list[TracePoint] = []
         if polish_budget is not None:
-            enough = None if lower is None else lower / (1.0 - problem.rel_gap)
+            enough = None if lower is None else _certified_up_to(problem, lower)
             polished = self._polished(polish(problem.graph, problem.cluster, warm, overlap=overlap,
                                              time_limit=polish_budget, escalate=enough is not None,
                                              searches=threads, enough=enough), info, timings)

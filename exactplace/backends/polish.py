@@ -188,18 +188,19 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
     """
     clock = time.monotonic()
     device = np.asarray(device, dtype=np.int64).copy()
-    start = float(_loads(graph, cluster, device, overlap).max())
-    best = [start]
+    loads = _loads(graph, cluster, device, overlap)
+    start = best = float(loads.max())
     trace: list[tuple[float, float]] = []
     lock = threading.Lock()
     halt = threading.Event()  # a search reached `enough`: the others end after their sub-IP
 
     def improved(value: float) -> None:
         """The best of every search so far: its trace, ``on_improve``, and ``enough``."""
+        nonlocal best
         with lock:
-            if value >= best[0]:
+            if value >= best:
                 return
-            best[0] = value
+            best = value
             trace.append((time.monotonic() - clock, value))
         if on_improve is not None:
             on_improve(value)
@@ -210,8 +211,9 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
         halt.set()
     # Ctrl-C sets the event the searches stop on: a sub-IP it reaches may still end optimal, with no interrupt mark.
     with ctrl_c_sets(cancel) as stop:
-        search = _Search(graph, cluster, device, overlap, clock + time_limit, solver, threads, escalate, stop, halt,
-                         improved)
+        data = unit_data(graph, graph.color)
+        search = _Search(graph, cluster, data, _allowed(data, cluster), _kinds(cluster), device, loads, overlap,
+                         clock + time_limit, solver, threads, escalate, stop, halt, improved)
         outcomes: dict[int, _Searched | Exception] = {}
 
         def run(seed: int) -> None:
@@ -249,13 +251,17 @@ class _Searched(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class _Search:
-    """What :func:`polish`'s searches share: the instance, the start, the deadline, the events they stop on
-    (``stop``: Ctrl-C or the caller's cancel, also the sub-IPs' cancel; ``halt``: ``enough`` reached) and the callback
-    each improvement goes to."""
+    """What :func:`polish`'s searches share: the instance (its classes, the devices each may go on, which devices are
+    interchangeable), the start and its loads, the deadline, the events they stop on (``stop``: Ctrl-C or the caller's
+    cancel, also the sub-IPs' cancel; ``halt``: ``enough`` reached) and the callback each improvement goes to."""
 
     graph: Graph
     cluster: Cluster
+    data: UnitData
+    allowed: np.ndarray
+    kinds: np.ndarray
     device: np.ndarray
+    loads: np.ndarray
     overlap: bool
     deadline: float
     solver: str
@@ -268,11 +274,8 @@ class _Search:
     def run(self, seed: int) -> _Searched:
         """One search from the start, with sub-IPs on solver seed ``seed``."""
         graph, cluster, overlap, deadline = self.graph, self.cluster, self.overlap, self.deadline
-        device = self.device
-        loads = _loads(graph, cluster, device, overlap)
-        data = unit_data(graph, graph.color)
+        data, allowed, kinds, device, loads = self.data, self.allowed, self.kinds, self.device, self.loads
         unit_device = device[np.unique(data.unit, return_index=True)[1]]  # the device of each class's first node
-        allowed, kinds = _allowed(data, cluster), _kinds(cluster)
         solved = 0
         ended = "time"
         sub_seconds = SUB_SECONDS
