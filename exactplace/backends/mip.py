@@ -43,7 +43,7 @@ its searches double their sub-IPs' limit where a sweep stalls rather than end, a
 certifies the best split (``info["polish"]["ended"] == "enough"``). Where a search lands depends on which undecided
 sub-IP found what (76.45-77.06 on layer_resnet50_training after 12 s, where 1% of the packing bound needs 76.5657).
 There, to 1% within Gurobi's 15 s: one search for 10% of the time, 4 of 9 runs (stop 46); two, 4 of 6 (the others
-20.6 and 53.4 s, beside the solver); two with the escalation and 25%, 6 of 6 (4.7-11.8 s).
+20.6 and 53.4 s, beside the solver); two with the escalation and 25%, 20 of 21 (3.4-12.9 s; one 16.8 s).
 The result is still the evaluator's. Where no relay runs, a lower
 bound of ``L`` is proven (the packing bound, the probe's) and two threads or more are given, the polish goes on
 beside the solver (:class:`~exactplace.backends.polish.Alongside`, the solver on one thread fewer), and its split
