@@ -96,18 +96,19 @@ def test_info_timings_trace_and_the_option() -> None:
     from exactplace import read_workload, workload_path
 
     w = read_workload(workload_path("layer_bert24_training"))
-    p = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=30, rel_gap=0.01)
+    # At 3% the DP's split (41.75 against the packing bound 39.77) is not certified, a split below 41.0 is.
+    p = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=30, rel_gap=0.03)
     polished = p.info["polish"]
     assert polished["start"] > 41.7 and polished["value"] < 41.0 and p.timings["polish"] > 0
     lower = p.info["packing_bound"]
     # The packing bound is proven before the polish, which ends once it certifies the polished split.
-    assert polished["ended"] == "enough" and polished["value"] * (1 - 0.01) <= lower
+    assert polished["ended"] == "enough" and polished["value"] * (1 - 0.03) <= lower
     first, start = p.trace[0], p.trace[1]
     assert first.incumbent is None and first.bound == lower and first.seconds >= p.timings["packing_bound"]
     assert start.incumbent == polished["start"] and start.bound == lower
     ahead = p.trace[1:2 + polished["improved"]]  # the start, then one point per improvement
     assert ahead[-1].incumbent == polished["value"] and all(q.bound == lower for q in ahead)
-    # The polished split is within 1% of the packing bound (39.77): certified there, no solver run.
+    # The polished split is within 3% of the packing bound: certified there, no solver run.
     assert len(p.trace) == 2 + polished["improved"] and "solve" not in p.timings
     assert p.status is Status.OPTIMAL and p.info["certified_by"] == "packing_bound" and p.bound == lower
     seconds = [q.seconds for q in p.trace]
