@@ -266,15 +266,16 @@ def _phase_budget(problem: Problem, seconds: float, fraction: float) -> float | 
     return budget if budget > 0.05 else None
 
 
-def _lower_certifies(problem: Problem, value: float, lower: float | None) -> bool:
-    """Whether ``L``'s lower bound ``lower`` certifies a split of max load ``value`` within ``rel_gap``."""
-    return lower is not None and value - lower <= problem.rel_gap * value
-
-
 def _certified_up_to(problem: Problem, lower: float) -> float:
-    """The highest max load of a split that ``L``'s lower bound ``lower`` certifies within ``rel_gap`` (what a polish
-    aims at)."""
+    """The highest max load of a split that ``L``'s lower bound ``lower`` certifies within ``rel_gap``,
+    ``value - lower <= rel_gap * value`` (what a polish aims at)."""
     return lower / (1.0 - problem.rel_gap)
+
+
+def _lower_certifies(problem: Problem, value: float, lower: float | None) -> bool:
+    """Whether ``L``'s lower bound ``lower`` certifies a split of max load ``value`` within ``rel_gap`` (one test
+    with the polish's aim, so a polish that reached it never goes on to a phase only to prove it)."""
+    return lower is not None and value <= _certified_up_to(problem, lower)
 
 
 def _probe_budget(problem: Problem, start: float, lower: float | None) -> float | None:

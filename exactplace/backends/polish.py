@@ -189,26 +189,14 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
     clock = time.monotonic()
     device = np.asarray(device, dtype=np.int64).copy()
     loads = _loads(graph, cluster, device, overlap)
-    start = best = float(loads.max())
-    trace: list[tuple[float, float]] = []
-    lock = threading.Lock()
+    start = float(loads.max())
     halt = threading.Event()  # a search reached `enough`: the others end after their sub-IP
+    record = _Record(start, clock, None if enough is None else (enough, halt))
 
     def improved(value: float) -> None:
         """The best of every search so far: its trace, ``on_improve``, and ``enough``."""
-        nonlocal best
-        with lock:
-            if value >= best:
-                return
-            best = value
-            trace.append((time.monotonic() - clock, value))
-        if on_improve is not None:
+        if record.improve(value) and on_improve is not None:
             on_improve(value)
-        if enough is not None and value <= enough:
-            halt.set()
-
-    if enough is not None and start <= enough:
-        halt.set()
     # Ctrl-C sets the event the searches stop on: a sub-IP it reaches may still end optimal, with no interrupt mark.
     with ctrl_c_sets(cancel) as stop:
         data = unit_data(graph, graph.color)
@@ -236,8 +224,39 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
         found.append(outcome)
     winner = min(found, key=lambda result: result.value)
     ended = "interrupted" if stop.is_set() else "enough" if halt.is_set() else winner.ended
+    trace = record.trace()
     return Polished(winner.device, winner.value, start, sum(result.solved for result in found), len(trace), ended,
-                    time.monotonic() - clock, tuple(trace))
+                    time.monotonic() - clock, trace)
+
+
+class _Record:
+    """The lowest max load over searches running in several threads, the trace of its improvements (seconds from
+    ``clock``), and an event set once it is at most a threshold (``reached``: (threshold, event))."""
+
+    def __init__(self, start: float, clock: float, reached: tuple[float, threading.Event] | None) -> None:
+        self._lock = threading.Lock()
+        self._clock = clock
+        self._reached = reached
+        self._trace: list[tuple[float, float]] = []
+        self.best = start
+        """The lowest so far: one float, replaced whole, so readable from any thread at any time."""
+        self.improve(start)  # (only to set the event where the start is low enough already)
+
+    def improve(self, value: float) -> bool:
+        """Record a search's new max load; whether it is the lowest so far."""
+        if self._reached is not None and value <= self._reached[0]:
+            self._reached[1].set()
+        with self._lock:
+            if value >= self.best:
+                return False
+            self.best = value
+            self._trace.append((time.monotonic() - self._clock, value))
+            return True
+
+    def trace(self) -> tuple[tuple[float, float], ...]:
+        """(seconds, max load) at each improvement so far."""
+        with self._lock:
+            return tuple(self._trace)
 
 
 class _Searched(NamedTuple):
@@ -342,21 +361,16 @@ class Alongside:
         self._cancel = threading.Event()  # stop(): the end of every search
         self._box: dict[str, object] = {}
         self._started = time.monotonic()
-        self._start_value = self._best = float(_loads(graph, cluster, device, overlap).max())
+        self._start_value = float(_loads(graph, cluster, device, overlap).max())
+        self._record = _Record(self._start_value, self._started, reached)
         self._lock = threading.Lock()
         self._offered: np.ndarray | None = None
         self._search_cancel = threading.Event()  # the current search's: set by stop(), or to take an offer
         self._idle_since = self._started  # the current search's start or last improvement
-        self._trace: list[tuple[float, float]] = []
 
         def improved(value: float) -> None:
-            with self._lock:
-                self._idle_since = time.monotonic()
-                if value < self._best:
-                    self._best = value  # one float, replaced whole: readable from another thread at any time
-                    self._trace.append((self._idle_since - self._started, value))
-            if reached is not None and value <= reached[0]:
-                reached[1].set()
+            self._idle_since = time.monotonic()  # (one float, replaced whole)
+            self._record.improve(value)
 
         def search() -> None:
             try:
@@ -397,8 +411,7 @@ class Alongside:
                 break
         if best is None:  # stopped before the first search
             best = polish(graph, cluster, device, overlap=overlap, time_limit=0.0)
-        with self._lock:
-            trace = tuple(self._trace)
+        trace = self._record.trace()
         ended = "interrupted" if self._cancel.is_set() else best.ended
         return dataclasses.replace(best, start=self._start_value, solved=solved, improved=len(trace), ended=ended,
                                    seconds=time.monotonic() - self._started, trace=trace, starts=starts)
@@ -410,7 +423,7 @@ class Alongside:
 
     def best(self) -> float:
         """The max load of its best placement so far (the start's until it improves), while it runs."""
-        return self._best
+        return self._record.best
 
     def offer(self, device: np.ndarray) -> None:
         """Another legal start (node position -> device), from any thread: it replaces an earlier offer not yet
