@@ -415,3 +415,49 @@ def test_a_bound_within_rel_gap_after_the_solver_stopped_certifies(short_by: flo
         assert p.status is Status.OPTIMAL and p.limit is None and p.info["certified_by"] == "highs"
     else:
         assert p.status is Status.FEASIBLE and p.limit is Limit.TIME and "certified_by" not in p.info
+
+
+def test_highs_takes_the_ip_without_a_floor_and_the_bound_still_holds() -> None:
+    """The relay hands the set bound to HiGHS as ``L``'s lower bound: HiGHS's IP is built without it
+    (``Capabilities.objective_floor``: a floor blinds its branching; CP-SAT's keeps it), and the result's bound is
+    still at least the bound handed on."""
+    from exactplace.formulations import throughput
+
+    from exactplace.backends import mip
+
+    built = throughput.noncontiguous_ip
+    floors: list[float | None] = []
+
+    def recording(*args: object, **options: object) -> object:
+        floors.append(options.get("lower_bound"))  # type: ignore[arg-type]
+        return built(*args, **options)
+
+    assert get_solver("cpsat").capabilities.objective_floor and not get_solver("highs").capabilities.objective_floor
+    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05), patch.object(throughput, "noncontiguous_ip", recording):
+        p = solve(banded_graph(), Cluster(4, cpus=1), method="mip", contiguous=False, rel_gap=0.0, time_limit=4,
+                  threads=1)
+    handed = p.info["set_bound"]["bound"]  # (the set bound runs before HiGHS's leg; its bound is HiGHS's lower bound)
+    assert p.solver == "cpsat+highs" and handed is not None and handed > 0 and "solve" in p.timings
+    assert floors[-1] is None and p.bound is not None and p.bound >= handed - 1e-9
+
+
+def test_a_solve_stops_at_an_incumbent_a_bound_outside_the_ip_certifies() -> None:
+    """``solve_ip(reached=(value, event))`` sets the event at the first incumbent at most ``value``; as ``cancel`` it
+    stops the solve there, which would otherwise run on (here: HiGHS to the exact optimum of layer_bert24_inference
+    within a minute)."""
+    import threading
+    import time
+
+    from exactplace import workload_path
+    from exactplace.backends.ip import solve_ip
+    from exactplace.methods.base import Problem
+
+    w = read_workload(workload_path("layer_bert24_inference"))
+    ip = noncontiguous_ip(w.graph, w.cluster)
+    start = solve(w, method="dp").device
+    problem = Problem(w.graph, w.cluster, "throughput", time.monotonic() + 60, 0.0, None, {})
+    certified, target = threading.Event(), max_load(w.graph, w.cluster, start)
+    result, out = solve_ip(problem, ip, "highs", warm=None, threads=1, log=False, progress=False, space=Space.ANY,
+                           info={}, timings={}, cancel=certified, reached=(target, certified))
+    assert certified.is_set() and out.limit is Limit.INTERRUPT and result.device is not None
+    assert result.status is Status.FEASIBLE and max_load(w.graph, w.cluster, result.device) <= target * (1 + 1e-6)

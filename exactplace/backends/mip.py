@@ -109,6 +109,14 @@ beside the bound restarts from roundings of the bound's master solutions (``offe
 33.2474 and 76.455 (0.076%, 0.332% left); with them both ResNet-50 layer graphs were certified to 1e-4 in each
 ten-minute run (``benchmarks/RESULTS.md``).
 
+``L``'s lower bound in the IP (issue 21): CP-SAT takes it as ``L``'s variable bound, which helps its search. HiGHS
+does not (``Capabilities.objective_floor``): with the floor every node's LP sits at it until the node's loads pass
+it, its pseudocosts and strong branching see no change, and its bound never leaves the floor
+(LayerGraphs_inceptionv3_inference's relay: 51.0363 for HiGHS's 360 s with it, 51.0647 without; op_bert6_inference's
+IP, four seeds: 51-71 s to 1% without, 66 s to over 150 s with). So HiGHS solves the IP without it, stopped once its
+split is within ``rel_gap`` of the bound (the split is then certified by the bound, as the polish's is), except in a
+race, whose sides stop each other only when one decides.
+
 How a formulation plugs in: build a ``Model`` in ``formulations/`` with ``decode`` /
 ``encode`` / ``bound_slack`` as :class:`~exactplace.formulations.throughput.ThroughputIP` and
 :class:`~exactplace.formulations.latency.LatencyIP` do, then call
@@ -531,9 +539,11 @@ class MIP(Method):
 
             def run(ip: Any, on: Problem, solver: str, warm: np.ndarray | None,
                     cancel: threading.Event | None = None, workers: int | None = None,
-                    racer: Racer | None = None) -> tuple[MethodResult, Any]:
+                    racer: Racer | None = None,
+                    reached: tuple[float, threading.Event] | None = None) -> tuple[MethodResult, Any]:
                 """Solve a built IP by ``on``'s deadline (on ``workers`` threads, default all; as ``racer`` says, in a
-                race); the result carries the replicas of its solution."""
+                race; ``reached``: :func:`~exactplace.backends.ip.solve_ip`'s); the result carries the replicas of
+                its solution."""
                 said, clocks = (info, timings) if racer is None else (racer.info, racer.timings)
                 said.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
                 result, out = solve_ip(
@@ -542,7 +552,7 @@ class MIP(Method):
                     progress=racer.shown if racer is not None and racer.shown is not None else bool(
                         self.setting(problem, "progress")),
                     space=Space.CHAIN if contiguous else Space.ANY, info=said, timings=clocks, cancel=cancel,
-                    seed=0 if racer is None else racer.seed,
+                    seed=0 if racer is None else racer.seed, reached=reached,
                 )
                 if result.device is not None and out.values is not None:
                     result.replicas = ip.decode_replicas(out.values)
@@ -551,18 +561,24 @@ class MIP(Method):
             def solve_any_split(on: Problem, solver: str, warm: np.ndarray | None, lower: float | None,
                                 cancel: threading.Event | None = None, workers: int | None = None,
                                 racer: Racer | None = None) -> tuple[MethodResult, Any]:
-                """Build the non-contiguous IP with ``L >= lower`` and solve it on ``solver`` by ``on``'s deadline
-                (or until ``cancel`` is set); ``workers``, ``racer``: :func:`run`'s."""
+                """Build the non-contiguous IP and solve it on ``solver`` by ``on``'s deadline (or until ``cancel``
+                is set); ``workers``, ``racer``: :func:`run`'s. ``L``'s proven lower bound ``lower`` is the IP's
+                ``L >= lower`` where the solver's search uses it (``Capabilities.objective_floor``; and in a race,
+                whose sides stop each other only when one decides); elsewhere the IP goes without it and the solve
+                stops once its split is within ``rel_gap`` of ``lower`` (module docstring)."""
                 clock = time.perf_counter()
-                ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe, lower_bound=lower)
+                floor, reached = lower, None
+                if lower is not None and racer is None and not get_solver(solver).capabilities.objective_floor:
+                    cancel = cancel or threading.Event()
+                    floor, reached = None, (_certified_up_to(problem, lower), cancel)
+                ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe, lower_bound=floor)
                 (timings if racer is None else racer.timings)["build"] = time.perf_counter() - clock
                 try:
-                    return run(ip, on, solver, warm, cancel, workers, racer)
+                    return run(ip, on, solver, warm, cancel, workers, racer, reached)
                 except ExactplaceError as error:
-                    # HiGHS 1.x can end in kSolveError (postsolve) when L's lower bound sits a hair below the
-                    # optimum (4 of 500 brute-force cases; the same model with the bound 1e-16 lower solves):
-                    # solve again without the lower bound rather than fail.
-                    if lower is None or "error status" not in str(error):
+                    # A solver can end in an error status (HiGHS 1.x, kSolveError in its postsolve, when L's lower
+                    # bound sat a hair below the optimum: 4 of 500 brute-force cases): solve again without it.
+                    if floor is None or "error status" not in str(error):
                         raise
                     (info if racer is None else racer.info)["lower_bound"] = f"{lower!r} (dropped: {error})"
                     return run(noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe),

@@ -44,6 +44,7 @@ class Capabilities:
     interrupt: bool = False       # Ctrl-C stops the solve and keeps the incumbent
     seed: bool = False            # ``Request.seed`` changes the search (otherwise ignored)
     serial_search: bool = False   # the branch-and-bound runs on one core, whatever the threads given
+    objective_floor: bool = True  # a proven lower bound of the objective, as a variable's bound, helps its search
 
 
 @dataclass

@@ -33,7 +33,12 @@ class HighsSolver(Solver):
     name = "highs"
     module = "highspy"
     install = "highspy"
-    capabilities = Capabilities(warm_start=True, callbacks=True, interrupt=True, seed=True, serial_search=True)
+    # An objective floor blinds its branching: every node's LP sits at the floor until its loads pass it, so
+    # pseudocosts and strong branching see no change (issue 21, benchmarks/RESULTS.md: op_bert6_inference's IP,
+    # four seeds, 51-71 s without against 66-150+ s with; LayerGraphs_inceptionv3_inference's bound never rose above
+    # a floor of 51.0363 in the relay's 360 s, and reached 51.0647 without it).
+    capabilities = Capabilities(warm_start=True, callbacks=True, interrupt=True, seed=True, serial_search=True,
+                                objective_floor=False)
 
     def run(self, model: Model, request: Request) -> Result:
         self.require()
