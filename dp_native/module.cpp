@@ -34,9 +34,11 @@ using IntArray = py::array_t<std::int64_t, py::array::c_style | py::array::force
 using FloatArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 using ByteArray = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
 
-// Polls for Ctrl-C (and any exception raised by a Python signal handler) with the GIL held; the
-// exception is kept and re-raised once the C++ work has unwound.
+// Polls for Ctrl-C (and any exception raised by a Python signal handler) with the GIL held, and asks `cancelled`
+// (a Python callable, when not None: a thread beside a solve is stopped by an event, signals reach only the main
+// thread); the exception is kept and re-raised once the C++ work has unwound.
 struct SignalPoll {
+    py::object cancelled = py::none();
     std::optional<py::error_already_set> pending;
     bool operator()() {
         py::gil_scoped_acquire gil;
@@ -44,15 +46,15 @@ struct SignalPoll {
             pending.emplace();  // fetches and clears the Python error
             return true;
         }
-        return false;
+        return !cancelled.is_none() && cancelled().cast<bool>();
     }
 };
 
-// Runs `work(stop)` with the GIL released and a Stopper of `seconds` that polls for Ctrl-C; a Python exception
-// the poll caught is raised once the C++ work has unwound.
+// Runs `work(stop)` with the GIL released and a Stopper of `seconds` that polls for Ctrl-C (and `cancelled`); a
+// Python exception the poll caught is raised once the C++ work has unwound.
 template <typename Work>
-auto without_gil(double seconds, Work&& work) {
-    SignalPoll poll;
+auto without_gil(double seconds, Work&& work, py::object cancelled = py::none()) {
+    SignalPoll poll{std::move(cancelled), std::nullopt};
     decltype(work(std::declval<exactplace::Stopper&>())) result;
     {
         py::gil_scoped_release release;
@@ -158,10 +160,11 @@ std::unique_ptr<exactplace::SetPricer> make_set_pricer(const FloatArray& time, c
 
 // (value, sets as a bool array of shape (len(sets), classes), stopped: out of `seconds`, value and sets meaningless).
 py::tuple price_sets(const exactplace::SetPricer& pricer, const FloatArray& duals, double capacity, double floor,
-                     int keep, bool raise_floor, double seconds) {
+                     int keep, bool raise_floor, double seconds, py::object cancelled) {
     const auto pi = to_vector(duals, "duals");
     const exactplace::SetPricingResult r = without_gil(
-        seconds, [&](exactplace::Stopper& stop) { return pricer.price(pi, capacity, floor, keep, stop, raise_floor); });
+        seconds, [&](exactplace::Stopper& stop) { return pricer.price(pi, capacity, floor, keep, stop, raise_floor); },
+        std::move(cancelled));
     return py::make_tuple(r.value, bool_rows(r.sets, pricer.classes()), r.stopped);
 }
 
@@ -327,9 +330,10 @@ PYBIND11_MODULE(_native, m) {
              py::arg("apart") = IntArray(0))
         .def("price", &price_sets, py::arg("duals"), py::arg("capacity"), py::arg("floor"), py::arg("keep"),
              py::arg("raise_floor") = true, py::arg("seconds") = std::numeric_limits<double>::infinity(),
+             py::arg("cancelled") = py::none(),
              "(max pi(S) above `floor`, else `floor`; up to `keep` sets of value above `floor`, best first; "
              "`raise_floor`: the DP's floor raised by the sets it meets, fewer sets back, the same value; "
-             "stopped: out of `seconds`, the value and sets meaningless).")
+             "stopped: out of `seconds` or once `cancelled()` is true, the value and sets meaningless).")
         .def("cover", &cover_sets, py::arg("duals"), py::arg("capacity"), py::arg("count"),
              "Up to `count` disjoint sets within `capacity`, each greedy on the classes the others left.");
     m.def("latency_path_bound", &latency_path_bound, py::kw_only(), py::arg("units"), py::arg("edge_src"),

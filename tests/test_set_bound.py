@@ -8,6 +8,7 @@ refuted threshold must lie below every split's max load); the relay's use of it 
 from __future__ import annotations
 
 import itertools
+import threading
 from pathlib import Path
 from time import monotonic
 from unittest.mock import patch
@@ -76,6 +77,7 @@ def test_pricing_is_the_best_subset(graph: Graph, seed: int, threshold: float, f
             best = max(best, float(duals[chosen].sum()))
     pricer = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, order, apart)
     value, found = pricer.price(duals, threshold, floor)
+    assert pricer.ceiling(duals, threshold) >= best - 1e-9  # (an upper bound on every set within the threshold)
     assert value == pytest.approx(pricer.price(duals, threshold, floor, raise_floor=False)[0], abs=1e-12)
     if best > floor + 1e-9:
         assert value == pytest.approx(best, abs=1e-9)
@@ -715,3 +717,44 @@ def test_a_smoothed_pricing_out_of_its_slack_falls_back_to_the_masters_duals() -
         plain = _refute(sets, _Pool.seeded(sets, ()), threshold, deadline, None, dict(counts)).verdict
         outcomes[threshold] = (fallback, plain)
     assert capped and outcomes == {6.0: ("refuted", "refuted"), 7.0: ("converged", "converged")}
+
+
+def test_the_cpu_cores_pricing_past_its_cap_gives_their_ceiling_and_the_same_verdict() -> None:
+    """Every pricing of the CPU cores' knapsack running past its short cap (values nearly proportional to the
+    weights keep every subset sum): Farley's bound takes their fractional knapsack (an upper bound, so still a
+    proof), a greedy set stands in for their columns, and convergence is decided by an exact pricing: the verdicts
+    are the uncapped ones."""
+    sets = SetRelaxation.of(banded_graph(12), Cluster(3, cpus=1))
+    deadline = monotonic() + 60.0
+    price = Pricer.price
+    capped = []
+
+    def slow_cpu(self: Pricer, duals: np.ndarray, threshold: float, floor: float = 1.0, *args: object,
+                 **options: object) -> object:
+        if floor == 0.0 and options.get("deadline", np.inf) < deadline:  # (the CPU cores', at a cap of its own)
+            capped.append(True)
+            raise TimeoutError
+        return price(self, duals, threshold, floor, *args, **options)
+
+    outcomes = {}
+    for threshold in (6.0, 7.0):
+        counts = {"pricings": 0, "nodes": 0, "thresholds": 0}
+        with patch.object(Pricer, "price", slow_cpu):
+            fallback = _refute(sets, _Pool.seeded(sets, ()), threshold, deadline, None, counts).verdict
+        plain = _refute(sets, _Pool.seeded(sets, ()), threshold, deadline, None, dict(counts)).verdict
+        outcomes[threshold] = (fallback, plain)
+    assert capped and outcomes == {6.0: ("refuted", "refuted"), 7.0: ("converged", "converged")}
+
+
+def test_a_cancelled_pricing_stops_at_once() -> None:
+    """The DP polls its ``cancel`` event (a bound beside a solver is stopped so; signals reach only the main
+    thread): set, a pricing that runs for seconds (a CPU core's knapsack, values nearly proportional to the weights:
+    every subset sum kept; 6.5 s here) raises TimeoutError within a poll."""
+    sets = SetRelaxation.of(banded_graph(200), Cluster(4, cpus=1))
+    pricer = Pricer(sets.cpu, np.ones(sets.classes, dtype=bool), np.zeros(0), [], np.arange(sets.classes))
+    duals = sets.cpu / sets.cpu.sum() * (1.0 + 1e-3 * np.random.default_rng(0).standard_normal(sets.classes))
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    with pytest.raises(TimeoutError):
+        pricer.price(duals, threshold=sets.cpu.sum() / 2, floor=0.0, keep=3, cancel=cancel)
+    assert cancel.is_set()  # (uncancelled, it returns a value after seconds)

@@ -139,6 +139,10 @@ COVER_ROOM = 0.01
 #: half a second).
 SMOOTHED_PRICING_SLACK = 10.0
 
+#: At smoothed duals the CPU cores' exact pricing gets this many seconds, then their fractional knapsack stands in
+#: for it (:func:`_refute`).
+CPU_PRICING_SECONDS = 0.2
+
 #: Columns a pricing adds at most (the best sets of its final Pareto front).
 COLUMNS_PER_PRICING = 10
 
@@ -261,21 +265,32 @@ class Pricer:
         from exactplace.backends.native import load
 
         self._native = load().SetPricer(**_native_instance(time, allowed, group_cost, members, order, apart))
+        self._time, self._allowed = np.asarray(time, dtype=np.float64), np.asarray(allowed, dtype=bool)
 
     def price(self, duals: np.ndarray, threshold: float, floor: float = 1.0, keep: int = 10,
-              raise_floor: bool = True, deadline: float = np.inf) -> tuple[float, list[np.ndarray]]:
+              raise_floor: bool = True, deadline: float = np.inf,
+              cancel: threading.Event | None = None) -> tuple[float, list[np.ndarray]]:
         """``(max pi(S), sets)``: the maximum when it exceeds ``floor`` (else ``floor``: no set exceeds it),
         and up to ``keep`` sets (bool per class) of value above ``floor``, best first. Loads within
         :data:`~exactplace.formulations.device_sets.LOAD_TOLERANCE` of the threshold count as within it.
         ``raise_floor``: the DP raises its floor by the sets it meets (the same maximum, faster; only sets near it
-        come back). ``deadline`` (``time.monotonic()``): past it the DP stops and :class:`TimeoutError` is raised
-        (duals of nearly one value per time leave its fronts unpruned: minutes on OperatorGraphs_bert_L-12_training).
+        come back). ``deadline`` (``time.monotonic()``): past it, or once ``cancel`` is set, the DP stops and
+        :class:`TimeoutError` is raised (duals of nearly one value per time leave its fronts unpruned: minutes on
+        OperatorGraphs_bert_L-12_training).
         """
         value, sets, stopped = self._native.price(np.asarray(duals, dtype=np.float64), _capacity(threshold), floor,
-                                                  keep, raise_floor, max(0.0, deadline - time.monotonic()))
+                                                  keep, raise_floor, max(0.0, deadline - time.monotonic()),
+                                                  None if cancel is None else cancel.is_set)
         if stopped:
-            raise TimeoutError("the set pricing ran past its deadline")
+            raise TimeoutError("the set pricing ran past its deadline or was cancelled")
         return float(value), list(sets)
+
+    def ceiling(self, duals: np.ndarray, threshold: float) -> float:
+        """An upper bound on :meth:`price`'s maximum without a dynamic program: the fractional knapsack of the allowed
+        classes' times (communication only adds to a set's load, and pairs kept apart only forbid sets)."""
+        capacity = _capacity(threshold)
+        return _fractional_knapsack(np.where(self._allowed & (self._time <= capacity), duals, 0.0), self._time,
+                                    capacity)
 
     def cover(self, duals: np.ndarray, threshold: float, count: int) -> list[np.ndarray]:
         """Up to ``count`` disjoint, non-empty sets within the threshold (bool per class), each found greedily (by
@@ -446,17 +461,19 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
               time_limit: float = 60.0, seeds: tuple[np.ndarray, ...] = (),
               aim: Callable[[], float] | None = None, rel_gap: float = 0.0, branch: bool = True,
               offer: Callable[[np.ndarray], None] | None = None,
-              cancel: threading.Event | None = None) -> SetBound:
+              cancel: threading.Event | None = None, patience: float = PATIENCE) -> SetBound:
     """Refute thresholds up to ``target`` within ``time_limit`` seconds (module docstring).
 
     ``lower``: a bound already proven (the thresholds start halfway above it); ``seeds``: placements
     (node position -> device) whose device sets start the pool; ``aim``: asked before each threshold for the
-    target now (a better split found meanwhile lowers it; a value above ``target`` is ignored), and before each master
-    solve once a bound is proven (a target at or below it ends the run); ``branch``: at the
+    target now, ``U (1 - rel_gap)`` for the best split ``U`` known (a better split found meanwhile lowers it; a value
+    above ``target`` is ignored), and before each master solve (a target at or below the bound proven ends the run; a
+    split below the threshold being generated ends that generation: no refutation is left to it); ``branch``: at the
     relaxation's limit, decide the target by branch-and-price (a split found there lowers the target to its
     max load times ``1 - rel_gap``); ``offer``: called with a legal split (node position -> device) rounded from each
     master solution that converged (:func:`_rounded_split`: a start for a local search beside it); ``cancel``: set it
-    to stop.
+    to stop; ``patience``: the share of ``time_limit`` a threshold's generation may take before it is left undecided
+    (:data:`PATIENCE`; beside a solver, where nothing waits for the bound, all of it).
 
     >>> from exactplace import read_workload, solve, workload_path
     >>> w = read_workload(workload_path("layer_bert24_inference"))
@@ -485,6 +502,12 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
     def settled() -> bool:
         """A split found meanwhile (``aim``) is certified by the bound proven already: any generation may stop."""
         return aim is not None and bool(trace) and bound is not None and aim() <= bound
+
+    def beaten(threshold: float) -> bool:
+        """A split found meanwhile has a max load below ``threshold`` (``aim`` names ``U (1 - rel_gap)`` for the best
+        split ``U``): no generation can refute it, a lower one would do (op_bert6_inference: the first threshold,
+        aimed from the start's 29.38, lay above the split HiGHS found seconds later)."""
+        return aim is not None and aim() < threshold * (1.0 - rel_gap)
 
     counts = {"thresholds": 0, "pricings": 0, "nodes": 0, "dives": 0}
     outcome = "time"
@@ -538,11 +561,12 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
             else:
                 threshold = (bound + target) / 2.0
             counts["thresholds"] += 1
-            patience = min(clock + time_limit, time.monotonic() + PATIENCE * time_limit)
-            generation = _refute(sets, pool, threshold, patience, cancel, counts, settled=settled)
+            until = min(clock + time_limit, time.monotonic() + patience * time_limit)
+            generation = _refute(sets, pool, threshold, until, cancel, counts,
+                                 settled=lambda at=threshold: settled() or beaten(at))
             verdict = generation.verdict
-            if verdict == "stopped" and settled():
-                continue  # (at the top of the loop: the target, lowered, is refuted already)
+            if verdict == "stopped" and (settled() or beaten(threshold)):
+                continue  # (at the top of the loop: the target, lowered, is refuted already or lies below)
             if verdict == "stopped":
                 if time.monotonic() - clock >= time_limit or (cancel is not None and cancel.is_set()):
                     break
@@ -626,12 +650,16 @@ class _MergedPricer:
     into: np.ndarray  # class -> merged class
     fixed: tuple[np.ndarray, ...] = ()
 
-    def price(self, duals: np.ndarray, threshold: float, floor: float, keep: int,
-              deadline: float = np.inf) -> tuple[float, list[np.ndarray]]:
+    def price(self, duals: np.ndarray, threshold: float, floor: float, keep: int, deadline: float = np.inf,
+              cancel: threading.Event | None = None) -> tuple[float, list[np.ndarray]]:
         """:meth:`Pricer.price` at the merged classes' duals (their members' sums), its sets mapped back; the
         maximum over the fixed columns too."""
-        value, found = self.pricer.price(self._merged(duals), threshold, floor, keep, deadline=deadline)
+        value, found = self.pricer.price(self._merged(duals), threshold, floor, keep, deadline=deadline, cancel=cancel)
         return max([value, *(float(duals[f].sum()) for f in self.fixed)]), [chosen[self.into] for chosen in found]
+
+    def ceiling(self, duals: np.ndarray, threshold: float) -> float:
+        """:meth:`Pricer.ceiling` at the merged classes' duals, the fixed columns' values too."""
+        return max([self.pricer.ceiling(self._merged(duals), threshold), *(float(duals[f].sum()) for f in self.fixed)])
 
     def cover(self, duals: np.ndarray, threshold: float, count: int) -> list[np.ndarray]:
         """:meth:`Pricer.cover` at the merged classes' duals, its sets mapped back."""
@@ -702,6 +730,21 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             columns.append((chosen, cpu))
         return len(improving)
 
+    def cpu_priced(duals: np.ndarray, cap: float) -> tuple[float, list[np.ndarray]]:
+        """The CPU cores' pricing: exact when done by ``cap``; past it at smoothed duals, their ceiling and a greedy
+        set. A plain knapsack whose values are nearly proportional to its weights keeps every subset sum
+        (op_bert6_inference: one pricing at smoothed duals 25.6 s, the accelerators' 0.25 s); Farley's bound needs
+        only an upper bound, any set that prices out is a column. (At the master's duals it stays exact, ``cap``
+        the generation's deadline: "no column prices out" decides convergence.)"""
+        if not cpus:
+            return 0.0, []
+        try:
+            return cpu_pricer.price(duals, threshold, floor=0.0, keep=3, deadline=cap, cancel=cancel)
+        except TimeoutError:
+            if cap >= deadline:
+                raise
+            return cpu_pricer.ceiling(duals, threshold), cpu_pricer.cover(duals, threshold, 1)
+
     weight, upper = SMOOTHING, np.inf
     if center is None and PACKING_CENTER:
         best, stable, stable_cpu = _work_center(sets, threshold)
@@ -738,9 +781,10 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
                 cap = min(deadline, started + max(1.0, SMOOTHED_PRICING_SLACK * pricing_seconds)) if smoothed \
                     else deadline
                 try:
-                    z, acc_sets = acc_pricer.price(duals, threshold, floor=1.0, keep=COLUMNS_PER_PRICING, deadline=cap)
-                    z_cpu, cpu_sets = (cpu_pricer.price(duals, threshold, floor=0.0, keep=3, deadline=cap) if cpus
-                                       else (0.0, []))
+                    z, acc_sets = acc_pricer.price(duals, threshold, floor=1.0, keep=COLUMNS_PER_PRICING, deadline=cap,
+                                                   cancel=cancel)
+                    z_cpu, cpu_sets = cpu_priced(duals, min(cap, time.monotonic() + CPU_PRICING_SECONDS) if smoothed
+                                                 else cap)
                 except TimeoutError:
                     if cap >= deadline:
                         raise
