@@ -1,20 +1,23 @@
-"""Two seeds of one IP racing (``exactplace.backends.race``): who stops whom, what the result keeps, and the race
-inside ``method="mip"`` against brute force."""
+"""Two seeds of one IP racing, and a solve with a bound beside it (``exactplace.backends.race``): who stops whom,
+what the result keeps, and both inside ``method="mip"`` against brute force."""
 
 from __future__ import annotations
 
 import threading
 from types import SimpleNamespace
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from oracle import brute_force_optima
 from strategies import any_graphs, clusters
 
 from exactplace import Cluster, Graph, Node, solve
-from exactplace.backends.race import RACE_SEED, race
+from exactplace.backends.race import RACE_SEED, beside_bound, race
 from exactplace.core.placement import Limit, Space, Status, TracePoint
+from exactplace.evaluators import max_load
 from exactplace.methods.base import MethodResult
 
 
@@ -123,19 +126,114 @@ def test_an_error_in_the_first_side_stops_the_second_and_is_raised() -> None:
 
 def test_the_mip_races_highs_only_with_a_core_to_spare() -> None:
     """HiGHS on the non-contiguous IP, nothing beside it (no packing bound known: polish cannot aim), two threads:
-    two seeds race and ``info["race"]`` says what the second did; one thread, ``race=False`` or CP-SAT: no race."""
+    the set bound takes the idle core where it applies (``info["set_bound"]["beside"]``), else (``set_bound=False``,
+    or no start to aim at) two seeds race and ``info["race"]`` says what the second did; one thread, ``race=False`` or
+    CP-SAT: neither."""
     graph = Graph([Node(i, 3.0 + i % 4, 1.0 + i % 3, comm=0.25) for i in range(8)],
                   [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (4, 5), (4, 6), (5, 7), (6, 7)])
     cluster = Cluster(3, cpus=1)
     optimum = brute_force_optima(graph, cluster, "throughput").any
     options = {"method": "mip", "contiguous": False, "rel_gap": 0.0, "packing_bound": False}
-    raced = solve(graph, cluster, solver="highs", threads=2, **options)
-    assert raced.status is Status.OPTIMAL and raced.objective == pytest.approx(optimum)
-    assert raced.info["race"]["seeds"] == [0, RACE_SEED] and raced.info["race"]["decided"]
+    beside = solve(graph, cluster, solver="highs", threads=2, **options)
+    assert beside.status is Status.OPTIMAL and beside.objective == pytest.approx(optimum)
+    assert beside.info["set_bound"]["beside"] == "solver" and "race" not in beside.info
+    for raced in (solve(graph, cluster, solver="highs", threads=2, set_bound=False, **options),
+                  solve(graph, cluster, solver="highs", threads=2, warm_start=None, **options)):
+        assert raced.status is Status.OPTIMAL and raced.objective == pytest.approx(optimum)
+        assert raced.info["race"]["seeds"] == [0, RACE_SEED] and raced.info["race"]["decided"]
     for alone in (solve(graph, cluster, solver="highs", threads=1, **options),
                   solve(graph, cluster, solver="highs", threads=2, race=False, **options),
                   solve(graph, cluster, solver="cpsat", threads=2, **options)):
         assert "race" not in alone.info and alone.objective == pytest.approx(optimum)
+        assert not isinstance(alone.info.get("set_bound"), dict)
+
+
+def test_the_bound_beside_stops_the_solve_and_the_solve_stops_the_bound() -> None:
+    """``beside_bound``: a prover that decides stops the solve (its event set, as by Ctrl-C) and hears the solver's
+    incumbents; a solve that ends stops the prover; a prover that fails costs only its help."""
+    def solve(stop: threading.Event, heard) -> tuple[MethodResult, str]:
+        heard(7.0)
+        heard(8.0)  # (not better: the best stays 7)
+        assert stop.wait(10.0), "the prover's decision did not stop the solve"
+        return result(Status.FEASIBLE, 7.0, None, Limit.INTERRUPT)[0], "raw"
+
+    def decide(best, stop: threading.Event) -> tuple[bool, float]:
+        while best() > 7.0 and not stop.wait(0.01):
+            pass
+        return True, best()
+
+    got, out, found = beside_bound(solve, decide, start=9.0)
+    assert out == "raw" and found == 7.0 and got.limit is Limit.INTERRUPT
+
+    ended = threading.Event()
+
+    def wait_for_stop(best, stop: threading.Event) -> tuple[bool, str]:
+        assert stop.wait(10.0), "the solve's end did not stop the prover"
+        ended.set()
+        return False, "stopped"
+
+    got, out, found = beside_bound(lambda stop, heard: (result(Status.OPTIMAL, 5.0, 5.0)[0], "raw"), wait_for_stop,
+                                   start=9.0)
+    assert ended.is_set() and found == "stopped" and got.status is Status.OPTIMAL
+
+    def fail(best, stop: threading.Event) -> tuple[bool, str]:
+        raise RuntimeError("pricing failed")
+
+    got, out, found = beside_bound(lambda stop, heard: (result(Status.OPTIMAL, 5.0, 5.0)[0], "raw"), fail, start=9.0)
+    assert isinstance(found, RuntimeError) and got.status is Status.OPTIMAL
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(any_graphs(max_nodes=6), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2),
+       st.sampled_from([0.0, 0.05]))
+def test_a_solve_with_the_bound_beside_is_brute_forces_optimum(graph: Graph, cluster: Cluster, rel_gap: float) -> None:
+    """HiGHS with the set bound on the idle core (the default start to aim at): within ``rel_gap`` of brute force's
+    optimum, the bound never above it, and a split the set bound certified within ``rel_gap`` of its bound."""
+    optima = brute_force_optima(graph, cluster, "throughput")
+    p = solve(graph, cluster, method="mip", solver="highs", contiguous=False, rel_gap=rel_gap, threads=2,
+              packing_bound=False)
+    if optima.any is None:
+        assert p.status is Status.INFEASIBLE and p.device is None
+        return
+    assert p.status is Status.OPTIMAL and p.objective <= optima.any / (1.0 - rel_gap) + 1e-6
+    assert p.bound <= optima.any * (1 + 1e-6) + 1e-9
+    if p.info.get("certified_by") == "set_bound":
+        assert p.info["set_bound"]["outcome"] == "target refuted"
+        assert p.objective - p.bound <= rel_gap * p.objective + 1e-6
+
+
+def _never_deciding(problem, ip, solver, *, warm, cancel, info, timings, heard=None,
+                    **_) -> tuple[MethodResult, SimpleNamespace]:
+    """A solve that reports its start and waits to be stopped (a search slower than the bound beside it)."""
+    if heard is not None and warm is not None:
+        heard(max_load(problem.graph, problem.cluster, warm))
+    cancel.wait(60.0)
+    status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
+    return (MethodResult(None if warm is None else warm.copy(), status, limit=Limit.INTERRUPT, solver="highs",
+                         space=Space.ANY, info=info, timings=timings), SimpleNamespace(values=None))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(any_graphs(max_nodes=6), clusters(min_accelerators=2, max_accelerators=3, max_cpus=2),
+       st.sampled_from([0.01, 0.05]))
+def test_the_bound_beside_certifies_a_split_the_solver_never_decides(graph: Graph, cluster: Cluster,
+                                                                     rel_gap: float) -> None:
+    """With a solver that never decides, the set bound beside it (branching included) is what certifies: the split
+    within ``rel_gap`` of brute force's optimum, the bound never above it; always where memory cannot bind (the
+    relaxation leaves memory out, so a branch's integral sets may not fit, and the branching stops there). (At
+    ``rel_gap=0`` it cannot: it refutes thresholds below the best split, never the split's own value.)"""
+    optima = brute_force_optima(graph, cluster, "throughput")
+    if optima.any is None or optima.any == 0.0 or not cluster.is_homogeneous:
+        return  # (nothing to aim at: a zero optimum comes back from the start; the relaxation needs one machine type)
+    with mock.patch("exactplace.backends.mip.solve_ip", _never_deciding):
+        p = solve(graph, cluster, method="mip", solver="highs", contiguous=False, rel_gap=rel_gap, threads=2,
+                  packing_bound=False, time_limit=5)
+    assert p.bound <= optima.any * (1 + 1e-6) + 1e-9
+    if graph.memory.sum() <= cluster.memory_cap:
+        assert p.status is Status.OPTIMAL and p.info["certified_by"] == "set_bound", p.info
+    if p.status is Status.OPTIMAL:
+        assert p.info["set_bound"]["outcome"] == "target refuted"
+        assert p.objective <= optima.any / (1.0 - rel_gap) + 1e-6
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

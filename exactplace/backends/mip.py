@@ -57,6 +57,13 @@ result keeps the better split and the higher bound, ``info["race"]`` says what t
 swings with its seed (op_bert6_inference to 1% from its optimum, one core each: 43-100 s over six seeds); with the
 race op_bert6_inference reached 1% within Gurobi's 54 s in 8 of 13 runs today (42.4-53.8 s), without it in none of 5
 side by side, nor in any run since stop 44 (``benchmarks/RESULTS.md``).
+Where the set bound applies (option ``set_bound``; identical accelerators on one machine, plain loads) and the start
+gives it a split to aim at, it takes that core instead (:func:`~exactplace.backends.race.beside_bound`): column
+generation over device sets aimed at ``U (1 - rel_gap)`` for HiGHS's best split ``U`` as HiGHS reports it, with all
+the time left; its refutation stops HiGHS, whose split it certifies (``info["certified_by"] == "set_bound"``), and
+its bound joins HiGHS's either way (``info["set_bound"]["beside"] == "solver"``). On op_bert6_inference the
+relaxation is all but exact (its limit lies at the optimum, 28.3322, where HiGHS's bound sits at 27.9789 until its
+tree is done): 1% in 36.0-41.8 s over six runs (the race: 42-60 s, a third over Gurobi's 54), 1e-4 in 55.5 s.
 
 Gap probe (issue 21): then, when the IP's solver is CP-SAT (``"auto"`` on more than
 :data:`HIGHS_MAX_ACCELERATORS` accelerators) and the packing bound does not already close ``rel_gap``,
@@ -142,7 +149,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from exactplace.backends.ip import progress_printer, solve_ip
-from exactplace.backends.race import Racer, race
+from exactplace.backends.race import Racer, beside_bound, race
 from exactplace.backends.solvers import get_solver
 from exactplace.core.errors import ExactplaceError, TooLargeError, check_param
 from exactplace.core.params import Boolean, Choice, Integer, Option
@@ -154,6 +161,8 @@ from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usab
 from exactplace.methods.registry import start_from
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from exactplace.backends.gap_probe import Probe
     from exactplace.backends.polish import Alongside, Polished
     from exactplace.backends.set_bound import SetBound
@@ -365,7 +374,9 @@ class MIP(Method):
         "set_bound": Option("set_bound", Boolean(), True,
                             "contiguous=False, in the relay (solver='auto', more than 3 accelerators, over 60 s): "
                             "after CP-SAT's leg, bound by column generation over device sets "
-                            "(exactplace.backends.set_bound) for 85% of the time left; a refuted target certifies"),
+                            "(exactplace.backends.set_bound) for 85% of the time left; where HiGHS runs alone (two "
+                            "threads or more), beside it on the idle core instead of a second seed (option race); a "
+                            "refuted target certifies"),
         "race": Option("race", Boolean(), True,
                        "contiguous=False on HiGHS with nothing beside it (two threads or more): a second solve with "
                        "another seed on the core HiGHS's search leaves idle; the first to certify stops the other"),
@@ -539,11 +550,11 @@ class MIP(Method):
 
             def run(ip: Any, on: Problem, solver: str, warm: np.ndarray | None,
                     cancel: threading.Event | None = None, workers: int | None = None,
-                    racer: Racer | None = None,
-                    reached: tuple[float, threading.Event] | None = None) -> tuple[MethodResult, Any]:
+                    racer: Racer | None = None, reached: tuple[float, threading.Event] | None = None,
+                    heard: Callable[[float], None] | None = None) -> tuple[MethodResult, Any]:
                 """Solve a built IP by ``on``'s deadline (on ``workers`` threads, default all; as ``racer`` says, in a
-                race; ``reached``: :func:`~exactplace.backends.ip.solve_ip`'s); the result carries the replicas of
-                its solution."""
+                race; ``reached``, ``heard``: :func:`~exactplace.backends.ip.solve_ip`'s); the result carries the
+                replicas of its solution."""
                 said, clocks = (info, timings) if racer is None else (racer.info, racer.timings)
                 said.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
                 result, out = solve_ip(
@@ -552,7 +563,7 @@ class MIP(Method):
                     progress=racer.shown if racer is not None and racer.shown is not None else bool(
                         self.setting(problem, "progress")),
                     space=Space.CHAIN if contiguous else Space.ANY, info=said, timings=clocks, cancel=cancel,
-                    seed=0 if racer is None else racer.seed, reached=reached,
+                    seed=0 if racer is None else racer.seed, reached=reached, heard=heard,
                 )
                 if result.device is not None and out.values is not None:
                     result.replicas = ip.decode_replicas(out.values)
@@ -560,10 +571,11 @@ class MIP(Method):
 
             def solve_any_split(on: Problem, solver: str, warm: np.ndarray | None, lower: float | None,
                                 cancel: threading.Event | None = None, workers: int | None = None,
-                                racer: Racer | None = None) -> tuple[MethodResult, Any]:
+                                racer: Racer | None = None,
+                                heard: Callable[[float], None] | None = None) -> tuple[MethodResult, Any]:
                 """Build the non-contiguous IP and solve it on ``solver`` by ``on``'s deadline (or until ``cancel``
-                is set); ``workers``, ``racer``: :func:`run`'s. ``L``'s proven lower bound ``lower`` is the IP's
-                ``L >= lower`` where the solver's search uses it (``Capabilities.objective_floor``; and in a race,
+                is set); ``workers``, ``racer``, ``heard``: :func:`run`'s. ``L``'s proven lower bound ``lower`` is the
+                IP's ``L >= lower`` where the solver's search uses it (``Capabilities.objective_floor``; and in a race,
                 whose sides stop each other only when one decides); elsewhere the IP goes without it and the solve
                 stops once its split is within ``rel_gap`` of ``lower`` (module docstring)."""
                 clock = time.perf_counter()
@@ -574,7 +586,7 @@ class MIP(Method):
                 ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe, lower_bound=floor)
                 (timings if racer is None else racer.timings)["build"] = time.perf_counter() - clock
                 try:
-                    return run(ip, on, solver, warm, cancel, workers, racer, reached)
+                    return run(ip, on, solver, warm, cancel, workers, racer, reached, heard)
                 except ExactplaceError as error:
                     # A solver can end in an error status (HiGHS 1.x, kSolveError in its postsolve, when L's lower
                     # bound sat a hair below the optimum: 4 of 500 brute-force cases): solve again without it.
@@ -582,7 +594,7 @@ class MIP(Method):
                         raise
                     (info if racer is None else racer.info)["lower_bound"] = f"{lower!r} (dropped: {error})"
                     return run(noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe),
-                               on, solver, warm, cancel, workers, racer)
+                               on, solver, warm, cancel, workers, racer, heard=heard)
 
             if contiguous:
                 timings["build"] = time.perf_counter() - clock
@@ -596,7 +608,20 @@ class MIP(Method):
                 companion = None if lower is None else self._alongside(
                     problem, warm, overlap, gpipe, threads, reached=(_certified_up_to(problem, lower), closed))
                 try:
-                    if companion is None and self._races(problem, solver, threads):
+                    if companion is None and self._races(problem, solver, threads) and self._bound_beside(
+                            problem, warm, overlap, gpipe):
+                        # Nothing beside a one-core search: the set bound on the idle core (module docstring).
+                        result, out, found, began = self._beside_set_bound(
+                            problem, warm, lower, info, timings, lambda stop, heard: solve_any_split(
+                                on, solver, warm, lower, stop, threads - 1, heard=heard))
+                        if found is not None and found.value is not None:
+                            before += [TracePoint(began + seconds, None, value) for seconds, value in found.trace]
+                            raise_lower(found.value, "set_bound")
+                        if found is not None and found.split is not None and (
+                                result.device is None or found.split_value < load_of(result.device)):
+                            result.device, result.replicas, swapped = found.split, None, True  # branching's
+                            result.status = Status.FEASIBLE if result.status is Status.NO_SOLUTION else result.status
+                    elif companion is None and self._races(problem, solver, threads):
                         # Nothing beside a one-core search: a second seed on the idle core (module docstring).
                         shown = progress_printer(start=None if warm is None else load_of(warm)) if self.setting(
                             problem, "progress") else None
@@ -719,6 +744,46 @@ class MIP(Method):
         capabilities = get_solver(solver).capabilities
         return (bool(self.setting(problem, "race")) and threads >= 2 and capabilities.seed
                 and capabilities.serial_search)
+
+    def _bound_beside(self, problem: Problem, warm: np.ndarray | None, overlap: bool, gpipe: bool) -> bool:
+        """Whether the set bound takes the core a one-core solve leaves idle (instead of a second seed): option
+        ``set_bound``, a start to aim at, and an instance the device-set relaxation applies to."""
+        from exactplace.backends.set_bound import set_bound_applies
+
+        return (bool(self.setting(problem, "set_bound")) and warm is not None
+                and set_bound_applies(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe) is None)
+
+    @staticmethod
+    def _beside_set_bound(problem: Problem, warm: np.ndarray, lower: float | None, info: dict, timings: dict,
+                          solve: Callable[[threading.Event, Callable[[float], None]], tuple[MethodResult, Any]]
+                          ) -> tuple[MethodResult, Any, SetBound | None, float]:
+        """``solve(stop, heard)`` (the IP on one core fewer) with the device-set bound on the other, aimed at the
+        solver's best split within ``rel_gap`` and given all the time (:func:`~exactplace.backends.race.beside_bound`):
+        its refutation stops the solve, whose split it certifies. Returns the solve's result and raw output, what the
+        bound found (None when it failed; ``info["set_bound"]`` says why) and when it began (trace seconds)."""
+        from exactplace.backends.set_bound import set_bound
+
+        start = max_load(problem.graph, problem.cluster, warm)
+        began = time.monotonic() - problem.started
+
+        def prove(best: Callable[[], float], stop: threading.Event) -> tuple[bool, SetBound]:
+            def aim() -> float:
+                return best() * (1.0 - problem.rel_gap)
+
+            found = set_bound(problem.graph, problem.cluster, target=aim(), lower=lower, seeds=(warm,), aim=aim,
+                              rel_gap=problem.rel_gap, time_limit=problem.remaining(), cancel=stop, patience=1.0)
+            return found.outcome == "target refuted", found
+
+        result, out, found = beside_bound(solve, prove, start)
+        if isinstance(found, BaseException) or found is None:
+            info["set_bound"] = f"beside the solver: failed ({found!r})"
+            return result, out, None, began
+        timings["set_bound"] = found.seconds
+        info["set_bound"] = {"beside": "solver", "outcome": found.outcome, "start": start, "bound": found.value,
+                             "ceiling": found.ceiling, "thresholds": found.thresholds, "pricings": found.pricings,
+                             "columns": found.columns, "nodes": found.nodes, "split": found.split_value,
+                             "heaviest": found.heaviest}
+        return result, out, found, began
 
     def _alongside(self, problem: Problem, warm: np.ndarray | None, overlap: bool, gpipe: bool, threads: int,
                    reached: tuple[float, threading.Event] | None = None) -> Alongside | None:

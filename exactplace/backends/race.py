@@ -1,4 +1,7 @@
-"""Two solves of one IP that differ only by the solver's seed, one per core; the first to decide stops the other.
+"""A one-core solve and a second search on the core it leaves idle; the first to decide stops the other.
+
+:func:`race`: two solves of one IP that differ only by the solver's seed. :func:`beside_bound`: the solve and a bound
+prover that aims at the solver's best split (the device-set relaxation, :mod:`exactplace.backends.mip`).
 
 Why (issue 21): HiGHS's branch-and-bound runs on one core whatever threads it is given, and its time to close a gap
 swings with its seed. op_bert6_inference to 1% from its optimum, HiGHS on one core, two seeds at a time: 64 and 70 s,
@@ -20,7 +23,7 @@ import numpy as np
 from exactplace.core.placement import Status, TracePoint
 from exactplace.methods.base import MethodResult
 
-__all__ = ["RACE_SEED", "Racer", "race"]
+__all__ = ["RACE_SEED", "Racer", "beside_bound", "race"]
 
 #: The second solve's seed (the first keeps the solver's default, 0).
 RACE_SEED = 1
@@ -103,8 +106,57 @@ def race(solve: Solve, value: Callable[[np.ndarray], float]) -> tuple[MethodResu
     return result, out, record
 
 
+def beside_bound(solve: Callable[[threading.Event, Callable[[float], None]], tuple[MethodResult, Any]],
+                 prove: Callable[[Callable[[], float], threading.Event], tuple[bool, Any]],
+                 start: float) -> tuple[MethodResult, Any, Any]:
+    """Run ``solve(stop, heard)`` in this thread and ``prove(best, stop)`` in another: ``heard`` takes each incumbent
+    the solver reports, ``best()`` is the lowest so far (``start``, the warm start's, before any). ``prove`` returns
+    (decided, what it found): decided (the solver's best split is certified), the solve is stopped (as by Ctrl-C);
+    the prover is stopped when the solve ends for any reason (Ctrl-C included). Returns the solve's result and raw
+    output, and what the prover found (an exception it raised, in its place: its loss is only its help).
+
+    >>> from exactplace.core.placement import Space, Status
+    >>> def solve(stop, heard):
+    ...     heard(9.0)
+    ...     stop.wait(5.0)  # a long solve, until the prover decides
+    ...     return MethodResult(None, Status.FEASIBLE, space=Space.ANY), "raw"
+    >>> def prove(best, stop):  # a bound that certifies any split of 9 or less, once the solver has one
+    ...     while best() > 9.0 and not stop.wait(0.01):
+    ...         pass
+    ...     return True, f"certified {best()}"
+    >>> result, out, found = beside_bound(solve, prove, start=10.0)
+    >>> result.status.value, out, found
+    ('feasible', 'raw', 'certified 9.0')
+    """
+    best = [start]
+    stop_solve, stop_prover, finished = threading.Event(), threading.Event(), threading.Event()
+    box: dict[str, Any] = {}
+
+    def heard(value: float) -> None:
+        best[0] = min(best[0], value)
+
+    def prover() -> None:
+        try:
+            decided, box["found"] = prove(lambda: best[0], stop_prover)
+            if decided:
+                stop_solve.set()
+        except Exception as error:  # its help is lost, not the solve (the caller says why)
+            box["found"] = error
+        finally:
+            finished.set()
+
+    thread = threading.Thread(target=prover, name="exactplace-bound", daemon=True)
+    thread.start()
+    try:
+        result, out = solve(stop_solve, heard)
+    finally:
+        stop_prover.set()
+        _wait(finished)
+    return result, out, box.get("found")
+
+
 def _wait(finished: threading.Event) -> None:
-    """Wait for the second solve, which was asked to stop (a Ctrl-C meanwhile changes nothing: it is stopping)."""
+    """Wait for the other side, which was asked to stop (a Ctrl-C meanwhile changes nothing: it is stopping)."""
     while not finished.is_set():
         try:
             finished.wait(0.1)
