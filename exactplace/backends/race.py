@@ -57,32 +57,16 @@ def race(solve: Solve, value: Callable[[np.ndarray], float]) -> tuple[MethodResu
     ``info`` (what the second solve did, which ones decided). The second solve failing costs nothing but its
     draw (the record says why).
     """
-    stop_first, stop_second = threading.Event(), threading.Event()
-    box: dict[str, Any] = {}
-    finished = threading.Event()
+    def second(stop: threading.Event) -> tuple[bool, tuple[MethodResult, Any]]:
+        got = solve(RACE_SEED, stop)
+        return got[0].status in DECIDED, got
 
-    def second() -> None:
-        try:
-            box["result"] = solve(RACE_SEED, stop_second)
-            if box["result"][0].status in DECIDED:
-                stop_first.set()
-        except Exception as error:  # its draw is lost, not the solve (the record says why)
-            box["error"] = error
-        finally:
-            finished.set()
-
-    thread = threading.Thread(target=second, name="exactplace-race", daemon=True)
-    thread.start()
-    try:
-        result, out = solve(0, stop_first)
-    finally:
-        stop_second.set()
-        _wait(finished)
+    (result, out), seconded = _side_by_side(lambda stop: solve(0, stop), second, "exactplace-race")
     record: dict[str, Any] = {"seeds": [0, RACE_SEED]}
-    if "error" in box:
-        record["second"] = f"failed ({box['error']})"
+    if isinstance(seconded, Exception):  # its draw is lost, not the solve
+        record["second"] = f"failed ({seconded})"
         return result, out, record
-    other, other_out = box["result"]
+    other, other_out = seconded
     other_value = None if other.device is None else value(other.device)
     record["second"] = {"status": other.status.value, "bound": other.bound, "seconds": other.timings.get("solve"),
                         "value": other_value}
@@ -129,30 +113,41 @@ def beside_bound(solve: Callable[[threading.Event, Callable[[float], None]], tup
     ('feasible', 'raw', 'certified 9.0')
     """
     best = [start]
-    stop_solve, stop_prover, finished = threading.Event(), threading.Event(), threading.Event()
-    box: dict[str, Any] = {}
 
     def heard(value: float) -> None:
         best[0] = min(best[0], value)
 
-    def prover() -> None:
+    (result, out), found = _side_by_side(lambda stop: solve(stop, heard), lambda stop: prove(lambda: best[0], stop),
+                                         "exactplace-bound")
+    return result, out, found
+
+
+def _side_by_side(first: Callable[[threading.Event], Any],
+                  second: Callable[[threading.Event], tuple[bool, Any]], name: str) -> tuple[Any, Any]:
+    """``first(stop)`` in this thread, ``second(stop)`` in another (named ``name``): ``second`` returning (decided,
+    found) with decided sets ``first``'s event; ``first`` ending for any reason (Ctrl-C included) sets ``second``'s,
+    and ``second`` is waited for. Returns what ``first`` returned and ``found`` (the exception ``second`` raised, in
+    its place: its loss is only its help)."""
+    stop_first, stop_second, finished = threading.Event(), threading.Event(), threading.Event()
+    box: dict[str, Any] = {}
+
+    def run_second() -> None:
         try:
-            decided, box["found"] = prove(lambda: best[0], stop_prover)
+            decided, box["found"] = second(stop_second)
             if decided:
-                stop_solve.set()
-        except Exception as error:  # its help is lost, not the solve (the caller says why)
+                stop_first.set()
+        except Exception as error:
             box["found"] = error
         finally:
             finished.set()
 
-    thread = threading.Thread(target=prover, name="exactplace-bound", daemon=True)
-    thread.start()
+    threading.Thread(target=run_second, name=name, daemon=True).start()
     try:
-        result, out = solve(stop_solve, heard)
+        mine = first(stop_first)
     finally:
-        stop_prover.set()
+        stop_second.set()
         _wait(finished)
-    return result, out, box.get("found")
+    return mine, box.get("found")
 
 
 def _wait(finished: threading.Event) -> None:
