@@ -228,8 +228,8 @@ def test_the_bound_beside_certifies_a_split_the_solver_never_decides(graph: Grap
     with mock.patch("exactplace.backends.mip.solve_ip", _never_deciding):
         p = solve(graph, cluster, method="mip", solver="highs", contiguous=False, rel_gap=rel_gap, threads=2,
                   packing_bound=False, time_limit=5)
-    assert p.bound <= optima.any * (1 + 1e-6) + 1e-9
-    if graph.memory.sum() <= cluster.memory_cap:
+    assert p.bound is None or p.bound <= optima.any * (1 + 1e-6) + 1e-9
+    if graph.memory.sum() <= cluster.memory_cap and optima.any >= 1e-3:  # (loads far below the tolerances: no proof)
         assert p.status is Status.OPTIMAL and p.info["certified_by"] == "set_bound", p.info
     if p.status is Status.OPTIMAL:
         assert p.info["set_bound"]["outcome"] == "target refuted"
