@@ -695,27 +695,37 @@ def test_a_pricing_past_its_deadline_stops_the_generation() -> None:
     assert ended.verdict == "stopped" and np.isfinite(ended.farley) and monotonic() - started < 30.0
 
 
-def test_a_smoothed_pricing_out_of_its_slack_falls_back_to_the_masters_duals() -> None:
-    """Every pricing at smoothed duals running past its own cap (as near-uniform duals do on a big graph): the
-    generation still decides the threshold, by pricing the master's duals: the verdict it reaches without the caps."""
+def _verdicts_with_capped(capped_when: object) -> tuple[list[bool], dict[float, tuple[str, str]]]:
+    """The verdicts at thresholds 6 and 7 on a banded graph (refuted in 9 pricings, converged in 3) with every pricing
+    that ``capped_when(floor, deadline, generation's deadline)`` running past its cap, and without the caps; and
+    whether any was capped."""
     sets = SetRelaxation.of(banded_graph(12), Cluster(3, cpus=1))
     deadline = monotonic() + 60.0
     price = Pricer.price
-    capped = []
+    capped: list[bool] = []
 
-    def slow_when_smoothed(self: Pricer, *args: object, **options: object) -> object:
-        if options.get("deadline", np.inf) < deadline:  # (only the smoothed pricings get a deadline of their own)
+    def slow(self: Pricer, duals: np.ndarray, threshold: float, floor: float = 1.0, *args: object,
+             **options: object) -> object:
+        if capped_when(floor, options.get("deadline", np.inf), deadline):  # type: ignore[operator]
             capped.append(True)
             raise TimeoutError
-        return price(self, *args, **options)
+        return price(self, duals, threshold, floor, *args, **options)
 
     outcomes = {}
-    for threshold in (6.0, 7.0):  # (refuted in 9 pricings, converged in 3)
+    for threshold in (6.0, 7.0):
         counts = {"pricings": 0, "nodes": 0, "thresholds": 0}
-        with patch.object(Pricer, "price", slow_when_smoothed):
+        with patch.object(Pricer, "price", slow):
             fallback = _refute(sets, _Pool.seeded(sets, ()), threshold, deadline, None, counts).verdict
         plain = _refute(sets, _Pool.seeded(sets, ()), threshold, deadline, None, dict(counts)).verdict
         outcomes[threshold] = (fallback, plain)
+    return capped, outcomes
+
+
+def test_a_smoothed_pricing_out_of_its_slack_falls_back_to_the_masters_duals() -> None:
+    """Every pricing at smoothed duals running past its own cap (as near-uniform duals do on a big graph): the
+    generation still decides the threshold, by pricing the master's duals: the verdict it reaches without the caps."""
+    # (only the smoothed pricings get a deadline of their own)
+    capped, outcomes = _verdicts_with_capped(lambda floor, cap, deadline: cap < deadline)
     assert capped and outcomes == {6.0: ("refuted", "refuted"), 7.0: ("converged", "converged")}
 
 
@@ -724,25 +734,7 @@ def test_the_cpu_cores_pricing_past_its_cap_gives_their_ceiling_and_the_same_ver
     weights keep every subset sum): Farley's bound takes their fractional knapsack (an upper bound, so still a
     proof), a greedy set stands in for their columns, and convergence is decided by an exact pricing: the verdicts
     are the uncapped ones."""
-    sets = SetRelaxation.of(banded_graph(12), Cluster(3, cpus=1))
-    deadline = monotonic() + 60.0
-    price = Pricer.price
-    capped = []
-
-    def slow_cpu(self: Pricer, duals: np.ndarray, threshold: float, floor: float = 1.0, *args: object,
-                 **options: object) -> object:
-        if floor == 0.0 and options.get("deadline", np.inf) < deadline:  # (the CPU cores', at a cap of its own)
-            capped.append(True)
-            raise TimeoutError
-        return price(self, duals, threshold, floor, *args, **options)
-
-    outcomes = {}
-    for threshold in (6.0, 7.0):
-        counts = {"pricings": 0, "nodes": 0, "thresholds": 0}
-        with patch.object(Pricer, "price", slow_cpu):
-            fallback = _refute(sets, _Pool.seeded(sets, ()), threshold, deadline, None, counts).verdict
-        plain = _refute(sets, _Pool.seeded(sets, ()), threshold, deadline, None, dict(counts)).verdict
-        outcomes[threshold] = (fallback, plain)
+    capped, outcomes = _verdicts_with_capped(lambda floor, cap, deadline: floor == 0.0 and cap < deadline)
     assert capped and outcomes == {6.0: ("refuted", "refuted"), 7.0: ("converged", "converged")}
 
 

@@ -283,6 +283,16 @@ def _phase_budget(problem: Problem, seconds: float, fraction: float) -> float | 
     return budget if budget > 0.05 else None
 
 
+def _record_set_bound(found: SetBound, info: dict, timings: dict, **said: Any) -> None:
+    """What the set bound found, in ``info["set_bound"]`` (after ``said``: where it ran, what it started from) and
+    ``timings["set_bound"]``."""
+    timings["set_bound"] = found.seconds
+    info["set_bound"] = {**said, "outcome": found.outcome, "bound": found.value, "ceiling": found.ceiling,
+                         "thresholds": found.thresholds, "pricings": found.pricings, "columns": found.columns,
+                         "nodes": found.nodes, "dives": found.dives, "split": found.split_value,
+                         "heaviest": found.heaviest}
+
+
 def _certified_up_to(problem: Problem, lower: float) -> float:
     """The highest max load of a split that ``L``'s lower bound ``lower`` certifies within ``rel_gap``,
     ``value - lower <= rel_gap * value`` (what a polish aims at)."""
@@ -778,11 +788,7 @@ class MIP(Method):
         if isinstance(found, BaseException) or found is None:
             info["set_bound"] = f"beside the solver: failed ({found!r})"
             return result, out, None, began
-        timings["set_bound"] = found.seconds
-        info["set_bound"] = {"beside": "solver", "outcome": found.outcome, "start": start, "bound": found.value,
-                             "ceiling": found.ceiling, "thresholds": found.thresholds, "pricings": found.pricings,
-                             "columns": found.columns, "nodes": found.nodes, "split": found.split_value,
-                             "heaviest": found.heaviest}
+        _record_set_bound(found, info, timings, beside="solver", start=start)
         return result, out, found, began
 
     def _alongside(self, problem: Problem, warm: np.ndarray | None, overlap: bool, gpipe: bool, threads: int,
@@ -863,11 +869,7 @@ class MIP(Method):
         found = set_bound(problem.graph, problem.cluster, target=target, lower=lower, seeds=(warm,), aim=aim,
                           rel_gap=problem.rel_gap, time_limit=SET_BOUND_FRACTION * problem.remaining(),
                           offer=None if companion is None else companion.offer)
-        timings["set_bound"] = found.seconds
-        info["set_bound"] = {"outcome": found.outcome, "start": value, "target": target, "bound": found.value,
-                             "ceiling": found.ceiling, "thresholds": found.thresholds, "pricings": found.pricings,
-                             "columns": found.columns, "nodes": found.nodes, "dives": found.dives,
-                             "split": found.split_value, "heaviest": found.heaviest}
+        _record_set_bound(found, info, timings, start=value, target=target)
         return found
 
     def _polish_and_probe(self, problem: Problem, warm: np.ndarray, lower: float | None, overlap: bool, gpipe: bool,
