@@ -442,14 +442,15 @@ def test_highs_takes_the_ip_without_a_floor_and_the_bound_still_holds() -> None:
 
 
 def test_a_solve_stops_at_an_incumbent_a_bound_outside_the_ip_certifies() -> None:
-    """``solve_ip(reached=(value, event))`` sets the event at the first incumbent at most ``value``; as ``cancel`` it
-    stops the solve there, which would otherwise run on (here: HiGHS to the exact optimum of layer_bert24_inference
-    within a minute)."""
+    """``solve_ip(heard=sets_at_most(value, event))`` sets the event at the first incumbent at most ``value``; as
+    ``cancel`` it stops the solve there, which would otherwise run on (here: HiGHS to the exact optimum of
+    layer_bert24_inference within a minute)."""
     import threading
     import time
 
     from exactplace import workload_path
     from exactplace.backends.ip import solve_ip
+    from exactplace.core.interrupt import sets_at_most
     from exactplace.methods.base import Problem
 
     w = read_workload(workload_path("layer_bert24_inference"))
@@ -458,6 +459,6 @@ def test_a_solve_stops_at_an_incumbent_a_bound_outside_the_ip_certifies() -> Non
     problem = Problem(w.graph, w.cluster, "throughput", time.monotonic() + 60, 0.0, None, {})
     certified, target = threading.Event(), max_load(w.graph, w.cluster, start)
     result, out = solve_ip(problem, ip, "highs", warm=None, threads=1, log=False, progress=False, space=Space.ANY,
-                           info={}, timings={}, cancel=certified, reached=(target, certified))
+                           info={}, timings={}, cancel=certified, heard=sets_at_most(target, certified))
     assert certified.is_set() and out.limit is Limit.INTERRUPT and result.device is not None
     assert result.status is Status.FEASIBLE and max_load(w.graph, w.cluster, result.device) <= target * (1 + 1e-6)

@@ -234,6 +234,9 @@ def test_the_bound_beside_certifies_a_split_the_solver_never_decides(graph: Grap
     if p.status is Status.OPTIMAL:
         assert p.info["set_bound"]["outcome"] == "target refuted"
         assert p.objective <= optima.any / (1.0 - rel_gap) + 1e-6
+    said = p.info.get("set_bound")
+    if isinstance(said, dict) and said["outcome"] == "target refuted":  # it stopped the solver: no Ctrl-C to report
+        assert p.limit is not Limit.INTERRUPT
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

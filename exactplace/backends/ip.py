@@ -60,8 +60,7 @@ def progress_printer(every: float = 1.0, *, start: float | None = None) -> Calla
 def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None, threads: int, log: bool,
              progress: bool | Callable[[TracePoint], None], space: Space, info: dict, timings: dict,
              values: np.ndarray | None = None, cancel: threading.Event | None = None,
-             seed: int = 0, reached: tuple[float, threading.Event] | None = None,
-             heard: Callable[[float], None] | None = None) -> tuple[MethodResult, Any]:
+             seed: int = 0, heard: Callable[[float], None] | None = None) -> tuple[MethodResult, Any]:
     """Solve a built IP (``ip.model``, ``ip.decode``, ``ip.encode``, ``ip.bound_slack``) and make the MethodResult.
 
     ``warm``: the start's devices (returned when the solver finds nothing better); its model
@@ -70,10 +69,9 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
     are timed from ``problem.started`` (``solve``'s start), so they include what the method did before.
     ``cancel``: set it to stop the solve as Ctrl-C does (the result's limit is then ``INTERRUPT``); ``seed``: the
     solver's random seed (0: its default). ``progress``: print progress lines (:func:`progress_printer`), or the
-    printer to give them to (one shared by solves racing side by side). ``reached``: (a value, an event): the event
-    is set once the solver reports an incumbent at most that (say, one a bound proven outside the IP certifies; with
-    the event as ``cancel`` the solve stops there); ``heard``: called with each incumbent the solver reports (its
-    objective, as the trace has it).
+    printer to give them to (one shared by solves racing side by side). ``heard``: called with each incumbent the
+    solver reports (its objective, as the trace has it): say, :func:`~exactplace.core.interrupt.sets_at_most` on
+    ``cancel``, to stop at the first a bound proven outside the IP certifies.
     """
     from exactplace.backends.solvers import Request, get_solver, solve_model
 
@@ -95,8 +93,6 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
 
     def reported(point: TracePoint) -> None:
         point = corrected(point)
-        if reached is not None and point.incumbent is not None and point.incumbent <= reached[0]:
-            reached[1].set()
         if heard is not None and point.incumbent is not None:
             heard(point.incumbent)
         if shown is not None:
@@ -105,7 +101,7 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
     request = Request(
         deadline=problem.deadline, rel_gap=problem.rel_gap, threads=threads, warm_start=values,
         log=(lambda line: print(line, file=sys.stderr, flush=True)) if log else None,
-        progress=reported if shown is not None or reached is not None or heard is not None else None, cancel=cancel,
+        progress=reported if shown is not None or heard is not None else None, cancel=cancel,
         seed=seed,
     )
     out = solve_model(ip.model, cls.name, request)

@@ -152,6 +152,7 @@ from exactplace.backends.ip import progress_printer, solve_ip
 from exactplace.backends.race import Racer, beside_bound, race
 from exactplace.backends.solvers import get_solver
 from exactplace.core.errors import ExactplaceError, TooLargeError, check_param
+from exactplace.core.interrupt import sets_at_most
 from exactplace.core.params import Boolean, Choice, Integer, Option
 from exactplace.core.placement import Limit, Space, Status, TracePoint
 from exactplace.evaluators import max_load
@@ -297,6 +298,18 @@ def _certified_up_to(problem: Problem, lower: float) -> float:
     """The highest max load of a split that ``L``'s lower bound ``lower`` certifies within ``rel_gap``,
     ``value - lower <= rel_gap * value`` (what a polish aims at)."""
     return lower / (1.0 - problem.rel_gap)
+
+
+def _both(first: Callable[[float], None], then: Callable[[float], None] | None) -> Callable[[float], None]:
+    """A listener of incumbents that tells ``first``, then ``then`` (when there is one)."""
+    if then is None:
+        return first
+
+    def heard(value: float) -> None:
+        first(value)
+        then(value)
+
+    return heard
 
 
 def _lower_certifies(problem: Problem, value: float, lower: float | None) -> bool:
@@ -560,11 +573,11 @@ class MIP(Method):
 
             def run(ip: Any, on: Problem, solver: str, warm: np.ndarray | None,
                     cancel: threading.Event | None = None, workers: int | None = None,
-                    racer: Racer | None = None, reached: tuple[float, threading.Event] | None = None,
+                    racer: Racer | None = None,
                     heard: Callable[[float], None] | None = None) -> tuple[MethodResult, Any]:
                 """Solve a built IP by ``on``'s deadline (on ``workers`` threads, default all; as ``racer`` says, in a
-                race; ``reached``, ``heard``: :func:`~exactplace.backends.ip.solve_ip`'s); the result carries the
-                replicas of its solution."""
+                race; ``heard``: :func:`~exactplace.backends.ip.solve_ip`'s); the result carries the replicas of its
+                solution."""
                 said, clocks = (info, timings) if racer is None else (racer.info, racer.timings)
                 said.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
                 result, out = solve_ip(
@@ -573,7 +586,7 @@ class MIP(Method):
                     progress=racer.shown if racer is not None and racer.shown is not None else bool(
                         self.setting(problem, "progress")),
                     space=Space.CHAIN if contiguous else Space.ANY, info=said, timings=clocks, cancel=cancel,
-                    seed=0 if racer is None else racer.seed, reached=reached, heard=heard,
+                    seed=0 if racer is None else racer.seed, heard=heard,
                 )
                 if result.device is not None and out.values is not None:
                     result.replicas = ip.decode_replicas(out.values)
@@ -589,14 +602,14 @@ class MIP(Method):
                 whose sides stop each other only when one decides); elsewhere the IP goes without it and the solve
                 stops once its split is within ``rel_gap`` of ``lower`` (module docstring)."""
                 clock = time.perf_counter()
-                floor, reached = lower, None
+                floor, listen = lower, heard
                 if lower is not None and racer is None and not get_solver(solver).capabilities.objective_floor:
                     cancel = cancel or threading.Event()
-                    floor, reached = None, (_certified_up_to(problem, lower), cancel)
+                    floor, listen = None, _both(sets_at_most(_certified_up_to(problem, lower), cancel), heard)
                 ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe, lower_bound=floor)
                 (timings if racer is None else racer.timings)["build"] = time.perf_counter() - clock
                 try:
-                    return run(ip, on, solver, warm, cancel, workers, racer, reached, heard)
+                    return run(ip, on, solver, warm, cancel, workers, racer, listen)
                 except ExactplaceError as error:
                     # A solver can end in an error status (HiGHS 1.x, kSolveError in its postsolve, when L's lower
                     # bound sat a hair below the optimum: 4 of 500 brute-force cases): solve again without it.
@@ -616,7 +629,8 @@ class MIP(Method):
                 # rel_gap of that bound ends the solve: the split is certified (module docstring).
                 closed = threading.Event()
                 companion = None if lower is None else self._alongside(
-                    problem, warm, overlap, gpipe, threads, reached=(_certified_up_to(problem, lower), closed))
+                    problem, warm, overlap, gpipe, threads,
+                    heard=sets_at_most(_certified_up_to(problem, lower), closed))
                 try:
                     if companion is None and self._races(problem, solver, threads) and self._bound_beside(
                             problem, warm, overlap, gpipe):
@@ -627,6 +641,9 @@ class MIP(Method):
                         if found is not None and found.value is not None:
                             before += [TracePoint(began + seconds, None, value) for seconds, value in found.trace]
                             raise_lower(found.value, "set_bound")
+                        if found is not None and found.outcome == "target refuted" and (
+                                result.limit is Limit.INTERRUPT):
+                            result.limit = None  # (stopped by the refutation, not Ctrl-C: certified, below)
                         if found is not None and found.split is not None and (
                                 result.device is None or found.split_value < load_of(result.device)):
                             result.device, result.replicas, swapped = found.split, None, True  # branching's
@@ -792,9 +809,9 @@ class MIP(Method):
         return result, out, found, began
 
     def _alongside(self, problem: Problem, warm: np.ndarray | None, overlap: bool, gpipe: bool, threads: int,
-                   reached: tuple[float, threading.Event] | None = None) -> Alongside | None:
+                   heard: Callable[[float], None] | None = None) -> Alongside | None:
         """The polish that runs beside a solve (HiGHS's leg of the relay, on the core HiGHS leaves idle; the solver
-        where no relay runs) (:class:`~exactplace.backends.polish.Alongside`, with ``reached``): when ``polish`` is
+        where no relay runs) (:class:`~exactplace.backends.polish.Alongside`, with ``heard``): when ``polish`` is
         on, two threads or more are allowed, not GPipe, and the start is a legal split; else None."""
         from exactplace.backends.polish import Alongside
 
@@ -802,7 +819,7 @@ class MIP(Method):
                 or check_feasibility(problem.graph, problem.cluster, warm)):
             return None
         return Alongside(problem.graph, problem.cluster, warm, overlap=overlap, time_limit=problem.remaining(),
-                         reached=reached)
+                         heard=heard)
 
     @staticmethod
     def _take_polished(problem: Problem, result: MethodResult, companion: Alongside, found: Polished, overlap: bool,

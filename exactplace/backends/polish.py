@@ -83,7 +83,7 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError
 from exactplace.core.graph import Graph
-from exactplace.core.interrupt import ctrl_c_sets
+from exactplace.core.interrupt import ctrl_c_sets, sets_at_most
 from exactplace.core.placement import Limit, Status
 from exactplace.evaluators import check_feasibility
 from exactplace.evaluators.max_load import device_loads
@@ -191,7 +191,7 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
     loads = _loads(graph, cluster, device, overlap)
     start = float(loads.max())
     halt = threading.Event()  # a search reached `enough`: the others end after their sub-IP
-    record = _Record(start, clock, None if enough is None else (enough, halt))
+    record = _Record(start, clock, None if enough is None else sets_at_most(enough, halt))
 
     def improved(value: float) -> None:
         """The best of every search so far: its trace, ``on_improve``, and ``enough``."""
@@ -231,21 +231,21 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
 
 class _Record:
     """The lowest max load over searches running in several threads, the trace of its improvements (seconds from
-    ``clock``), and an event set once it is at most a threshold (``reached``: (threshold, event))."""
+    ``clock``); ``heard`` is told each value recorded (the start first)."""
 
-    def __init__(self, start: float, clock: float, reached: tuple[float, threading.Event] | None) -> None:
+    def __init__(self, start: float, clock: float, heard: Callable[[float], None] | None) -> None:
         self._lock = threading.Lock()
         self._clock = clock
-        self._reached = reached
+        self._heard = heard
         self._trace: list[tuple[float, float]] = []
         self.best = start
         """The lowest so far: one float, replaced whole, so readable from any thread at any time."""
-        self.improve(start)  # (only to set the event where the start is low enough already)
+        self.improve(start)  # (only to tell `heard`, which may stop on the start already)
 
     def improve(self, value: float) -> bool:
         """Record a search's new max load; whether it is the lowest so far."""
-        if self._reached is not None and value <= self._reached[0]:
-            self._reached[1].set()
+        if self._heard is not None:
+            self._heard(value)
         with self._lock:
             if value >= self.best:
                 return False
@@ -355,14 +355,14 @@ class Alongside:
     """
 
     def __init__(self, graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool = False,
-                 time_limit: float, reached: tuple[float, threading.Event] | None = None) -> None:
-        """``reached``: (a max load, an event): the event is set once the best placement's max load is at most
-        that (a solve beside it may stop then)."""
+                 time_limit: float, heard: Callable[[float], None] | None = None) -> None:
+        """``heard``: told the max load of each placement the searches find (the start's first): say,
+        :func:`~exactplace.core.interrupt.sets_at_most`, to stop a solve beside it once one is good enough."""
         self._cancel = threading.Event()  # stop(): the end of every search
         self._box: dict[str, object] = {}
         self._started = time.monotonic()
         self._start_value = float(_loads(graph, cluster, device, overlap).max())
-        self._record = _Record(self._start_value, self._started, reached)
+        self._record = _Record(self._start_value, self._started, heard)
         self._lock = threading.Lock()
         self._offered: np.ndarray | None = None
         self._search_cancel = threading.Event()  # the current search's: set by stop(), or to take an offer

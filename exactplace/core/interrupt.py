@@ -1,5 +1,5 @@
 """Ctrl-C: how an uncaught one is reported (one line, not a page of traceback: the command line's promise), and
-how a phase of decision solves keeps one from being lost."""
+how a phase of decision solves keeps one from being lost; and the other stop event of a solve, a value reached."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 from types import TracebackType
 
-__all__ = ["ctrl_c_sets", "quiet_interrupt"]
+__all__ = ["ctrl_c_sets", "quiet_interrupt", "sets_at_most"]
 
 Hook = Callable[[type[BaseException], BaseException, "TracebackType | None"], object]
 
@@ -52,3 +52,22 @@ def ctrl_c_sets(event: threading.Event | None = None) -> Iterator[threading.Even
         yield event
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def sets_at_most(threshold: float, event: threading.Event) -> Callable[[float], None]:
+    """A listener of a search's values (max loads, each as it is found) that sets ``event`` at the first at most
+    ``threshold``: say, the first split a bound proven elsewhere certifies, where the search may stop.
+
+    >>> stop = threading.Event()
+    >>> heard = sets_at_most(2.0, stop)
+    >>> heard(3.0); stop.is_set()
+    False
+    >>> heard(2.0); stop.is_set()
+    True
+    """
+
+    def heard(value: float) -> None:
+        if value <= threshold:
+            event.set()
+
+    return heard
