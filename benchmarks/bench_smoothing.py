@@ -3,7 +3,9 @@
 ``--against weight``: a fixed weight 1/2 (Wentges) instead of the adapted one; ``--against center``: the first
 master's duals as the first center (as before stop 39: ``set_bound.PACKING_CENTER`` off) instead of the packing
 bound's (``_work_center``); ``--against partition``: the master partitions the classes from the start (as before stop
-44: ``set_bound.COVERING_FIRST`` off) instead of covering them until its value nears ``k``.
+44: ``set_bound.COVERING_FIRST`` off) instead of covering them until its value nears ``k``; ``--against keep``: the
+packing bound's point stays the center when a CPU core's pricing near it runs past its cap (as before stop 50:
+``set_bound.LEAVE_PACKING_CENTER`` off) instead of the master's duals taking over.
 One threshold's column generation (``set_bound._refute``: no branching, no other thresholds) from the DP's split and
 the single classes, both ways in one run, one row each: how it ended (refuted, converged, or stopped at the time
 limit), the seconds, the exact pricings, the master's last value (an upper bound on the relaxation's once free of
@@ -29,7 +31,8 @@ from exactplace.backends import set_bound as sb
 #: The baselines: the row's name, and the module attribute it sets and to what.
 BASELINES = {"weight": ("fixed 1/2", "_adapted_weight", lambda weight, *_: weight),
              "center": ("master's duals", "PACKING_CENTER", False),
-             "partition": ("partition only", "COVERING_FIRST", False)}
+             "partition": ("partition only", "COVERING_FIRST", False),
+             "keep": ("packing center kept", "LEAVE_PACKING_CENTER", False)}
 
 
 def generation(sets: SetRelaxation, seed: np.ndarray, threshold: float, seconds: float,

@@ -117,6 +117,11 @@ HEAVIEST_MARGIN = 1e-6
 #: master's duals, as before stop 39 (``benchmarks/bench_smoothing.py --against center`` compares the two).
 PACKING_CENTER = True
 
+#: The packing bound's point is given up as the center once a CPU core's pricing near it runs past its cap
+#: (:func:`_refute`); False: it stays the center, as before stop 50 (``benchmarks/bench_smoothing.py --against keep``
+#: compares the two).
+LEAVE_PACKING_CENTER = True
+
 #: A generation's master covers the classes (rows ``>= 1``, duals ``>= 0``) until its value nears ``k``
 #: (:data:`COVER_ROOM`) or no column prices out, then partitions them (rows ``= 1``: the relaxation itself) from
 #: the columns met; False: it partitions from the start, as before stop 44 (``benchmarks/bench_smoothing.py
@@ -730,26 +735,28 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
             columns.append((chosen, cpu))
         return len(improving)
 
-    def cpu_priced(duals: np.ndarray, cap: float) -> tuple[float, list[np.ndarray]]:
-        """The CPU cores' pricing: exact when done by ``cap``; past it at smoothed duals, their ceiling and a greedy
-        set. A plain knapsack whose values are nearly proportional to its weights keeps every subset sum
-        (op_bert6_inference: one pricing at smoothed duals 25.6 s, the accelerators' 0.25 s); Farley's bound needs
-        only an upper bound, any set that prices out is a column. (At the master's duals it stays exact, ``cap``
-        the generation's deadline: "no column prices out" decides convergence.)"""
+    def cpu_priced(duals: np.ndarray, cap: float) -> tuple[float, list[np.ndarray], bool]:
+        """The CPU cores' pricing, and whether it was exact: exact when done by ``cap``; past it at smoothed duals,
+        their ceiling and a greedy set. A plain knapsack whose values are nearly proportional to its weights keeps
+        every subset sum (op_bert6_inference: one pricing at smoothed duals 25.6 s, the accelerators' 0.25 s); Farley's
+        bound needs only an upper bound, any set that prices out is a column. (At the master's duals it stays exact,
+        ``cap`` the generation's deadline: "no column prices out" decides convergence.)"""
         if not cpus:
-            return 0.0, []
+            return 0.0, [], True
         try:
-            return cpu_pricer.price(duals, threshold, floor=0.0, keep=3, deadline=cap, cancel=cancel)
+            return *cpu_pricer.price(duals, threshold, floor=0.0, keep=3, deadline=cap, cancel=cancel), True
         except TimeoutError:
             if cap >= deadline:
                 raise
-            return cpu_pricer.ceiling(duals, threshold), cpu_pricer.cover(duals, threshold, 1)
+            return cpu_pricer.ceiling(duals, threshold), cpu_pricer.cover(duals, threshold, 1), False
 
     weight, upper = SMOOTHING, np.inf
-    if center is None and PACKING_CENTER:
+    packing = center is None and PACKING_CENTER  # the center is the packing bound's point (until given up, below)
+    if packing:
         best, stable, stable_cpu = _work_center(sets, threshold)
         if best > k + MARGIN:
             return _Generation("refuted", farley=best)
+    proven = best  # the best Farley bound met (``best`` is the center's, which starts again where a center is given up)
     try:
         greedy_rounds = 0  # master solves since the last exact pricing
         master_seconds, pricing_seconds = 0.0, 0.0  # the last master solve's and the last exact pricing's
@@ -764,7 +771,7 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
                 master.partition()
                 continue
             if upper <= k - MARGIN:  # the relaxation holds a solution of value <= k: this threshold cannot be refuted
-                return _Generation("converged", master.solution(columns), (pi, sigma), best, upper)
+                return _Generation("converged", master.solution(columns), (pi, sigma), proven, upper)
             if stable is None:  # (PACKING_CENTER off: the first master's duals)
                 stable, stable_cpu = pi, sigma
             costly = pricing_seconds > GREEDY_WHEN * master_seconds  # (a branchy graph's): the greedy cover helps
@@ -783,8 +790,8 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
                 try:
                     z, acc_sets = acc_pricer.price(duals, threshold, floor=1.0, keep=COLUMNS_PER_PRICING, deadline=cap,
                                                    cancel=cancel)
-                    z_cpu, cpu_sets = cpu_priced(duals, min(cap, time.monotonic() + CPU_PRICING_SECONDS) if smoothed
-                                                 else cap)
+                    z_cpu, cpu_sets, exact = cpu_priced(duals, min(cap, time.monotonic() + CPU_PRICING_SECONDS)
+                                                        if smoothed else cap)
                 except TimeoutError:
                     if cap >= deadline:
                         raise
@@ -797,10 +804,19 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
                 if smoothed:
                     weight = _adapted_weight(weight, k * _first(acc_sets, sets.classes) + cpus * _first(
                         cpu_sets, sets.classes), pi - stable)
-                if farley > best:
+                proven = max(proven, farley)
+                if packing and not exact and LEAVE_PACKING_CENTER:
+                    # Near the packing point the CPU cores' values are their classes' accelerator times over T: where
+                    # CPU times are nearly proportional to those (the operator graphs'), their knapsack keeps every
+                    # subset sum and only its ceiling comes back, so no bound at smoothed duals beats the point's, the
+                    # center stays there and every pricing near it is slow (op_bert6_inference at 28.0811: 33.8 s, 37
+                    # pricings, each CPU pricing past its cap). The master's duals become the center, as without it
+                    # (2.6 s, 34 pricings; the layer graphs' CPU pricings end in time near the point, which stays).
+                    packing, best, stable, stable_cpu = False, -np.inf, pi, sigma
+                elif farley > best:
                     best, stable, stable_cpu = farley, duals, cpu_dual
-                if best > k + MARGIN:
-                    return _Generation("refuted", farley=best, upper=upper)
+                if proven > k + MARGIN:
+                    return _Generation("refuted", farley=proven, upper=upper)
                 added = add(acc_sets, cpu=False) + add(cpu_sets, cpu=True)
                 if added:
                     break
@@ -811,10 +827,10 @@ def _refute(sets: SetRelaxation, pool: _Pool, threshold: float, deadline: float,
                     master.partition()
                     continue
                 return _Generation("converged", master.solution(columns) if upper <= k + MARGIN else [], (pi, sigma),
-                                   best, upper)
+                                   proven, upper)
     except TimeoutError:  # a pricing ran past the deadline
         pass
-    return _Generation("stopped", farley=best, upper=upper)
+    return _Generation("stopped", farley=proven, upper=upper)
 
 
 def heaviest_bound(sets: SetRelaxation, target: float, *, lower: float | None = None, deadline: float = np.inf,
