@@ -908,7 +908,8 @@ def _fractional_knapsack(value: np.ndarray, weight: np.ndarray, capacity: float)
     fits = (value > 0.0) & (weight <= capacity)
     weightless = fits & (weight <= 0.0)
     rest = np.flatnonzero(fits & ~weightless)
-    rest = rest[np.argsort(-value[rest] / weight[rest], kind="stable")]
+    with np.errstate(over="ignore"):  # (a weight near 0 makes the ratio infinite: first, as it should be)
+        rest = rest[np.argsort(-value[rest] / weight[rest], kind="stable")]
     filled = np.cumsum(weight[rest])
     whole = int(np.searchsorted(filled, capacity, side="right"))
     total = float(value[weightless].sum() + value[rest[:whole]].sum())
