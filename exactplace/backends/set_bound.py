@@ -55,9 +55,13 @@ A generation's first center is the packing bound's duals (:func:`_work_center`, 
 without an accelerator pricing), not the first master's (``bench_smoothing.py --against center``, one threshold from
 the DP's split: 1.40x and 1.88x faster refuting 33.2 and 76.1 on the ResNet-50 layer graphs, 1.25x and 1.06x
 converging at their limits; on LayerGraphs_inceptionv3_inference at 51.1515 Farley's bound 5.9867 after 314 s where
-the first master's duals had 5.9777 after 668 s). Every pricing gets the generation's deadline (its DP stops there), a
-pricing at smoothed duals at most :data:`SMOOTHED_PRICING_SLACK` times the last one (then the master's duals are
-priced).
+the first master's duals had 5.9777 after 668 s). Except where a CPU core's pricing near that point runs past its cap
+(:data:`LEAVE_PACKING_CENTER`): its values there are accelerator times over ``T``, and on the operator graphs, whose
+CPU times are 23 times the accelerator's, the knapsack keeps every subset sum, no bound beats the point's and every
+pricing near it is slow; the master's duals take over (``--against keep``: op_bert6_inference at 28.0811 refuted in
+7.1 s instead of 34.8 s, the ResNet-50 layer graphs unchanged). Every pricing gets the generation's deadline (its DP
+stops there), a pricing at smoothed duals at most :data:`SMOOTHED_PRICING_SLACK` times the last one (then the master's
+duals are priced).
 While an exact pricing costs more than :data:`GREEDY_WHEN` master solves (branchy graphs), a
 greedy cover (:meth:`Pricer.cover`: up to ``k`` disjoint sets, each greedy on the classes the others left) joins the
 DP's best sets, and up to :data:`GREEDY_ROUNDS` masters in a row are priced by the cover alone (no bound from those:
