@@ -63,7 +63,8 @@ generation over device sets aimed at ``U (1 - rel_gap)`` for HiGHS's best split 
 the time left; its refutation stops HiGHS, whose split it certifies (``info["certified_by"] == "set_bound"``), and
 its bound joins HiGHS's either way (``info["set_bound"]["beside"] == "solver"``). On op_bert6_inference the
 relaxation is all but exact (its limit lies at the optimum, 28.3322, where HiGHS's bound sits at 27.9789 until its
-tree is done): 1% in 36.0-41.8 s over six runs (the race: 42-60 s, a third over Gurobi's 54), 1e-4 in 55.5 s.
+tree is done): 1% in 17.6-18.6 s over four runs (stop 49: 36.0-41.8 s, before the set bound's center gave up the
+packing point there; the race: 42-60 s, a third over Gurobi's 54), 1e-4 in 55.5-61.5 s.
 
 Gap probe (issue 21): then, when the IP's solver is CP-SAT (``"auto"`` on more than
 :data:`HIGHS_MAX_ACCELERATORS` accelerators) and the packing bound does not already close ``rel_gap``,
