@@ -358,6 +358,11 @@ def _probe_points(began: float, probe: Probe) -> list[TracePoint]:
     """The probes on the trace (``began``: their start): each split found and bound proven."""
     return [TracePoint(began + seconds, value, bound) for seconds, value, bound in probe.trace]
 
+
+def _set_bound_points(began: float, found: SetBound) -> list[TracePoint]:
+    """The set bound on the trace (``began``: its start): each bound it proved (none when it proved none)."""
+    return [TracePoint(began + seconds, None, value) for seconds, value in found.trace]
+
 class MIP(Method):
     """The max-load IP, contiguous (chain of ideals) or not, and the latency program (paper §4,
     :mod:`exactplace.backends.latency_mip`), on HiGHS, CP-SAT, SCIP, CBC or Gurobi."""
@@ -639,16 +644,16 @@ class MIP(Method):
                         result, out, found, began = self._beside_set_bound(
                             problem, warm, lower, info, timings, lambda stop, heard: solve_any_split(
                                 on, solver, warm, lower, stop, threads - 1, heard=heard))
-                        if found is not None and found.value is not None:
-                            before += [TracePoint(began + seconds, None, value) for seconds, value in found.trace]
+                        if found is not None:
+                            before += _set_bound_points(began, found)
                             raise_lower(found.value, "set_bound")
-                        if found is not None and found.outcome == "target refuted" and (
-                                result.limit is Limit.INTERRUPT):
-                            result.limit = None  # (stopped by the refutation, not Ctrl-C: certified, below)
-                        if found is not None and found.split is not None and (
-                                result.device is None or found.split_value < load_of(result.device)):
-                            result.device, result.replicas, swapped = found.split, None, True  # branching's
-                            result.status = Status.FEASIBLE if result.status is Status.NO_SOLUTION else result.status
+                            if found.outcome == "target refuted" and result.limit is Limit.INTERRUPT:
+                                result.limit = None  # (stopped by the refutation, not Ctrl-C: certified, below)
+                            if found.split is not None and (
+                                    result.device is None or found.split_value < load_of(result.device)):
+                                result.device, result.replicas, swapped = found.split, None, True  # branching's
+                                if result.status is Status.NO_SOLUTION:
+                                    result.status = Status.FEASIBLE
                     elif companion is None and self._races(problem, solver, threads):
                         # Nothing beside a one-core search: a second seed on the idle core (module docstring).
                         shown = progress_printer(start=None if warm is None else load_of(warm)) if self.setting(
@@ -700,11 +705,10 @@ class MIP(Method):
                         if self.setting(problem, "set_bound"):
                             began = time.monotonic() - problem.started
                             bound = self._set_bound(problem, warm, lower, overlap, gpipe, info, timings, companion)
-                            if bound is not None and bound.value is not None:
+                            if bound is not None:
                                 raise_lower(bound.value, "set_bound")
-                                before += [TracePoint(began + seconds, None, value) for seconds, value in bound.trace]
-                            if bound is not None and bound.split is not None and bound.split_value < max_load(
-                                    problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe):
+                                before += _set_bound_points(began, bound)
+                            if bound is not None and bound.split is not None and bound.split_value < load_of(warm):
                                 warm = bound.split  # branching's split (the evaluator's max load): HiGHS's start
                                 before.append(TracePoint(began + bound.seconds, bound.split_value, None))
                         if bound is not None and bound.outcome in ("target refuted", "interrupted"):
