@@ -128,8 +128,11 @@ def test_a_packing_bound_that_cannot_certify_waits_for_the_probe_or_the_solver()
     off = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=60, rel_gap=0.01, gap_probe=False)
     assert off.status is Status.OPTIMAL and "packing_bound" not in off.timings
     assert off.info["packing_bound"].startswith("not run unless the solver")
-    bert24 = read_workload(workload_path("layer_bert24_inference"))  # (HiGHS is far from a proof in 4 s)
-    cut = solve(bert24, method="mip", solver="highs", contiguous=False, time_limit=4, rel_gap=0.0, polish=False)
+    # (HiGHS is far from a proof in 4 s; the set bound beside it is not: 17.71471 against the split 17.7147 there,
+    # within the referee's noise of a proof when HiGHS has that split in time)
+    bert24 = read_workload(workload_path("layer_bert24_inference"))
+    cut = solve(bert24, method="mip", solver="highs", contiguous=False, time_limit=4, rel_gap=0.0, polish=False,
+                set_bound=False)
     assert cut.status is Status.FEASIBLE and cut.limit is Limit.TIME
     lower = cut.info["packing_bound"]
     assert cut.bound >= lower and cut.timings["packing_bound"] > 0
