@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from exactplace.core.errors import ExactplaceError, InputFormatError, ParameterError, check_param
+from exactplace.core.interrupt import handled_interrupt
 from exactplace.core.io import load_json, read_split, workload_from_dict
 from exactplace.core.params import Real
 from exactplace.evaluators import evaluate
@@ -452,6 +453,7 @@ def run_tables(rows: Sequence[Row], *, time_limit: float = DEFAULT_TIME_LIMIT,
             if echo is not None:
                 echo(f"{description} = {_side_text(cell)} ({cell.verdict}: {cell.reason})")
         except KeyboardInterrupt:  # the cells done are kept; this one and the rest are not run
+            handled_interrupt()
             interrupted = True
             if not cell.verdict:
                 cell.status, cell.verdict = "not run", "no value"

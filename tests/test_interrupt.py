@@ -186,3 +186,54 @@ def test_ctrl_c_to_the_group_stops_replay(tmp_path: Path) -> None:
         ["replay", "layer_bert24_inference", str(plan), "--devices", "cpu", "--samples", "1000000"], None, after=8.0)
     assert code == cli.EXIT_INTERRUPTED, err
     assert seconds < STOPPED_WITHIN and "Traceback" not in err
+
+
+
+#: Ctrl-C inside an ``exec`` of a string (as while a module imported lazily defines a dataclass), which CPython marks
+#: as an uncaught Ctrl-C, to kill the process with SIGINT at exit whatever status the code chose
+#: (exactplace.core.interrupt.handled_interrupt); then each place that handles a Ctrl-C and carries on.
+CTRL_C_IN_EXEC = """
+from unittest import mock
+import exactplace
+from exactplace.cli import main as cli
+from exactplace.methods import compare, front_door
+from exactplace.methods.base import MethodResult
+
+CTRL_C = "import os, signal; os.kill(os.getpid(), signal.SIGINT); sum(range(9))"
+workload = exactplace.read_workload(exactplace.workload_path("layer_bert24_inference"))
+
+def raising(*args, **kwargs):
+    exec(CTRL_C)
+
+def handling(*args, **kwargs):
+    try:
+        exec(CTRL_C)
+    except KeyboardInterrupt:
+        return MethodResult(None, exactplace.Status.NO_SOLUTION, limit=exactplace.Limit.INTERRUPT)
+"""
+
+CTRL_C_HANDLED = {  # where a Ctrl-C inside an exec lands; what the script prints or exits with
+    "method-raises": """with mock.patch.object(front_door, "_run", raising):
+    print(exactplace.solve(workload, method="greedy").limit.value)""",
+    "method-handles": """with mock.patch.object(front_door, "_run", handling):
+    print(exactplace.solve(workload, method="greedy").limit.value)""",
+    "compare": """with mock.patch.object(compare, "solve", raising):
+    print(exactplace.compare(workload, ["greedy", "m-topo"])["status"].tolist())""",
+    "command": """with mock.patch.object(cli, "load_workload", raising):
+    raise SystemExit(cli.main(["solve", "layer_bert24_inference", "--method", "greedy"]))""",
+}
+
+
+@pytest.mark.parametrize("case", CTRL_C_HANDLED)
+def test_a_ctrl_c_handled_inside_an_exec_leaves_the_exit_status_to_the_code(case: str, tmp_path: Path) -> None:
+    # Run with -m, as the command line is: `python -c` exits at once on SystemExit, never reaching CPython's check
+    (tmp_path / "ctrl_c_case.py").write_text(CTRL_C_IN_EXEC + CTRL_C_HANDLED[case])
+    run = subprocess.run([sys.executable, "-m", "ctrl_c_case"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    if case == "command":  # the command line's exit status for Ctrl-C, not death by SIGINT (-2)
+        assert run.returncode == cli.EXIT_INTERRUPTED, run.stderr
+        assert run.stderr.rstrip().endswith("exactplace solve: interrupted"), run.stderr
+    else:  # the caller holds the interrupted result and carries on: the script ends as its code says
+        assert run.returncode == 0, run.stderr
+        expected = "['not run', 'not run']" if case == "compare" else "interrupt"
+        assert run.stdout.strip() == expected, run.stdout

@@ -32,6 +32,7 @@ from exactplace.cli.pictures import check_plot, save_figure
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, ParameterError
 from exactplace.core.graph import Graph
+from exactplace.core.interrupt import handled_interrupt
 from exactplace.core.objectives import OBJECTIVES
 from exactplace.core.params import Constraint, Integer, Real
 from exactplace.data import shipped_workloads
@@ -488,6 +489,7 @@ def _quiet_stdout() -> None:
 
 def _interrupted(command: str) -> int:
     """A command stopped by Ctrl-C (or SIGTERM, which main reports): one line, exit 130."""
+    handled_interrupt()
     if not _Terminated.seen:
         print(f"exactplace {command}: interrupted", file=sys.stderr)
     return EXIT_INTERRUPTED

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 from types import TracebackType
 
-__all__ = ["ctrl_c_sets", "quiet_interrupt", "sets_at_most"]
+__all__ = ["ctrl_c_sets", "handled_interrupt", "quiet_interrupt", "sets_at_most"]
 
 Hook = Callable[[type[BaseException], BaseException, "TracebackType | None"], object]
 
@@ -25,6 +25,25 @@ def quiet_interrupt(previous: Hook) -> Hook:
             previous(kind, value, traceback)
 
     return hook
+
+
+def handled_interrupt() -> None:
+    """Say that a Ctrl-C caught here was handled, so that the process ends with the status its code chooses.
+
+    CPython marks a KeyboardInterrupt that leaves an ``exec`` of a *string* (``PyRun_String``: dataclasses and
+    named tuples define their methods so when their module is imported) as uncaught, even where a caller then
+    catches it, and at exit kills the process with SIGINT (bpo-1054041's "exit properly after an uncaught ^C")
+    whatever status it chose. Seen: Ctrl-C landing while a solve imported the set bound lazily (a dataclass) made
+    ``exactplace solve`` print its best plan and "interrupted", then die by SIGINT instead of exiting 130. Every
+    ``exec`` of a string starts by clearing that mark; an empty one clears it and does nothing else.
+
+    >>> import os, signal
+    >>> try:
+    ...     exec("os.kill(os.getpid(), signal.SIGINT); sum(range(9))")
+    ... except KeyboardInterrupt:
+    ...     handled_interrupt()
+    """
+    exec("pass")  # for its side effect on that mark
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, PlacementError, check_param
 from exactplace.core.graph import Graph
+from exactplace.core.interrupt import handled_interrupt
 from exactplace.core.io import Workload, read_placement
 from exactplace.core.objectives import OBJECTIVES
 from exactplace.core.placement import Limit
@@ -112,6 +113,7 @@ def compare(
             rows.append(row)
             continue
         except KeyboardInterrupt:  # between a method's own handling and the next one: stop here too
+            handled_interrupt()
             p = None
         interrupted = p is None or p.limit is Limit.INTERRUPT
         if p is None:

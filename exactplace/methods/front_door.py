@@ -21,6 +21,7 @@ from exactplace.core.errors import (
     check_param,
 )
 from exactplace.core.graph import Graph
+from exactplace.core.interrupt import handled_interrupt
 from exactplace.core.io import Workload
 from exactplace.core.objectives import OBJECTIVES, SCORE_ONLY, SCORING_OPTIONS
 from exactplace.core.params import Real, validate_options
@@ -262,6 +263,8 @@ def solve(
         # Ctrl-C during a method that does not handle it itself: keep the warm start, if any.
         status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
         result = MethodResult(warm, status, limit=Limit.INTERRUPT)
+    if result.limit is Limit.INTERRUPT:  # the caller gets the result; the process is not ending by Ctrl-C
+        handled_interrupt()
     if result.device is None and result.limit is Limit.TIME:
         result = _fallback(problem, result)
     wall = time.monotonic() - start
