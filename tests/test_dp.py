@@ -330,6 +330,25 @@ def test_auto_tries_the_dp_when_the_estimate_is_over_the_time(monkeypatch: pytes
     assert stopped.method == "dp" and stopped.limit is Limit.INTERRUPT
 
 
+
+def interrupted_run(self: object, problem: Problem) -> object:
+    """A method's run that got Ctrl-C and handled it: its result says so."""
+    return dp_module._stopped(problem, Limit.INTERRUPT, {}, {})
+
+
+def test_a_ctrl_c_handled_by_dpl_as_the_dps_incumbent_stops_the_dp(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dp_module.DPL, "run", interrupted_run)
+    stopped = solve(slow_graph(), HARD, method="dp", time_limit=5)  # (9 s of DP, were the Ctrl-C lost)
+    assert stopped.limit is Limit.INTERRUPT and stopped.status is Status.NO_SOLUTION
+
+
+def test_a_ctrl_c_handled_by_the_warm_start_stops_the_method_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MIP's default start is the DP's (DPL's, greedy's): a Ctrl-C the DP handled stops the MIP, not only the
+    DP, which would leave the MIP to run its time limit out."""
+    monkeypatch.setattr(dp_module._NativeDP, "run", interrupted_run)
+    stopped = solve(parallel_chains(branches=2, length=3), HARD, method="mip", contiguous=False, time_limit=30)
+    assert stopped.method == "mip" and stopped.limit is Limit.INTERRUPT
+
 def test_auto_validates_option_values_before_choosing() -> None:
     """A wrong value is an error about that value, not a fall-through to a method without the option."""
     graph = parallel_chains(branches=2, length=3)

@@ -269,6 +269,8 @@ def _incumbent(problem: Problem, overlap: bool) -> tuple[np.ndarray | None, floa
         placement = DPL().run(dataclasses.replace(problem, deadline=None))
     except ExactplaceError:  # DPL's tables beyond the memory budget: no incumbent
         return None, math.inf
+    if placement.limit is Limit.INTERRUPT:  # DPL handled a Ctrl-C: it stops the DP too
+        raise KeyboardInterrupt
     device = placement.device
     if device is None or check_feasibility(problem.graph, problem.cluster, device):
         return None, math.inf

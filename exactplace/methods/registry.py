@@ -14,6 +14,7 @@ import numpy as np
 
 from exactplace.core.errors import ExactplaceError, ParameterError
 from exactplace.core.objectives import OBJECTIVES, SCORE_ONLY
+from exactplace.core.placement import Limit
 from exactplace.methods.base import Method, Problem
 from exactplace.methods.catalog import BUILTIN_METHODS
 
@@ -73,6 +74,8 @@ def start_from(name: str, problem: Problem) -> np.ndarray | None:
     None when the method is not installed, refuses the problem or does not suit its size
     (as ``method="auto"`` judges), fails, or finds nothing. This is how a method uses another
     as its warm start without importing it (backends never import a placer).
+    A Ctrl-C that method handled (its result says ``Limit.INTERRUPT``) is raised again, as KeyboardInterrupt:
+    it stops the method that asked, not only its start.
     """
     cls = registered_methods()[name]
     if not cls.available():
@@ -81,6 +84,9 @@ def start_from(name: str, problem: Problem) -> np.ndarray | None:
         cls.check(problem)
         if cls.unsuited(problem) is not None:
             return None
-        return cls().run(problem).device
+        result = cls().run(problem)
     except ExactplaceError:
         return None
+    if result.limit is Limit.INTERRUPT:
+        raise KeyboardInterrupt
+    return result.device
