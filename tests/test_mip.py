@@ -250,12 +250,14 @@ def test_ctrl_c_returns_the_incumbent(solver: str) -> None:
 
     from exactplace import read_workload, workload_path
 
-    w = read_workload(workload_path("layer_bert24_inference"))  # non-contiguous: minutes to prove at gap 0
+    # Non-contiguous, at gap 0: minutes to prove for the solver; not for the set bound beside HiGHS (stop 49), which
+    # can prove the split within the 1.5 s (seen in clean-clone CI: optimal, no interrupt), so it is off here.
+    w = read_workload(workload_path("layer_bert24_inference"))
     timer = threading.Timer(1.5, _thread.interrupt_main)
     timer.start()
     try:
         start = time.monotonic()
-        p = solve(w, method="mip", solver=solver, contiguous=False, rel_gap=0.0)
+        p = solve(w, method="mip", solver=solver, contiguous=False, rel_gap=0.0, set_bound=False)
         elapsed = time.monotonic() - start
     finally:
         timer.cancel()
