@@ -596,3 +596,20 @@ def test_fallback_placement_carries_neither_the_methods_bound_nor_its_guarantee(
     p = solve(g, c, method=scripted.name, time_limit=5)
     assert p.status is Status.FEASIBLE and p.limit is Limit.TIME and p.info["returned"].startswith("greedy")
     assert p.bound is None and p.gap is None and p.info["bound_of_method"] == 1e9
+
+
+def test_ctrl_c_during_the_fallback_placement_is_not_lost(
+    scripted: type[Scripted], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The method stopped by its time limit with nothing; Ctrl-C while greedy runs in its place: the result says
+    interrupt (the command line exits 130), not time."""
+    from exactplace.methods.registry import registered_methods
+
+    def ctrl_c(self: object, problem: object) -> MethodResult:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(registered_methods()["greedy"], "run", ctrl_c)
+    g, c = small()
+    scripted.script = lambda problem: MethodResult(None, Status.NO_SOLUTION, bound=1e9, limit=Limit.TIME)
+    p = solve(g, c, method=scripted.name, time_limit=5)
+    assert p.status is Status.NO_SOLUTION and p.limit is Limit.INTERRUPT

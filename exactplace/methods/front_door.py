@@ -263,10 +263,10 @@ def solve(
         # Ctrl-C during a method that does not handle it itself: keep the warm start, if any.
         status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
         result = MethodResult(warm, status, limit=Limit.INTERRUPT)
-    if result.limit is Limit.INTERRUPT:  # the caller gets the result; the process is not ending by Ctrl-C
-        handled_interrupt()
     if result.device is None and result.limit is Limit.TIME:
         result = _fallback(problem, result)
+    if result.limit is Limit.INTERRUPT:  # the caller gets the result; the process is not ending by Ctrl-C
+        handled_interrupt()
     wall = time.monotonic() - start
     return _referee(problem, cls, result, wall, extra)
 
@@ -295,15 +295,18 @@ def _fallback(problem: Problem, result: MethodResult) -> MethodResult:
     The result keeps ``limit=Limit.TIME`` and says so in ``info["returned"]``; a hopeless
     instance (greedy finds nothing either) keeps NO_SOLUTION. Greedy's placement need not lie
     in the method's space, so the method's bound moves to ``info["bound_of_method"]`` and the
-    referee holds the placement to greedy's guarantee, not the method's.
+    referee holds the placement to greedy's guarantee, not the method's. Ctrl-C during greedy:
+    the method's result, with ``limit=Limit.INTERRUPT`` (the caller stops as on any Ctrl-C).
     """
     greedy = registered_methods()["greedy"]  # through the catalog: methods never import a placer
     if problem.objective not in greedy.objectives:
         return result
     try:
         quick = greedy().run(problem)
-    except (ExactplaceError, KeyboardInterrupt):
+    except ExactplaceError:
         return result
+    except KeyboardInterrupt:
+        return dataclasses.replace(result, limit=Limit.INTERRUPT)
     if quick.device is None:
         return result
     info = {**result.info, "returned": FALLBACK, "bound_of_method": result.bound}
