@@ -15,7 +15,7 @@ Ctrl-C that lands before the command line's main runs).
 Usage::
 
     python benchmarks/bench_interrupt.py [--repeats 3]
-    python benchmarks/bench_interrupt.py --at-random 20 [--within 4] [--only mip-any-split,...]
+    python benchmarks/bench_interrupt.py --at-random 20 [--within 4] [--only mip-any-split,...] [--sigterm]
 """
 
 from __future__ import annotations
@@ -41,11 +41,13 @@ def main() -> None:
     parser.add_argument("--within", type=float, default=4.0, help="latest moment of the signal, seconds (4)")
     parser.add_argument("--only", default="", help="comma-separated case ids (all by default)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sigterm", action="store_true", help="--at-random sends SIGTERM (exit 143), not SIGINT")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp())
     paths = interrupt_workloads(folder)
     if args.at_random:
-        at_random(paths, args.at_random, args.within, [c for c in args.only.split(",") if c], args.seed)
+        at_random(paths, args.at_random, args.within, [c for c in args.only.split(",") if c], args.seed,
+                  signal.SIGTERM if args.sigterm else signal.SIGINT)
         return
     print(f"SIGINT to the process group; load {os.getloadavg()[0]:.1f}; worst of {args.repeats} runs")
     print("| case | signal after | stop (s), worst | exit | plan written |")
@@ -81,11 +83,12 @@ def main() -> None:
 LOST_AFTER = 10.0  # seconds from the signal: a run still going then did not stop on it
 
 
-def at_random(paths: dict[str, Path], runs: int, within: float, only: list[str], seed: int) -> None:
-    """Each solve case ``runs`` times, SIGINT at a uniform moment in [0.2, within] s after its start."""
+def at_random(paths: dict[str, Path], runs: int, within: float, only: list[str], seed: int,
+              sig: int = signal.SIGINT) -> None:
+    """Each solve case ``runs`` times, ``sig`` at a uniform moment in [0.2, within] s after its start."""
     rng = random.Random(seed)
-    print(f"SIGINT to the process group at a random moment in [0.2, {within:g}] s; load {os.getloadavg()[0]:.1f}; "
-          f"{runs} runs a case")
+    print(f"{signal.Signals(sig).name} to the process group at a random moment in [0.2, {within:g}] s; "
+          f"load {os.getloadavg()[0]:.1f}; {runs} runs a case")
     print(f"| case | runs | not stopped within {LOST_AFTER:g} s | stop (s), worst | exits |")
     print("|---|---|---|---|---|")
     for case in LONG_SOLVES:
@@ -96,8 +99,10 @@ def at_random(paths: dict[str, Path], runs: int, within: float, only: list[str],
         for _ in range(runs):
             code, _, err, seconds = signal_group(
                 ["solve", str(paths[workload]), "--method", method, "--objective", objective, *options,
-                 "--time-limit", TIME_LIMIT], None, after=rng.uniform(0.2, within))
+                 "--time-limit", TIME_LIMIT], None, after=rng.uniform(0.2, within), sig=sig)
             lost += seconds > LOST_AFTER
+            if "Traceback" in err:
+                print(err, file=sys.stderr)
             worst = max(worst, seconds)
             # The uncaught Ctrl-C's one line (exactplace.core.interrupt.quiet_interrupt): before main ran
             early = err.rstrip().endswith("exactplace: interrupted") and "exactplace solve:" not in err

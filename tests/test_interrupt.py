@@ -161,6 +161,30 @@ def test_sigterm_ends_a_solve_like_ctrl_c_with_exit_143(workloads: dict[str, Pat
     assert json.loads(plan.read_text())["limit"] == "interrupt"
 
 
+def test_sigterm_does_what_ctrl_c_does_at_that_moment() -> None:
+    """In a phase whose solves stop on an event set by Ctrl-C (core.interrupt.ctrl_c_sets), SIGTERM sets it too;
+    elsewhere it raises KeyboardInterrupt. (It raised KeyboardInterrupt everywhere: the gap probe's ladder, whose
+    solver adapter took it for one probe's, went on to the next probe.)"""
+    from exactplace.core.interrupt import ctrl_c_sets
+
+    previous = signal.signal(signal.SIGTERM, cli._Terminated.handler)
+    try:
+        try:
+            with ctrl_c_sets() as stop:
+                os.kill(os.getpid(), signal.SIGTERM)
+        except KeyboardInterrupt:
+            pytest.fail("SIGTERM raised KeyboardInterrupt where Ctrl-C sets the phase's event")
+        assert stop.is_set() and cli._Terminated.seen
+        cli._Terminated.seen = False
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1.0)  # (the handler runs at once: a sleep interrupted)
+        assert cli._Terminated.seen
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        cli._Terminated.seen = False
+
+
 def test_ctrl_c_to_the_group_stops_compare(workloads: dict[str, Path]) -> None:
     code, out, err, seconds = signal_group(
         ["compare", str(workloads["small"]), "--methods", "mip,greedy", "--time-limit", TIME_LIMIT], None, after=6.0)
