@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from oracle import brute_force_optima, fitting_placements
 from strategies import any_graphs, clusters, dags
 
-from exactplace import Cluster, Graph, Node, Status, check_feasibility, evaluate, read_workload, solve
+from exactplace import Cluster, ExactplaceError, Graph, Node, Status, check_feasibility, evaluate, read_workload, solve
 from exactplace.heuristics.memory import settle_memory
 from exactplace.methods import registry
 
@@ -216,3 +216,16 @@ def test_greedy_latency_without_a_cpu_says_why() -> None:
     p = solve(graph, Cluster(accelerators=3, memory=0.25, cpus=0), objective="latency", method="greedy")
     assert p.status is Status.NO_SOLUTION and p.device is None
     assert "No invocation order exists" in p.info["reason"] and "has none" in p.info["reason"]
+
+
+def test_metis_failing_is_a_named_error_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """METIS fails a partition when a SIGTERM lands while it runs (its GKlib traps the signal): a clear error."""
+    pymetis = pytest.importorskip("pymetis")
+
+    def fails(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("Caught an unknown exception!")
+
+    monkeypatch.setattr(pymetis, "part_graph", fails)
+    graph = Graph([Node(i, 10.0, 1.0, comm=0.1) for i in range(4)], [(0, 1), (2, 3)])
+    with pytest.raises(ExactplaceError, match=r"Method 'metis': METIS failed .*SIGTERM"):
+        solve(graph, Cluster(2, cpus=1), method="metis")

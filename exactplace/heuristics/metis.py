@@ -44,6 +44,7 @@ import time
 
 import numpy as np
 
+from exactplace.core.errors import ExactplaceError
 from exactplace.core.graph import Graph
 from exactplace.core.params import Integer, Option
 from exactplace.core.placement import Limit
@@ -121,6 +122,12 @@ class Metis(Method):
                     raise
                 limit = Limit.INTERRUPT  # Ctrl-C: the best partition so far, unrefined
                 break
+            except RuntimeError as error:  # pymetis's report of METIS_ERROR
+                # While METIS runs, its GKlib takes SIGTERM for its own error signal (gk_sigtrap): a SIGTERM then
+                # fails the partition and never reaches Python (seen: a traceback in 4 of 12 SIGTERMs to
+                # `solve --method metis` on a 30,000-node DAG).
+                raise ExactplaceError(f"Method 'metis': METIS failed ({error}); a SIGTERM while METIS runs ends "
+                                      "it so") from None
             if best is None or value < best[0]:
                 best = (value, device, over, moved, attempt, ufactor)
         (_, metis_value), device, over, moved, attempt, ufactor = best
