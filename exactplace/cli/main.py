@@ -505,8 +505,8 @@ class _Terminated:
         cls.seen = True
         # What Ctrl-C does at this moment: the SIGINT handler in force, a phase's (which sets the event its solves
         # stop on) or Python's (KeyboardInterrupt). Raising KeyboardInterrupt here instead stopped one solve of such
-        # a phase, not the phase: the gap probe went on to its next probe, minutes (7 of 10 SIGTERMs in the first
-        # 3 s of a non-contiguous solve).
+        # a phase, not the phase: the gap probe went on to its next probe, for minutes (9 of 12 SIGTERMs in the
+        # first 3 s of a non-contiguous solve).
         ctrl_c = signal.getsignal(signal.SIGINT)
         if not callable(ctrl_c):  # ignored (started in the background) or the default: stop as Ctrl-C would
             raise KeyboardInterrupt
