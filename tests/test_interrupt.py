@@ -185,6 +185,26 @@ def test_sigterm_does_what_ctrl_c_does_at_that_moment() -> None:
         cli._Terminated.seen = False
 
 
+def test_a_phase_keeps_a_ctrl_c_the_process_ignores_ignored() -> None:
+    """Started ignoring SIGINT (a background job): a phase of solves keeps ignoring it (it stopped the phase, where
+    the solver itself ignored it); SIGTERM still stops the phase."""
+    from exactplace.core.interrupt import ctrl_c_sets
+
+    ignoring = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    terminating = signal.signal(signal.SIGTERM, cli._Terminated.handler)
+    try:
+        with ctrl_c_sets() as stop:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            assert not stop.is_set()
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.is_set() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, ignoring)
+        signal.signal(signal.SIGTERM, terminating)
+        cli._Terminated.seen = False
+
+
 def test_ctrl_c_to_the_group_stops_compare(workloads: dict[str, Path]) -> None:
     code, out, err, seconds = signal_group(
         ["compare", str(workloads["small"]), "--methods", "mip,greedy", "--time-limit", TIME_LIMIT], None, after=6.0)

@@ -32,7 +32,7 @@ from exactplace.cli.pictures import check_plot, save_figure
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, ParameterError
 from exactplace.core.graph import Graph
-from exactplace.core.interrupt import handled_interrupt
+from exactplace.core.interrupt import handled_interrupt, stop_as_ctrl_c
 from exactplace.core.objectives import OBJECTIVES
 from exactplace.core.params import Constraint, Integer, Real
 from exactplace.data import shipped_workloads
@@ -501,16 +501,12 @@ class _Terminated:
     seen = False
 
     @classmethod
-    def handler(cls, signum: int, frame: Any) -> None:
+    def handler(cls, signum: int, frame: object) -> None:
         cls.seen = True
-        # What Ctrl-C does at this moment: the SIGINT handler in force, a phase's (which sets the event its solves
-        # stop on) or Python's (KeyboardInterrupt). Raising KeyboardInterrupt here instead stopped one solve of such
-        # a phase, not the phase: the gap probe went on to its next probe, for minutes (9 of 12 SIGTERMs in the
-        # first 3 s of a non-contiguous solve).
-        ctrl_c = signal.getsignal(signal.SIGINT)
-        if not callable(ctrl_c):  # ignored (started in the background) or the default: stop as Ctrl-C would
-            raise KeyboardInterrupt
-        ctrl_c(signal.SIGINT, frame)
+        # As Ctrl-C stops what runs now. Raising KeyboardInterrupt in a phase whose solves stop on Ctrl-C's event
+        # stopped one solve of it, not the phase: the gap probe went on to its next probe, for minutes (9 of 12
+        # SIGTERMs in the first 3 s of a non-contiguous solve).
+        stop_as_ctrl_c()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

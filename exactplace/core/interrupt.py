@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 from types import TracebackType
 
-__all__ = ["ctrl_c_sets", "handled_interrupt", "quiet_interrupt", "sets_at_most"]
+__all__ = ["ctrl_c_sets", "handled_interrupt", "quiet_interrupt", "sets_at_most", "stop_as_ctrl_c"]
 
 Hook = Callable[[type[BaseException], BaseException, "TracebackType | None"], object]
 
@@ -46,11 +46,15 @@ def handled_interrupt() -> None:
     exec("pass")  # for its side effect on that mark
 
 
+#: The events of the ``ctrl_c_sets`` blocks open on the main thread, innermost last (for :func:`stop_as_ctrl_c`).
+_PHASES: list[threading.Event] = []
+
+
 @contextlib.contextmanager
 def ctrl_c_sets(event: threading.Event | None = None) -> Iterator[threading.Event]:
     """Within the block, Ctrl-C (SIGINT) sets ``event`` (a new one when None; the block gets it) rather than raising
     KeyboardInterrupt; the previous handler is restored on leaving. (Off the main thread, where no handler can be
-    set, nothing changes.)
+    set, nothing changes; a SIGINT the process was started ignoring, as a background job is, stays ignored.)
 
     For a phase of decision solves whose solver adapters all stop on ``event``: an adapter that gets Ctrl-C while it
     proves a decision infeasible returns that status with no interrupt mark (the proof stands), which would hide the
@@ -66,11 +70,31 @@ def ctrl_c_sets(event: threading.Event | None = None) -> Iterator[threading.Even
     if threading.current_thread() is not threading.main_thread():
         yield event
         return
-    previous = signal.signal(signal.SIGINT, lambda *_: event.set())
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    previous = None if ignored else signal.signal(signal.SIGINT, lambda *_: event.set())
+    _PHASES.append(event)
     try:
         yield event
     finally:
-        signal.signal(signal.SIGINT, previous)
+        _PHASES.remove(event)
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def stop_as_ctrl_c() -> None:
+    """Stop what runs now as Ctrl-C stops it, for another signal's handler (SIGTERM's): within a ``ctrl_c_sets``
+    block, set its event (the phase's solves stop on it; raising KeyboardInterrupt there would stop one solve of the
+    phase, which then goes on); elsewhere raise KeyboardInterrupt. Whether or not SIGINT itself is ignored.
+
+    >>> with ctrl_c_sets() as stop:
+    ...     stop_as_ctrl_c()
+    >>> stop.is_set()
+    True
+    """
+    if _PHASES:
+        _PHASES[-1].set()
+    else:
+        raise KeyboardInterrupt
 
 
 def sets_at_most(threshold: float, event: threading.Event) -> Callable[[float], None]:
