@@ -347,7 +347,6 @@ def best_known(points: list[TracePoint]) -> list[TracePoint]:
     return known
 
 
-
 def _polish_points(began: float, polished: Polished) -> list[TracePoint]:
     """The polish on the trace (``began``: its start, in the trace's seconds): the start's value, then each
     improvement."""
@@ -362,6 +361,7 @@ def _probe_points(began: float, probe: Probe) -> list[TracePoint]:
 def _set_bound_points(began: float, found: SetBound) -> list[TracePoint]:
     """The set bound on the trace (``began``: its start): each bound it proved (none when it proved none)."""
     return [TracePoint(began + seconds, None, value) for seconds, value in found.trace]
+
 
 class MIP(Method):
     """The max-load IP, contiguous (chain of ideals) or not, and the latency program (paper §4,
