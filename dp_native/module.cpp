@@ -158,14 +158,18 @@ std::unique_ptr<exactplace::SetPricer> make_set_pricer(const FloatArray& time, c
     return std::make_unique<exactplace::SetPricer>(std::move(in));
 }
 
-// (value, sets as a bool array of shape (len(sets), classes), stopped: out of `seconds`, value and sets meaningless).
+// (value, sets as a bool array of shape (len(sets), classes), stopped: out of `seconds` or of `memory_budget`, value
+// and sets meaningless, over_budget: stopped by the memory budget).
 py::tuple price_sets(const exactplace::SetPricer& pricer, const FloatArray& duals, double capacity, double floor,
-                     int keep, bool raise_floor, double seconds, py::object cancelled) {
+                     int keep, bool raise_floor, double seconds, py::object cancelled, std::int64_t memory_budget) {
     const auto pi = to_vector(duals, "duals");
     const exactplace::SetPricingResult r = without_gil(
-        seconds, [&](exactplace::Stopper& stop) { return pricer.price(pi, capacity, floor, keep, stop, raise_floor); },
+        seconds,
+        [&](exactplace::Stopper& stop) {
+            return pricer.price(pi, capacity, floor, keep, stop, raise_floor, memory_budget);
+        },
         std::move(cancelled));
-    return py::make_tuple(r.value, bool_rows(r.sets, pricer.classes()), r.stopped);
+    return py::make_tuple(r.value, bool_rows(r.sets, pricer.classes()), r.stopped, r.over_budget);
 }
 
 // Disjoint greedy sets as a bool array of shape (len(sets), classes).
@@ -209,7 +213,7 @@ void array_field(py::class_<Request>& cls, const char* name, Field field) {
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "exactplace native core: ideals of a DAG and the max-load DP (C++17)";
-    m.attr("abi_version") = 8;  // bump on any change of this module's interface
+    m.attr("abi_version") = 9;  // bump on any change of this module's interface
 
     // TooManyIdeals(message, count, limit): the lattice is larger than max_ideals.
     PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> too_many;
@@ -331,9 +335,11 @@ PYBIND11_MODULE(_native, m) {
         .def("price", &price_sets, py::arg("duals"), py::arg("capacity"), py::arg("floor"), py::arg("keep"),
              py::arg("raise_floor") = true, py::arg("seconds") = std::numeric_limits<double>::infinity(),
              py::arg("cancelled") = py::none(),
+             py::arg("memory_budget") = std::numeric_limits<std::int64_t>::max(),
              "(max pi(S) above `floor`, else `floor`; up to `keep` sets of value above `floor`, best first; "
              "`raise_floor`: the DP's floor raised by the sets it meets, fewer sets back, the same value; "
-             "stopped: out of `seconds` or once `cancelled()` is true, the value and sets meaningless).")
+             "stopped: out of `seconds`, once `cancelled()` is true or past `memory_budget` bytes of fronts, the "
+             "value and sets meaningless; over_budget: stopped by the memory budget).")
         .def("cover", &cover_sets, py::arg("duals"), py::arg("capacity"), py::arg("count"),
              "Up to `count` disjoint sets within `capacity`, each greedy on the classes the others left.");
     m.def("latency_path_bound", &latency_path_bound, py::kw_only(), py::arg("units"), py::arg("edge_src"),

@@ -170,7 +170,7 @@ std::vector<double> SetPricer::values(const std::vector<double>& duals) const {
 }
 
 SetPricingResult SetPricer::price(const std::vector<double>& duals, double capacity, double floor, int keep,
-                                  Stopper& stop, bool raise_floor) const {
+                                  Stopper& stop, bool raise_floor, std::int64_t memory_budget) const {
     const std::size_t n = in_.time.size();
     require(keep >= 0, "keep: must be non-negative");
     const std::vector<double> pi = values(duals);
@@ -184,10 +184,11 @@ SetPricingResult SetPricer::price(const std::vector<double>& duals, double capac
         start = raised(floor, floor, value);
     }
     double reached = start;
-    SetPricingResult result = dynamic_program(pi, valuable, capacity, start, keep, stop, raise_floor, reached);
+    SetPricingResult result =
+        dynamic_program(pi, valuable, capacity, start, keep, stop, raise_floor, memory_budget, reached);
     // Nothing found above a raised floor: the sums disagreed after all (never seen); again, as asked.
     if (!result.stopped && !(result.value > reached + kValueSlack) && reached > floor)
-        result = dynamic_program(pi, valuable, capacity, floor, keep, stop, false, reached);
+        result = dynamic_program(pi, valuable, capacity, floor, keep, stop, false, memory_budget, reached);
     if (!(result.value > floor + kValueSlack)) result.value = floor;
     return result;
 }
@@ -318,7 +319,7 @@ std::vector<std::uint8_t> SetPricer::greedy_set(const std::vector<double>& pi,
 
 SetPricingResult SetPricer::dynamic_program(const std::vector<double>& pi, const std::vector<std::int64_t>& valuable,
                                             double capacity, double floor, int keep, Stopper& stop,
-                                            bool raise_floor, double& bar) const {
+                                            bool raise_floor, std::int64_t memory_budget, double& bar) const {
     const std::size_t n = in_.time.size();
     SetPricingResult result;
     result.value = floor;
@@ -333,6 +334,8 @@ SetPricingResult SetPricer::dynamic_program(const std::vector<double>& pi, const
     history.reserve(n);
     Knapsack rest;
     std::vector<Head> heads;  // per run of the new state being merged: its next candidate
+    // Bytes held: the trace back of every step so far, the last step's fronts and the new step's so far.
+    std::int64_t traced = 0, last_fronts = static_cast<std::int64_t>(sizeof(Entry)), new_fronts = 0;
     for (std::size_t i = 0; i < n; ++i) {
         if (stop.check_owner_now()) {
             result.stopped = true;
@@ -425,7 +428,14 @@ SetPricingResult SetPricer::dynamic_program(const std::vector<double>& pi, const
             }
             keys.push_back(key);
             steps.emplace_back(back.begin(), back.end());
+            traced += static_cast<std::int64_t>(back.size() * sizeof(Back));
+            new_fronts += static_cast<std::int64_t>(front.size() * sizeof(Entry));
+            if (traced + last_fronts + new_fronts > memory_budget) {
+                result.stopped = result.over_budget = true;
+                return result;
+            }
         }
+        last_fronts = std::exchange(new_fronts, 0);
         std::swap(fronts, grown_fronts);
         if (keys.empty()) return result;
     }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "stop.hpp"
@@ -33,7 +34,8 @@ struct SetPricingInstance {
 };
 
 struct SetPricingResult {
-    bool stopped = false;  // by the Stopper: value and sets are meaningless
+    bool stopped = false;      // by the Stopper or the memory budget: value and sets are meaningless
+    bool over_budget = false;  // stopped because its fronts would outgrow the memory budget
     double value = 0.0;    // max pi(S) when above `floor`, else `floor`
     std::vector<std::vector<std::uint8_t>> sets;  // up to `keep` sets of value above `floor`, best first
 };
@@ -45,8 +47,11 @@ public:
 
     // Sets of load <= `capacity` (the threshold and its tolerance); `duals` per class. `raise_floor`: raise the
     // floor by the greedy set and the partial sets met (the value is the same; fewer sets may come back).
+    // `memory_budget`: bytes the fronts and their trace back may hold; past it the DP stops (`over_budget`). Duals
+    // of nearly one value per time leave the fronts unpruned: some 250 MB a second on a held-out BERT operator graph.
     SetPricingResult price(const std::vector<double>& duals, double capacity, double floor, int keep,
-                           Stopper& stop, bool raise_floor = true) const;
+                           Stopper& stop, bool raise_floor = true,
+                           std::int64_t memory_budget = std::numeric_limits<std::int64_t>::max()) const;
 
     // Up to `count` disjoint, non-empty sets within `capacity`, each found greedily (greedy_set) among the
     // classes the earlier ones left: columns that together cover much of the classes, for a master far from a
@@ -60,7 +65,7 @@ private:
     // first. `bar`: the floor it ended at (raised from `floor` when `raise_floor`).
     SetPricingResult dynamic_program(const std::vector<double>& pi, const std::vector<std::int64_t>& valuable,
                                      double capacity, double floor, int keep, Stopper& stop, bool raise_floor,
-                                     double& bar) const;
+                                     std::int64_t memory_budget, double& bar) const;
     // The duals checked (one per class, finite), 0 for the classes that may not be in a set.
     std::vector<double> values(const std::vector<double>& duals) const;
     // The classes of positive value `pi`, by value per time, best first (ties: processing order).

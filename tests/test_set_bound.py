@@ -695,6 +695,25 @@ def test_a_pricing_past_its_deadline_stops_the_generation() -> None:
     assert ended.verdict == "stopped" and np.isfinite(ended.farley) and monotonic() - started < 30.0
 
 
+def test_a_pricing_past_its_memory_budget_stops_as_at_its_deadline() -> None:
+    """A pricing whose fronts would outgrow ``PRICING_MEMORY`` stops and raises TimeoutError saying so (before, one
+    such pricing took a held-out graph's process past 24 GB); within the budget, the same maximum. A generation whose
+    pricings all outgrow it ends "stopped", not in an error."""
+    from exactplace.backends import set_bound as module
+
+    sets = SetRelaxation.of(banded_graph(40), Cluster(4, cpus=1))
+    pricer = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, frontier_order(sets))
+    duals = np.full(sets.classes, 0.3)
+    value, _ = pricer.price(duals, threshold=20.0)
+    with patch.object(module, "PRICING_MEMORY", 1024), pytest.raises(TimeoutError, match="memory budget"):
+        pricer.price(duals, threshold=20.0)
+    with patch.object(module, "PRICING_MEMORY", 2**28):
+        assert pricer.price(duals, threshold=20.0)[0] == value
+    with patch.object(module, "PRICING_MEMORY", 1024):
+        ended = _refute(sets, _Pool.seeded(sets, ()), 20.0, monotonic() + 60.0, None, {"pricings": 0})
+    assert ended.verdict == "stopped"
+
+
 def _verdicts_with_capped(capped_when: object) -> tuple[list[bool], dict[float, tuple[str, str]]]:
     """The verdicts at thresholds 6 and 7 on a banded graph (refuted in 9 pricings, converged in 3) with every pricing
     that ``capped_when(floor, deadline, generation's deadline)`` running past its cap, and without the caps; and

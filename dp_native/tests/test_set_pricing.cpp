@@ -196,6 +196,12 @@ void test_stops() {
     Stopper stop;
     stop.request(StopReason::interrupt);
     expect(pricer.price({1.0, 1.0, 1.0}, 2.5, 0.0, 1, stop).stopped, "a stopped pricing says so");
+    Stopper go;
+    const SetPricingResult tight = pricer.price({1.0, 1.0, 1.0}, 2.5, 0.0, 1, go, true, 16);
+    expect(tight.stopped && tight.over_budget, "a pricing past its memory budget stops and says why");
+    const SetPricingResult roomy = pricer.price({1.0, 1.0, 1.0}, 2.5, 0.0, 1, go, true, 1 << 20);
+    const SetPricingResult free = pricer.price({1.0, 1.0, 1.0}, 2.5, 0.0, 1, go);
+    expect(!roomy.stopped && !roomy.over_budget && roomy.value == free.value, "within its budget: the same maximum");
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ from exactplace.core.errors import SolverUnavailableError
 __all__ = ["ABI_VERSION", "load", "request"]
 
 #: The interface version of ``exactplace._native`` this Python code speaks (module.cpp sets it).
-ABI_VERSION = 8
+ABI_VERSION = 9
 
 _REBUILD = "rebuild it with `pip install -e .` (or `python setup.py build_ext --inplace`) in the source tree"
 

@@ -141,6 +141,13 @@ COVERING_FIRST = True
 #: when no column prices out).
 COVER_ROOM = 0.01
 
+#: Bytes one pricing's DP may hold (its fronts and their trace back), then it stops as at its deadline: duals of
+#: nearly one value per time leave its fronts unpruned, and on the held-out OperatorGraphs_bert_l-6_training a pricing
+#: at the smoothed duals outgrew 11 GB within 25-50 s (some 250 MB a second; the process was killed for memory at
+#: 24 GB), where the slowest pricings that end, LayerGraphs_inceptionv3_inference's near its relaxation's limit
+#: (3.5 s each), hold 0.5-0.75 GB (14 of 42 over 488 MiB, none over 732 MiB).
+PRICING_MEMORY = 2 * 2**30
+
 #: A pricing at the smoothed duals may take this many times the last exact pricing (at least a second; the very
 #: first pricing is at the master's own duals), then the weight falls to 0 and the master's own duals are priced: near
 #: the packing bound's duals (the first center) values nearly proportional to times leave the DP's fronts unpruned
@@ -283,13 +290,15 @@ class Pricer:
         and up to ``keep`` sets (bool per class) of value above ``floor``, best first. Loads within
         :data:`~exactplace.formulations.device_sets.LOAD_TOLERANCE` of the threshold count as within it.
         ``raise_floor``: the DP raises its floor by the sets it meets (the same maximum, faster; only sets near it
-        come back). ``deadline`` (``time.monotonic()``): past it, or once ``cancel`` is set, the DP stops and
-        :class:`TimeoutError` is raised (duals of nearly one value per time leave its fronts unpruned: minutes on
-        OperatorGraphs_bert_L-12_training).
+        come back). ``deadline`` (``time.monotonic()``): past it, once ``cancel`` is set, or once its fronts hold
+        :data:`PRICING_MEMORY` bytes, the DP stops and :class:`TimeoutError` is raised (duals of nearly one value per
+        time leave its fronts unpruned: minutes on OperatorGraphs_bert_L-12_training).
         """
-        value, sets, stopped = self._native.price(np.asarray(duals, dtype=np.float64), _capacity(threshold), floor,
-                                                  keep, raise_floor, max(0.0, deadline - time.monotonic()),
-                                                  None if cancel is None else cancel.is_set)
+        value, sets, stopped, over_budget = self._native.price(
+            np.asarray(duals, dtype=np.float64), _capacity(threshold), floor, keep, raise_floor,
+            max(0.0, deadline - time.monotonic()), None if cancel is None else cancel.is_set, PRICING_MEMORY)
+        if over_budget:
+            raise TimeoutError(f"the set pricing outgrew its memory budget ({PRICING_MEMORY} bytes)")
         if stopped:
             raise TimeoutError("the set pricing ran past its deadline or was cancelled")
         return float(value), list(sets)
