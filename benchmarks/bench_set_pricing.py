@@ -4,10 +4,15 @@
 The pricing (``dp_native/set_pricing.hpp``) raises its floor most of the way to the value of a greedy set and of any
 partial set it meets that is a set as it stands: the same maximum, fewer states alive. This script records the
 accelerators' pricings of a set-bound run on each workload (the duals its generation met, at its thresholds), then
-prices each again both ways and prints one row per workload: the calls, seconds each way, their ratio, and whether
-every maximum agreed (to 1e-9, relative). With ``--against REV`` the other way is REV's ``dp_native/set_pricing.cpp``,
+prices each again both ways and prints one row per workload: the calls, seconds each way, their ratio, whether
+every maximum agreed (to 1e-9, relative; where both ended) and how many pricings each way stopped at the memory budget
+(``set_bound.PRICING_MEMORY``; the recorded run's pricings at smoothed duals are cut short by time, here they are not).
+With ``--against REV`` the other way is REV's ``dp_native/set_pricing.cpp``,
 built with g++ as a module of its own (``benchmarks/pricing_baseline_binding.cpp``, for the ``SetPricer`` interface as
 of stop 40), both with the floor raised; the two alternate first from call to call.
+
+With ``--instance-against REV`` both ways are this tree's DP, on REV's instance (its communication groups and its
+class order, ``formulations/device_sets.py``) and on this tree's: the same classes, so the same duals.
 
 Run: ``python benchmarks/bench_set_pricing.py layer_resnet50_inference
 /tmp/heldout/LayerGraphs_inceptionv3_inference.json --seconds 60 [--against 4ff5243]`` (a name from
@@ -19,8 +24,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import subprocess
+import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,10 +68,11 @@ def recorded_pricings(path: Path, seconds: float) -> list[tuple[np.ndarray, floa
     price = sb.Pricer.price
 
     def recording(self: sb.Pricer, duals: np.ndarray, threshold: float, floor: float = 1.0, keep: int = 10,
-                  raise_floor: bool = True, deadline: float = np.inf) -> tuple[float, list[np.ndarray]]:
+                  raise_floor: bool = True, deadline: float = np.inf,
+                  cancel: threading.Event | None = None) -> tuple[float, list[np.ndarray]]:
         if floor >= 1.0:  # the accelerators' pricing (the CPU cores' knapsack asks at 0)
             calls.append((np.array(duals), threshold, floor, keep))
-        return price(self, duals, threshold, floor, keep, raise_floor, deadline)
+        return price(self, duals, threshold, floor, keep, raise_floor, deadline, cancel)
 
     sb.Pricer.price = recording
     try:
@@ -96,23 +104,48 @@ def baseline_module(revision: str) -> ModuleType:
     return module
 
 
+def relaxation_module(revision: str) -> ModuleType:
+    """``revision``'s ``formulations/device_sets.py`` (its groups and its class order), loaded as a module of this
+    tree's package (its relative imports are this tree's)."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:formulations/device_sets.py"], check=True,
+                            capture_output=True).stdout
+    folder = Path(tempfile.mkdtemp(prefix="relaxation_baseline_"))
+    (folder / "device_sets.py").write_bytes(source)
+    name = f"exactplace.formulations._device_sets_{revision}"
+    spec = importlib.util.spec_from_file_location(name, folder / "device_sets.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # (its dataclass looks itself up there)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workloads", nargs="+", help="shared workload names or JSON paths")
     parser.add_argument("--seconds", type=float, default=120.0, help="the recorded set-bound run's time limit")
     parser.add_argument("--against", metavar="REV", help="compare with this git revision's DP (not floor as asked)")
+    parser.add_argument("--instance-against", metavar="REV",
+                        help="compare with this git revision's groups and class order, priced by this tree's DP")
     args = parser.parse_args()
     baseline = baseline_module(args.against) if args.against else None
-    named = (f"{args.against} (s)", "this tree (s)") if baseline else ("as asked (s)", "raised (s)")
-    print(f"| workload | classes | pricings | {named[0]} | {named[1]} | ratio | same maxima |")
-    print("|---|---|---|---|---|---|---|")
+    former = relaxation_module(args.instance_against) if args.instance_against else None
+    named = (f"{args.against} (s)", "this tree (s)") if baseline else (
+        f"{args.instance_against}'s instance (s)", "this tree's (s)") if former else ("as asked (s)", "raised (s)")
+    print(f"| workload | classes | pricings | {named[0]} | {named[1]} | ratio | same maxima | over the memory budget |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in args.workloads:
         path = workload_file(name)
         w = read_workload(path)
         sets = SetRelaxation.of(w.graph, w.cluster)
         order = frontier_order(sets)
         pricer = sb.Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, order)
-        if baseline is not None:
+        if former is not None:
+            old = former.SetRelaxation.of(w.graph, w.cluster)
+            other_pricer = sb.Pricer(old.acc, old.on_acc, old.group_cost, old.members, former.frontier_order(old))
+            ways = (lambda d, t, f, k, other=other_pricer: other.price(d, t, f, k)[0],
+                    lambda d, t, f, k, pricer=pricer: pricer.price(d, t, f, k)[0])
+        elif baseline is not None:
             other = baseline.SetPricer(**sb._native_instance(sets.acc, sets.on_acc, sets.group_cost, sets.members,
                                                             order))
             ways = (lambda d, t, f, k, other=other: other.price(d, sb._capacity(t), f, k),
@@ -122,16 +155,22 @@ def main() -> None:
                     lambda d, t, f, k, pricer=pricer: pricer.price(d, t, f, k)[0])
         calls = recorded_pricings(path, args.seconds)
         seconds = [0.0, 0.0]
+        stopped = [0, 0]
         agree = True
         for call, (duals, threshold, floor, keep) in enumerate(calls):
-            values = [0.0, 0.0]
+            values: list[float | None] = [None, None]
             for way in (0, 1) if call % 2 == 0 else (1, 0):  # (alternately first: drift hits both alike)
                 started = time.perf_counter()
-                values[way] = ways[way](duals, threshold, floor, keep)
+                try:
+                    values[way] = ways[way](duals, threshold, floor, keep)
+                except TimeoutError:  # past the pricing's memory budget (sb.PRICING_MEMORY)
+                    stopped[way] += 1
                 seconds[way] += time.perf_counter() - started
-            agree &= abs(values[0] - values[1]) <= 1e-9 * max(1.0, abs(values[0]))
+            if values[0] is not None and values[1] is not None:
+                agree &= abs(values[0] - values[1]) <= 1e-9 * max(1.0, abs(values[0]))
         print(f"| {path.stem} | {sets.classes} | {len(calls)} | {seconds[0]:.1f} | {seconds[1]:.1f} | "
-              f"{seconds[0] / max(seconds[1], 1e-9):.2f} | {'yes' if agree else 'NO'} |", flush=True)
+              f"{seconds[0] / max(seconds[1], 1e-9):.2f} | {'yes' if agree else 'NO'} | {stopped[0]} / {stopped[1]} |",
+              flush=True)
 
 
 if __name__ == "__main__":

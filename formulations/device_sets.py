@@ -31,8 +31,15 @@ proves the refutation.
 
 The pricing DP runs over the classes in a fixed order, keeping a state per side of each *open*
 communication group (some members decided, some not); :func:`frontier_order` is that order, chosen so
-that few groups are open at once: 2 on layer_resnet50_inference, 4 on its training graph, 5 on
-op_bert6_inference and layer_gnmt_inference.
+that few groups are open at once, and only the groups a load can tell apart are kept (:func:`_distinct_groups`): at
+most 2 open on both ResNet-50 layer graphs, 3 on both GNMT layer graphs (5 and 10 before zero-cost groups were dropped
+and the training graph's forward and backward groups of an edge made one), 5 on op_bert6_inference, 5 on the
+held-out InceptionV3 layer graphs (7 and 14 with the greedy's first order alone and every group), 8 on the held-out
+BERT-12 training graph (10). The same DP on the pricings of a generation (``benchmarks/bench_set_pricing.py
+--instance-against 6cfebcc``), against the greedy's first order and every group: 1.50x on both InceptionV3 graphs,
+3.0x on layer_gnmt_training, 3.8x on the BERT-12 training graph, 1.4-1.5x on op_bert3, 1.0x where the order and the
+groups stayed (ResNet-50, op_bert6_inference), and 0.92x on the held-out BERT-12 inference graph, where the order
+with fewer states priced slower.
 
 Examples
 --------
@@ -60,7 +67,7 @@ from exactplace.core.graph import Graph
 from .model import Kind, Model
 from .throughput import unit_data
 
-__all__ = ["LOAD_TOLERANCE", "SetRelaxation", "frontier_order", "lightest_heavy_set"]
+__all__ = ["LOAD_TOLERANCE", "ORDER_TRIES", "SetRelaxation", "frontier_order", "lightest_heavy_set", "order_cost"]
 
 #: Loads within this of the threshold count as within it (the relaxation only grows: still a bound).
 LOAD_TOLERANCE = 1e-9
@@ -76,7 +83,7 @@ class SetRelaxation:
     memory: np.ndarray      # (U,) memory (not summed by the relaxation; a split's rounding checks it)
     memory_cap: float       # an accelerator's memory, the cluster's shared slack included
     group_cost: np.ndarray  # (G,)
-    members: tuple[np.ndarray, ...]  # (G,) the distinct classes of each group: source first, then targets
+    members: tuple[np.ndarray, ...]  # (G,) the distinct classes of each group (none alike, each of two or more)
     incidence: np.ndarray   # (G, U) bool: class in group
     unit: np.ndarray        # node position -> class
     accelerators: int
@@ -91,13 +98,10 @@ class SetRelaxation:
         members: list[list[int]] = [[int(s)] for s in data.group_source]
         for g, t in zip(data.pair_group.tolist(), data.pair_target.tolist()):
             members[g].append(int(t))
-        incidence = np.zeros((data.groups, data.units), dtype=bool)
-        for g, m in enumerate(members):
-            incidence[g, m] = True
+        group_cost, kept, incidence = _distinct_groups([np.array(m) for m in members], data.group_cost, data.units)
         return cls(acc=data.acc.sum(axis=1), cpu=data.cpu.sum(axis=1),
                    on_acc=data.supported & (data.memory <= cluster.memory_cap), memory=data.memory,
-                   memory_cap=cluster.memory_cap,
-                   group_cost=data.group_cost.astype(np.float64), members=tuple(np.array(m) for m in members),
+                   memory_cap=cluster.memory_cap, group_cost=group_cost, members=kept,
                    incidence=incidence, unit=data.unit, accelerators=cluster.accelerators, cpus=cluster.cpus)
 
     @property
@@ -115,22 +119,19 @@ class SetRelaxation:
     def merged(self, pairs: tuple[tuple[int, int], ...]) -> tuple[SetRelaxation, np.ndarray]:
         """The relaxation with each pair of classes (and so every chain of pairs) made one class, and the map
         class -> merged class: a merged class's times are its members' sums, it may be on an accelerator when
-        all of them may, and a group whose members all fall in one merged class is dropped (never split)."""
+        all of them may, and a group whose members all fall in one merged class is dropped (never split), as
+        :func:`_distinct_groups` does."""
         first, second = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
         # Each pair an edge both ways: the strong components are the chains of pairs.
         into = strong_components(self.classes, np.concatenate([first, second]), np.concatenate([second, first]))
         count = int(into.max()) + 1 if self.classes else 0
-        members = [np.unique(into[m]) for m in self.members]
-        kept = [g for g, m in enumerate(members) if len(m) > 1]
-        incidence = np.zeros((len(kept), count), dtype=bool)
-        for row, g in enumerate(kept):
-            incidence[row, members[g]] = True
+        group_cost, members, incidence = _distinct_groups([np.unique(into[m]) for m in self.members],
+                                                          self.group_cost, count)
         on_acc = np.ones(count, dtype=bool)
         np.logical_and.at(on_acc, into, self.on_acc)
         return SetRelaxation(acc=np.bincount(into, self.acc, count), cpu=np.bincount(into, self.cpu, count),
                              on_acc=on_acc, memory=np.bincount(into, self.memory, count),
-                             memory_cap=self.memory_cap, group_cost=self.group_cost[kept],
-                             members=tuple(members[g] for g in kept),
+                             memory_cap=self.memory_cap, group_cost=group_cost, members=members,
                              incidence=incidence, unit=into[self.unit], accelerators=self.accelerators,
                              cpus=self.cpus), into
 
@@ -143,28 +144,82 @@ class SetRelaxation:
         return [s for s in acc if s.any()], [s for s in cpu if s.any()]
 
 
+def _distinct_groups(members: list[np.ndarray], cost: np.ndarray,
+                     classes: int) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
+    """The groups a set's load can tell apart: those of one class set made one, their costs summed (a set splits
+    all of them or none: a training graph's forward and backward groups of one edge), and those within one class or
+    of no cost dropped (they never change a load); as ``(cost, members, incidence)``. The pricing DP keeps a state
+    per side of each open group, so every group dropped is a distinction fewer (module docstring, the ratios)."""
+    at: dict[bytes, int] = {}
+    kept: list[np.ndarray] = []
+    summed: list[float] = []
+    for group, chosen in enumerate(members):
+        if len(np.unique(chosen)) < 2 or not cost[group] > 0:
+            continue
+        key = np.unique(chosen).tobytes()
+        if key not in at:
+            at[key] = len(kept)
+            kept.append(chosen)
+            summed.append(0.0)
+        summed[at[key]] += float(cost[group])
+    incidence = np.zeros((len(kept), classes), dtype=bool)
+    for row, chosen in enumerate(kept):
+        incidence[row, chosen] = True
+    return np.array(summed, dtype=np.float64), tuple(kept), incidence
+
+
+#: :func:`frontier_order`'s greedy runs with ties broken at random (seeded), beside its two deterministic ones.
+ORDER_TRIES = 14
+
+
 def frontier_order(sets: SetRelaxation) -> np.ndarray:
-    """The classes in an order that keeps few groups open: greedily the class that opens the fewest groups
-    net of those it closes, among the classes sharing an open group when there are any (ties: the class
-    holding the earliest node position, which follows the input's order)."""
-    units = sets.classes
-    first_node = np.full(units, np.iinfo(np.int64).max)
+    """The classes in an order that keeps few groups open: the best, by :func:`order_cost`, of a greedy
+    (:func:`_greedy_order`) with ties broken by the earliest node position (the input's order), by the most groups
+    closed, and at random (:data:`ORDER_TRIES` seeded draws: the same order each call)."""
+    first_node = np.full(sets.classes, np.iinfo(np.int64).max)
     np.minimum.at(first_node, sets.unit, np.arange(len(sets.unit)))
-    groups_of = [np.flatnonzero(sets.incidence[:, u]) for u in range(units)]
+    rng = np.random.default_rng(0)
+    tries = [_greedy_order(sets, first_node, closing_first=False), _greedy_order(sets, first_node, closing_first=True),
+             *(_greedy_order(sets, rng.permutation(sets.classes), closing_first=False) for _ in range(ORDER_TRIES))]
+    costs = [order_cost(sets, order) for order in tries]
+    return tries[int(np.argmin(costs))]
+
+
+def order_cost(sets: SetRelaxation, order: np.ndarray) -> float:
+    """The pricing DP's states along ``order`` at most: the sum over its steps of ``2 ** (groups open)``."""
     undecided = sets.incidence.sum(axis=1)
     opened = np.zeros(len(undecided), dtype=bool)
-    done = np.zeros(units, dtype=bool)
+    total = 0.0
+    for u in order.tolist():
+        groups = sets.incidence[:, u]
+        opened |= groups
+        undecided = undecided - groups
+        total += 2.0 ** int((opened & (undecided > 0)).sum())
+    return total
+
+
+def _greedy_order(sets: SetRelaxation, ties: np.ndarray, *, closing_first: bool) -> np.ndarray:
+    """Greedily the class that opens the fewest groups net of those it closes (``closing_first``: then the one that
+    closes the most), among the classes sharing an open group when there are any; ties: the lowest ``ties`` (one
+    number per class)."""
+    incidence = sets.incidence
+    undecided = incidence.sum(axis=1)
+    opened = np.zeros(len(undecided), dtype=bool)
+    done = np.zeros(sets.classes, dtype=bool)
     order = []
-    for _ in range(units):
-        live = np.flatnonzero(opened & (undecided > 0))
-        touching = np.flatnonzero(sets.incidence[live].any(axis=0) & ~done) if live.size else np.zeros(0, int)
+    for _ in range(sets.classes):
+        live = opened & (undecided > 0)
+        touching = np.flatnonzero(incidence[live].any(axis=0) & ~done) if live.any() else np.zeros(0, np.int64)
         pool = touching if touching.size else np.flatnonzero(~done)
-        net = [int((~opened[groups_of[u]]).sum() - (undecided[groups_of[u]] == 1).sum()) for u in pool.tolist()]
-        best = int(pool[np.lexsort((first_node[pool], net))[0]])
+        groups = incidence[:, pool]
+        closes = (groups & (undecided == 1)[:, None]).sum(axis=0)
+        net = (groups & ~opened[:, None]).sum(axis=0) - closes
+        keys = (ties[pool], -closes, net) if closing_first else (ties[pool], net)
+        best = int(pool[np.lexsort(keys)[0]])
         order.append(best)
         done[best] = True
-        opened[groups_of[best]] = True
-        undecided[groups_of[best]] -= 1
+        opened |= incidence[:, best]
+        undecided = undecided - incidence[:, best]
     return np.array(order, dtype=np.int64)
 
 
@@ -176,13 +231,13 @@ def lightest_heavy_set(sets: SetRelaxation, need: float) -> tuple[Model, np.ndar
 
         \\min \\sum_c acc_c x_c + \\sum_g cost_g\\, cut_g \\quad\\text{s.t.}\\quad
         \\sum_c acc_c x_c \\ge need, \\quad
-        cut_g \\ge x_t - x_s,\\; cut_g \\ge x_s - x_t \\;(\\text{each group } g, \\text{its source } s,
-        \\text{each target } t), \\quad x_c \\in \\{0, 1\\}, \\; 0 \\le cut_g \\le 1
+        cut_g \\ge x_t - x_s,\\; cut_g \\ge x_s - x_t \\;(\\text{each group } g, \\text{its first member } s,
+        \\text{each other member } t), \\quad x_c \\in \\{0, 1\\}, \\; 0 \\le cut_g \\le 1
 
     with ``x_c = 0`` for a class no accelerator may hold. A group is charged exactly when a member lies on the other
-    side from its source, so the objective at an integral ``x`` is :meth:`SetRelaxation.load`; the memory sum is
-    dropped, as in the relaxation. Its use, a lower bound on every split's max load:
-    :func:`exactplace.backends.set_bound.heaviest_bound`.
+    side from its first one (its members are not all on one side), so the objective at an integral ``x`` is
+    :meth:`SetRelaxation.load`; the memory sum is dropped, as in the relaxation. Its use, a lower bound on every
+    split's max load: :func:`exactplace.backends.set_bound.heaviest_bound`.
 
     >>> from exactplace import read_workload, workload_path
     >>> from exactplace.backends.solvers import solve_model
@@ -202,9 +257,9 @@ def lightest_heavy_set(sets: SetRelaxation, need: float) -> tuple[Model, np.ndar
     group = np.concatenate([np.full(len(m) - 1, g) for g, m in enumerate(sets.members)] or [np.zeros(0, np.int64)])
     source = np.concatenate([np.full(len(m) - 1, m[0]) for m in sets.members] or [np.zeros(0, np.int64)])
     target = np.concatenate([m[1:] for m in sets.members] or [np.zeros(0, np.int64)])
-    model.add_terms("a target in, its source out: the group is cut", (cut[group], 1.0), (x[target], -1.0),
+    model.add_terms("a member in, the first one out: the group is cut", (cut[group], 1.0), (x[target], -1.0),
                     (x[source], 1.0), lb=0.0)
-    model.add_terms("the source in, a target out: the group is cut", (cut[group], 1.0), (x[source], -1.0),
+    model.add_terms("the first member in, another out: the group is cut", (cut[group], 1.0), (x[source], -1.0),
                     (x[target], 1.0), lb=0.0)
     model.minimize(np.concatenate([x, cut]), np.concatenate([acc, sets.group_cost]))
     return model, x

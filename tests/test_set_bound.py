@@ -15,7 +15,13 @@ from unittest.mock import patch
 
 import numpy as np
 import pytest
-from exactplace.formulations.device_sets import SetRelaxation, frontier_order, lightest_heavy_set
+from exactplace.formulations.device_sets import (
+    SetRelaxation,
+    _greedy_order,
+    frontier_order,
+    lightest_heavy_set,
+    order_cost,
+)
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
@@ -616,6 +622,28 @@ def test_relay_takes_the_split_branching_found() -> None:
     assert p.status is Status.OPTIMAL and p.objective <= best.objective * (1 + 1e-9)
     if report["start"] > best.objective * (1 + 1e-9):  # the relay's own split was worse: branching's was taken
         assert np.array_equal(p.device, best.device) or p.info["relay"]["polish"].get("taken")
+
+
+@pytest.mark.parametrize("name", ["layer_bert24_inference", "layer_bert24_training"])
+def test_groups_alike_are_one_and_every_load_the_evaluators(name: str) -> None:
+    """The relaxation keeps one group per class set that can be split (a training graph's forward and backward
+    groups of an edge are one, groups of no cost are gone), and a set's load is still the evaluator's; the class
+    order is a permutation, the same on every call, with no more states than the plain greedy's."""
+    w = read_workload(workload_path(name))
+    sets = SetRelaxation.of(w.graph, w.cluster)
+    distinct = {tuple(np.unique(m)) for m in sets.members}
+    assert len(distinct) == len(sets.members) and all(len(m) > 1 for m in distinct)
+    assert (sets.group_cost > 0).all() and len(sets.members) < len(w.graph.group_cost)
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        chosen = rng.random(sets.classes) < 0.4
+        device = np.where(chosen[sets.unit], 0, 1)
+        assert sets.load(chosen) == pytest.approx(device_loads(w.graph, w.cluster, device).load()[0], abs=1e-9)
+    order = frontier_order(sets)
+    assert sorted(order.tolist()) == list(range(sets.classes)) and np.array_equal(order, frontier_order(sets))
+    first_node = np.full(sets.classes, np.iinfo(np.int64).max)
+    np.minimum.at(first_node, sets.unit, np.arange(len(sets.unit)))
+    assert order_cost(sets, order) <= order_cost(sets, _greedy_order(sets, first_node, closing_first=False))
 
 
 def test_merged_classes_keep_every_load() -> None:
