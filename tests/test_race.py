@@ -232,7 +232,8 @@ def test_the_bound_beside_certifies_a_split_the_solver_never_decides(graph: Grap
     if graph.memory.sum() <= cluster.memory_cap and optima.any >= 1e-3:  # (loads far below the tolerances: no proof)
         assert p.status is Status.OPTIMAL and p.info["certified_by"] == "set_bound", p.info
     if p.status is Status.OPTIMAL:
-        assert p.info["set_bound"]["outcome"] == "target refuted"
+        if optima.any >= 1e-3:  # (loads of 1e-204 are within the gap's absolute tolerance of any bound: no refutation)
+            assert p.info["set_bound"]["outcome"] == "target refuted"
         assert p.objective <= optima.any / (1.0 - rel_gap) + 1e-6
     said = p.info.get("set_bound")
     if isinstance(said, dict) and said["outcome"] == "target refuted":  # it stopped the solver: no Ctrl-C to report
