@@ -83,41 +83,46 @@ def recorded_pricings(path: Path, seconds: float) -> list[tuple[np.ndarray, floa
     return calls
 
 
+def revision_files(revision: str, paths: tuple[str, ...], prefix: str) -> Path:
+    """A new temporary folder holding ``revision``'s copy of each file (a path in the repository) by its name."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    for path in paths:
+        source = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:{path}"], check=True,
+                                capture_output=True).stdout
+        (folder / Path(path).name).write_bytes(source)
+    return folder
+
+
+def module_at(name: str, location: Path) -> ModuleType:
+    """The module ``name`` loaded from ``location`` (a source file or a built extension), registered in
+    ``sys.modules`` (a dataclass in it looks its module up there)."""
+    spec = importlib.util.spec_from_file_location(name, location)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def baseline_module(revision: str) -> ModuleType:
     """``revision``'s set pricing DP, built in a temporary folder as the module ``pricing_baseline``."""
     import pybind11
 
-    folder = Path(tempfile.mkdtemp(prefix="pricing_baseline_"))
-    for name in ("set_pricing.hpp", "set_pricing.cpp", "stop.hpp"):
-        source = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:dp_native/{name}"], check=True,
-                                capture_output=True).stdout
-        (folder / name).write_bytes(source)
+    folder = revision_files(revision, tuple(f"dp_native/{name}" for name in ("set_pricing.hpp", "set_pricing.cpp",
+                                                                              "stop.hpp")), "pricing_baseline_")
     target = folder / f"pricing_baseline{sysconfig.get_config_var('EXT_SUFFIX')}"
     subprocess.run(["g++", "-O3", "-shared", "-std=c++17", "-fPIC", f"-I{pybind11.get_include()}",
                     f"-I{sysconfig.get_paths()['include']}", f"-I{folder}",
                     str(ROOT / "benchmarks" / "pricing_baseline_binding.cpp"), str(folder / "set_pricing.cpp"),
                     "-o", str(target)], check=True)
-    spec = importlib.util.spec_from_file_location("pricing_baseline", target)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return module_at("pricing_baseline", target)
 
 
 def relaxation_module(revision: str) -> ModuleType:
     """``revision``'s ``formulations/device_sets.py`` (its groups and its class order), loaded as a module of this
     tree's package (its relative imports are this tree's)."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:formulations/device_sets.py"], check=True,
-                            capture_output=True).stdout
-    folder = Path(tempfile.mkdtemp(prefix="relaxation_baseline_"))
-    (folder / "device_sets.py").write_bytes(source)
-    name = f"exactplace.formulations._device_sets_{revision}"
-    spec = importlib.util.spec_from_file_location(name, folder / "device_sets.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # (its dataclass looks itself up there)
-    spec.loader.exec_module(module)
-    return module
+    folder = revision_files(revision, ("formulations/device_sets.py",), "relaxation_baseline_")
+    return module_at(f"exactplace.formulations._device_sets_{revision}", folder / "device_sets.py")
 
 
 def main() -> None:

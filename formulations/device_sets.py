@@ -67,7 +67,8 @@ from exactplace.core.graph import Graph
 from .model import Kind, Model
 from .throughput import unit_data
 
-__all__ = ["LOAD_TOLERANCE", "ORDER_TRIES", "SetRelaxation", "frontier_order", "lightest_heavy_set", "order_cost"]
+__all__ = ["LOAD_TOLERANCE", "ORDER_TRIES", "SetRelaxation", "first_node_positions", "frontier_order",
+           "lightest_heavy_set", "order_cost"]
 
 #: Loads within this of the threshold count as within it (the relaxation only grows: still a bound).
 LOAD_TOLERANCE = 1e-9
@@ -154,9 +155,10 @@ def _distinct_groups(members: list[np.ndarray], cost: np.ndarray,
     kept: list[np.ndarray] = []
     summed: list[float] = []
     for group, chosen in enumerate(members):
-        if len(np.unique(chosen)) < 2 or not cost[group] > 0:
+        classes_in = np.unique(chosen)
+        if len(classes_in) < 2 or not cost[group] > 0:
             continue
-        key = np.unique(chosen).tobytes()
+        key = classes_in.tobytes()
         if key not in at:
             at[key] = len(kept)
             kept.append(chosen)
@@ -176,13 +178,19 @@ def frontier_order(sets: SetRelaxation) -> np.ndarray:
     """The classes in an order that keeps few groups open: the best, by :func:`order_cost`, of a greedy
     (:func:`_greedy_order`) with ties broken by the earliest node position (the input's order), by the most groups
     closed, and at random (:data:`ORDER_TRIES` seeded draws: the same order each call)."""
-    first_node = np.full(sets.classes, np.iinfo(np.int64).max)
-    np.minimum.at(first_node, sets.unit, np.arange(len(sets.unit)))
+    first_node = first_node_positions(sets)
     rng = np.random.default_rng(0)
     tries = [_greedy_order(sets, first_node, closing_first=False), _greedy_order(sets, first_node, closing_first=True),
              *(_greedy_order(sets, rng.permutation(sets.classes), closing_first=False) for _ in range(ORDER_TRIES))]
     costs = [order_cost(sets, order) for order in tries]
     return tries[int(np.argmin(costs))]
+
+
+def first_node_positions(sets: SetRelaxation) -> np.ndarray:
+    """Per class, the earliest position of its nodes (the input's order): the greedy's first tie-break."""
+    first_node = np.full(sets.classes, np.iinfo(np.int64).max)
+    np.minimum.at(first_node, sets.unit, np.arange(len(sets.unit)))
+    return first_node
 
 
 def order_cost(sets: SetRelaxation, order: np.ndarray) -> float:
