@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
@@ -18,7 +19,7 @@ import exactplace as ep  # noqa: E402
 from exactplace.cli.main import main  # noqa: E402
 from exactplace.core.errors import InputFormatError, ParameterError  # noqa: E402
 from exactplace.core.io import workload_format  # noqa: E402
-from exactplace.core.onnx_import import node_flops  # noqa: E402
+from exactplace.core.onnx_import import node_flops, onnx_to_dict  # noqa: E402
 
 helper, T = onnx.helper, onnx.TensorProto
 FLOAT = 4  # bytes per float32 element
@@ -314,11 +315,206 @@ def test_cli_malformed_model_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     assert len(err.splitlines()) == 1 and "not a valid ONNX protobuf" in err
 
 
-def test_reading_json_and_importing_exactplace_load_no_onnx() -> None:
+def test_reading_json_and_importing_exactplace_load_no_onnx(tmp_path: Path) -> None:
     import subprocess
     import sys
 
     code = ("import sys, exactplace; exactplace.read_workload(exactplace.workload_path('op_bert3_inference')); "
             "print(sorted(m for m in ('onnx', 'onnxruntime') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout
     assert out.strip() == "[]"
+
+
+def _weight(name: str, shape: tuple[int, ...]) -> Any:
+    return onnx.numpy_helper.from_array(np.ones(shape, dtype=np.float32), name)
+
+
+def _vi(name: str, shape: list | None, dtype: int = T.FLOAT) -> Any:
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+# Models whose nodes do not type-check: (nodes, inputs, outputs, initializers, parts the message must name)
+UNTYPED = {
+    "conv channels": ([helper.make_node("Conv", ["x", "W"], ["y"], name="conv")], [_vi("x", [1, 3, 8, 8])],
+                      [_vi("y", [1, 4, 6, 6])], [_weight("W", (4, 5, 3, 3))], ["'conv' (Conv)", "'x'", "'W'"]),
+    "conv group": ([helper.make_node("Conv", ["x", "W"], ["y"], name="conv", group=3)], [_vi("x", [1, 4, 4, 4])],
+                   [_vi("y", None)], [_weight("W", (4, 2, 1, 1))], ["'conv' (Conv)", "group"]),
+    "conv bias": ([helper.make_node("Conv", ["x", "W", "B"], ["y"], name="conv")], [_vi("x", [1, 2, 4, 4])],
+                  [_vi("y", None)], [_weight("W", (4, 2, 1, 1)), _weight("B", (3,))], ["'conv' (Conv)", "'B'"]),
+    "conv rank, unnamed": ([helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                            helper.make_node("Conv", ["r", "W"], ["y"])], [_vi("x", [3, 8, 8])],
+                           [_vi("y", [1, 4, 6, 6])], [_weight("W", (4, 3, 3, 3))],
+                           ["'Conv_1' (Conv)", "'r' [3, 8, 8]", "'W'"]),
+    "conv transpose": ([helper.make_node("ConvTranspose", ["x", "W"], ["y"], name="up")], [_vi("x", [1, 3, 4, 4])],
+                       [_vi("y", None)], [_weight("W", (4, 2, 1, 1))], ["'up' (ConvTranspose)", "'x'", "'W'"]),
+    "matmul": ([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], [_vi("a", [2, 3]), _vi("b", [4, 5])],
+               [_vi("y", [2, 5])], [], ["'mm' (MatMul)", "Incompatible dimensions", "'a' [2, 3]", "'b' [4, 5]"]),
+    "declared output shape": ([helper.make_node("Relu", ["a"], ["y"], name="r")], [_vi("a", [2, 3])],
+                              [_vi("y", [2, 5])], [], ["'r' (Relu)", "'y' [2, 5]", "differ"]),
+    "input element type": ([helper.make_node("Add", ["a", "b"], ["y"], name="add")],
+                           [_vi("a", [2, 3]), _vi("b", [2, 3], T.INT64)], [_vi("y", [2, 3])], [],
+                           ["'add' (Add)", "inconsistent type"]),
+    "unknown operator": ([helper.make_node("Relux", ["a"], ["y"], name="r")], [_vi("a", [2, 3])],
+                         [_vi("y", [2, 3])], [], ["'r' (Relux)", "No Op registered for Relux"]),
+    "unknown attribute": ([helper.make_node("Relu", ["a"], ["y"], name="r", alpha=1.0)], [_vi("a", [2, 3])],
+                          [_vi("y", [2, 3])], [], ["'r' (Relu)", "attribute: alpha"]),
+    "empty output name": ([helper.make_node("Relu", ["a"], [""], name="r"),
+                           helper.make_node("Neg", ["a"], ["y"], name="n")], [_vi("a", [2, 3])],
+                          [_vi("y", [2, 3])], [], ["'r' (Relu)", "empty string"]),
+}
+
+
+@pytest.mark.parametrize("case", list(UNTYPED))
+def test_models_that_do_not_type_check_are_refused(tmp_path: Path, case: str) -> None:
+    nodes, inputs, outputs, initializers, expected = UNTYPED[case]
+    path = _model(tmp_path, nodes, inputs, outputs, initializers=tuple(initializers))
+    with pytest.raises(InputFormatError) as info:
+        ep.read_workload(path)
+    message = str(info.value)
+    assert "\n" not in message and "does not type-check" in message and str(path) in message, message
+    assert all(part in message for part in expected), message
+    assert "__" not in message, message  # no name exactplace gives nodes internally
+
+
+def test_cli_refuses_a_model_that_does_not_type_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nodes, inputs, outputs, initializers, _ = UNTYPED["matmul"]
+    path = _model(tmp_path, nodes, inputs, outputs, initializers=tuple(initializers))
+    assert main(["solve", str(path), "--method", "greedy"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("exactplace solve: error:"), err
+    assert "'mm' (MatMul)" in err and "bad.onnx" in err and "Traceback" not in err
+
+
+def test_nodes_out_of_order_are_still_read_in_the_models_order(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Neg", ["r"], ["y"], name="neg"), helper.make_node("Relu", ["x"], ["r"], name="relu")]
+    w = ep.read_workload(_model(tmp_path, nodes, [X], [_vi("y", [2, 3])]), bandwidth=1e3)
+    assert [v.name for v in w.graph.nodes()] == ["neg", "relu"]
+    assert _named_edges(w) == {("relu", "neg"): pytest.approx(6 * FLOAT)}
+
+
+def _external(tmp_path: Path, location: str, **entries: str) -> Path:
+    weight = _weight("W", (3, 3))
+    weight.ClearField("raw_data")
+    weight.data_location = T.EXTERNAL
+    for key, value in {"location": location, **entries}.items():
+        entry = weight.external_data.add()
+        entry.key, entry.value = key, value
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")]
+    return _model(tmp_path, nodes, [X], [_vi("y", [2, 3])], name="ext.onnx", initializers=(weight,))
+
+
+def test_external_weights_beside_the_model_are_sized_not_read(tmp_path: Path) -> None:
+    (tmp_path / "w.bin").write_bytes(bytes(9 * FLOAT))
+    external = ep.read_workload(_external(tmp_path, "w.bin"))
+    inline = ep.read_workload(_model(tmp_path, [helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")], [X],
+                                     [_vi("y", [2, 3])], initializers=(_weight("W", (3, 3)),)))
+    assert external.graph.memory.tolist() == inline.graph.memory.tolist() == [(9 + 6) * FLOAT]
+
+
+@pytest.mark.parametrize(("location", "entries", "expected"), [
+    ("missing.bin", {}, "not a file in the model's folder"),
+    ("../outside.bin", {}, "outside the model's folder"),
+    ("sub/../../outside.bin", {}, "outside the model's folder"),
+    ("/etc/hostname", {}, "outside the model's folder"),
+    ("w.bin", {"offset": "8"}, "too short"),
+    ("w.bin", {"length": "8"}, "needs 36"),
+    ("w.bin", {"offset": "x"}, "not a whole number"),
+    ("link.bin", {}, "links outside the model's folder"),
+])
+def test_bad_external_data_is_refused_naming_file_and_tensor(tmp_path: Path, location: str, entries: dict,
+                                                             expected: str) -> None:
+    (tmp_path / "w.bin").write_bytes(bytes(9 * FLOAT))
+    (tmp_path.parent / "outside.bin").write_bytes(bytes(9 * FLOAT))
+    (tmp_path / "link.bin").symlink_to(tmp_path.parent / "outside.bin")
+    path = _external(tmp_path, location, **entries)
+    for options in ({}, {"profile": True}):  # profiling would read the weights: refused before it starts
+        with pytest.raises(InputFormatError) as info:
+            ep.read_workload(path, **options)
+        message = str(info.value)
+        assert "\n" not in message and "ext.onnx" in message and "'W'" in message and location in message, message
+        assert expected in message, message
+
+
+def test_huge_declared_shapes_are_sized_arithmetically(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Relu", ["big"], ["y"], name="r")]
+    path = _model(tmp_path, nodes, [_vi("big", [10**12, 10**12])])
+    w = ep.read_workload(path, cpu_rate=1e3)
+    assert w.graph.memory.tolist() == [float(10**24 * FLOAT)] and _by_name(w)["r"].cpu_time == pytest.approx(1e24)
+    with pytest.raises(InputFormatError, match=r"input 'big' .*profile=True would allocate"):
+        ep.read_workload(path, profile=True)  # refused before any allocation
+    beyond = _model(tmp_path, nodes, [_vi("big", [2**62] * 20)], name="beyond.onnx")  # bytes beyond a float
+    with pytest.raises(InputFormatError, match=r"input 'big' declares shape .* no device holds"):
+        ep.read_workload(beyond)
+    with pytest.raises(ParameterError, match="'dims' parameter"):
+        ep.read_workload(_model(tmp_path, nodes, [_vi("big", ["batch", 3])], name="sym.onnx"), dims={"batch": 10**30})
+
+
+def test_large_constant_shapes_are_never_computed_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import onnx.reference
+
+    evaluated: list[str] = []
+    real = onnx.reference.ReferenceEvaluator
+
+    def spy(model: Any, *args: Any, **kwargs: Any) -> Any:
+        evaluated.extend(n.op_type for n in model.graph.node)
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.reference, "ReferenceEvaluator", spy)
+    side = 3000
+    shape = helper.make_tensor("s", T.INT64, [2], [side, side])
+    nodes = [helper.make_node("Constant", [], ["s"], name="shape", value=shape),
+             helper.make_node("ConstantOfShape", ["s"], ["z"], name="fill"),
+             helper.make_node("Relu", ["z"], ["y"], name="r")]
+    w = ep.read_workload(_model(tmp_path, nodes, []))
+    assert "ConstantOfShape" not in evaluated and "Constant" in evaluated
+    assert _by_name(w)["fill"].memory == side * side * FLOAT + 2 * 8  # its output, and the shape it reads
+
+
+REFUSED = {
+    "opset too new": ({"opset": 999}, ["bad.onnx", "opset 999", "upgrade onnx"]),
+    "IR too new": ({"ir_version": 999}, ["bad.onnx", "IR version 999", "upgrade onnx"]),
+    "no IR version": ({"ir_version": 0}, ["bad.onnx", "ir_version"]),
+    "output nobody writes": ({"outputs": [_vi("y", None), _vi("ghost", [2])]}, ["bad.onnx", "'ghost'"]),
+    "raw data too short": ({"initializers": [_weight("W", (5,))], "dims": [3, 3]}, ["bad.onnx", "W", "raw_data"]),
+    "typed data too short": ({"initializers": [helper.make_tensor("W", T.FLOAT, [9], [1.0] * 9)], "dims": [30, 30]},
+                             ["bad.onnx", "W", "float_data"]),
+    "no opset for the domain": ({"domain": "my.ops"}, ["'add' (Add)", "my.ops"]),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_invalid_models_are_refused_in_one_line(tmp_path: Path, case: str) -> None:
+    change, expected = REFUSED[case]
+    initializers = change.get("initializers", [_weight("W", (2, 3))])
+    for tensor in initializers:
+        if "dims" in change:
+            tensor.dims[:] = change["dims"]
+    width = change.get("dims", [2, 3])
+    node = helper.make_node("Add", ["x", "W"], ["y"], name="add", domain=change.get("domain", ""))
+    graph = helper.make_graph([node], "g", [_vi("x", width)], change.get("outputs", [_vi("y", None)]), initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", change.get("opset", 17))])
+    if "ir_version" in change:
+        model.ir_version = change["ir_version"]
+    path = tmp_path / "bad.onnx"
+    onnx.save(model, str(path))
+    with pytest.raises(InputFormatError) as info:
+        ep.read_workload(path)
+    message = str(info.value)
+    assert "\n" not in message and all(part in message for part in expected), message
+
+
+def test_unsupported_graphs_are_refused_naming_what(tmp_path: Path) -> None:
+    values = onnx.numpy_helper.from_array(np.ones(1, dtype=np.float32), "S")
+    indices = onnx.numpy_helper.from_array(np.zeros(1, dtype=np.int64), "S_indices")
+    graph = helper.make_graph([helper.make_node("Add", ["x3", "S"], ["y"], name="add")], "g", [_vi("x3", [3])],
+                              [_vi("y", None)], sparse_initializer=[helper.make_sparse_tensor(values, indices, [3])])
+    path = tmp_path / "sparse.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    with pytest.raises(InputFormatError, match=r"node 'add' \(Add\): input 'S' is a sparse initializer"):
+        ep.read_workload(path)
+    constant = helper.make_node("Constant", [], ["y"], value=helper.make_tensor("c", T.FLOAT, [2], [1, 2]))
+    with pytest.raises(InputFormatError, match=r"bad\.onnx.*only Constant nodes"):
+        ep.read_workload(_model(tmp_path, [constant], []))
+    with pytest.raises(InputFormatError, match="no nodes"):
+        onnx_to_dict(onnx.ModelProto())  # a ModelProto handed over directly is checked as a file is

@@ -71,20 +71,35 @@ FLOP model, per op class (a multiply-add is 2 FLOPs; "elements" are tensor eleme
   and operators this list does not know.
 
 The cluster is ``accelerators=4``, ``memory=inf``, ``cpus=0`` unless given, as for PipeDream profiles.
-A malformed model raises :class:`InputFormatError` in one line naming the node and the tensor or
-field at fault; a missing ``onnx`` (or, for ``profile=True``, ``onnxruntime``) raises
+
+Models are checked at the boundary, so that a model that is not valid ONNX is refused rather than
+placed: onnx's checker (``onnx.checker.check_model``) and strict shape inference with type checks
+(``infer_shapes(check_type=True, strict_mode=True, data_prop=True)``, the checks of ``full_check=True``)
+must pass, and ``Conv``/``ConvTranspose`` channels must agree with their weights (onnx does not compare
+them). Both see a copy of the model in topological order (the model's own order is kept for the
+workload). An opset or IR version newer than the installed onnx knows is refused. External data must
+name a file in the model's folder (no absolute path, no ``..``, no link out of it) long enough for the
+tensor's declared shape; its bytes are never read except by ``profile=True``. Sizes are computed from
+the declared shapes, never allocated: a tensor may declare up to 2**128 elements, and ``profile=True``
+allocates at most 4 GiB of inputs.
+
+A malformed model raises :class:`InputFormatError` in one line naming the file, the node (its name, else
+``f"{op_type}_{position}"``) and the tensor or field at fault; a missing ``onnx`` (or, for
+``profile=True``, ``onnxruntime``) raises
 :class:`SolverUnavailableError`. ``onnx`` and ``onnxruntime`` are imported inside the functions:
 ``import exactplace`` never loads them.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from exactplace.core.errors import InputFormatError, ParameterError, SolverUnavailableError, check_param
@@ -115,7 +130,19 @@ _FOLD_LIMIT = 1024
 _RANDOM = ("Random", "Bernoulli", "Multinomial")  # never computed ahead: each run draws anew
 
 _GRAPH, _GRAPHS = 5, 10  # AttributeProto.GRAPH, AttributeProto.GRAPHS
+_TENSOR, _TENSORS = 4, 9  # AttributeProto.TENSOR, AttributeProto.TENSORS
 _EXTERNAL = 1  # TensorProto.EXTERNAL
+
+#: Largest dimension a ``dims`` value may give: ONNX dimensions are int64.
+_MAX_DIM = 2**63 - 1
+#: Most elements one tensor may declare. Sizes are computed arithmetically, never allocated, but FLOPs and
+#: bytes must stay finite floats: products of a few such tensors stay far below float's 1.8e308.
+_MAX_ELEMENTS = 2**128
+#: Most bytes of random inputs ``profile=True`` allocates (all graph inputs together): 4 GiB.
+_FEED_LIMIT = 2**32
+#: Name given to main-graph node ``i`` in the copies onnx's checker and shape inference see, so that their
+#: messages identify the node exactly; messages are rewritten to the model's own names before they are shown.
+_PROBE = "__exactplace_node_{}__"
 
 
 def _onnx() -> Any:
@@ -260,7 +287,7 @@ class _Types:
             dims = list(value.dims)
             if any(d < 0 for d in dims):
                 raise InputFormatError(f"{where} {name!r} (an initializer) has a negative dimension: {dims}.")
-            return self._sized(value.data_type, name, where), dims
+            return self._sized(value.data_type, name, where), self._bounded(dims, name, where)
         if kind != "tensor_type":
             shown = {"sequence_type": "a sequence", "map_type": "a map", "optional_type": "an optional",
                      "sparse_tensor_type": "a sparse tensor"}.get(kind, "of no type")
@@ -275,7 +302,16 @@ class _Types:
             if dim.dim_value < 0:
                 raise InputFormatError(f"{where} {name!r} has a negative dimension: {dim.dim_value}.")
             dims.append(int(dim.dim_value))
-        return self._sized(value.elem_type, name, where), dims
+        return self._sized(value.elem_type, name, where), self._bounded(dims, name, where)
+
+    @staticmethod
+    def _bounded(dims: list[int], name: str, where: str) -> list[int]:
+        """``dims``, or InputFormatError when they declare more than :data:`_MAX_ELEMENTS` elements (a size
+        no machine holds, whose FLOPs and bytes would overflow a float)."""
+        if _prod(dims) > _MAX_ELEMENTS:
+            raise InputFormatError(f"{where} {name!r} declares shape {dims}: more than 2**128 elements, a size "
+                                   "no device holds.")
+        return dims
 
     @staticmethod
     def _sized(elem: int, name: str, where: str) -> int:
@@ -340,6 +376,8 @@ def _fold_small_constants(onnx: Any, model: Any) -> Any:
             graph = onnx.helper.make_graph([node], "fold", [], [onnx.ValueInfoProto(name=t) for t in outputs],
                                            [numpy_helper.from_array(np.asarray(values[t]), t) for t in read])
             tiny = onnx.helper.make_model(graph, opset_imports=model.opset_import, ir_version=model.ir_version)
+            if not _small_outputs(onnx, tiny, node.op_type):
+                continue  # never allocate what a constant shape declares (a ConstantOfShape of [10**12, 10**12])
             try:
                 results = ReferenceEvaluator(tiny).run(None, {})
             except Exception:
@@ -363,8 +401,31 @@ def _fold_small_constants(onnx: Any, model: Any) -> Any:
     return copy
 
 
+#: Operators whose output size shape inference cannot know from constants, yet which never write more
+#: elements than a small multiple of what they read: computed ahead even without an inferred shape.
+_DATA_BOUNDED = frozenset({"NonZero", "Unique", "Compress", "TopK"})
+
+
+def _small_outputs(onnx: Any, tiny: Any, op_type: str) -> bool:
+    """Whether every output of the one-node model ``tiny`` has a static shape of at most :data:`_FOLD_LIMIT`
+    elements by shape inference (or the operator is in :data:`_DATA_BOUNDED`): what may be computed ahead."""
+    try:
+        shaped = onnx.shape_inference.infer_shapes(tiny, data_prop=True)
+    except Exception:  # onnx refuses the node: it is not computed ahead, and the type check reports it
+        return False
+    for value in shaped.graph.output:
+        tensor = value.type.tensor_type if value.type.WhichOneof("value") == "tensor_type" else None
+        dims = list(tensor.shape.dim) if tensor is not None and tensor.HasField("shape") else None
+        if dims is None or any(d.WhichOneof("value") != "dim_value" for d in dims):
+            if op_type not in _DATA_BOUNDED:
+                return False
+        elif _prod([d.dim_value for d in dims]) > _FOLD_LIMIT:
+            return False
+    return True
+
+
 def _attributes(onnx: Any, node: Any) -> dict[str, Any]:
-    wanted = {"transA", "kernel_shape"}
+    wanted = {"transA", "kernel_shape", "group"}
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute if a.name in wanted}
 
 
@@ -391,34 +452,64 @@ def onnx_to_dict(
     check_param(dims is None or isinstance(dims, Mapping), "dims", function,
                 "a mapping from dimension names to positive integers", dims)
     dims = dict(dims or {})
-    check_param(all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 1
+    check_param(all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= _MAX_DIM
                     for k, v in dims.items()), "dims", function,
-                "a mapping from dimension names to positive integers", dims)
+                "a mapping from dimension names to positive integers below 2**63", dims)
+    try:
+        return _to_dict(data, source=source, path=path, bandwidth=bandwidth, accelerators=accelerators,
+                        memory=memory, cpus=cpus, accelerator_rate=accelerator_rate, cpu_rate=cpu_rate, dims=dims,
+                        profile=profile, runs=runs)
+    except InputFormatError as error:
+        if source in str(error):
+            raise
+        raise InputFormatError(f"{source}: {error}") from None  # every message names the file
+
+
+def _to_dict(data: bytes | Any, *, source: str, path: str | os.PathLike | None, bandwidth: float, accelerators: int,
+             memory: float, cpus: int, accelerator_rate: float, cpu_rate: float, dims: dict[str, int],
+             profile: bool, runs: int) -> dict[str, Any]:
+    """:func:`onnx_to_dict` once its parameters are checked; its errors need not name ``source``."""
     onnx = _onnx()
     model = data if isinstance(data, onnx.ModelProto) else parse_model(data, source)
     fixed = onnx.ModelProto()
     fixed.CopyFrom(model)
+    if not fixed.graph.node:
+        raise InputFormatError(f"{source}: the ONNX graph has no nodes.")
     _check_strings(fixed.graph)
-    _fix_input_dims(fixed, dims)
-    folded = _fold_small_constants(onnx, fixed)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(folded, data_prop=True)
-    except Exception as error:
-        raise InputFormatError(f"{source} fails ONNX shape inference: {_first_line(error)}") from None
-
-    def why() -> str:  # strict inference says why a shape is missing (a second run, only on that error)
-        try:
-            onnx.shape_inference.infer_shapes(folded, strict_mode=True, data_prop=True)
-        except Exception as error:
-            return _first_line(error)
-        return ""
-
-    types = _Types(inferred.graph, why)
     graph = fixed.graph  # the model's own nodes and weights (shape inference saw some computed ahead)
     onnx_nodes = list(graph.node)
     names = [n.name or f"{n.op_type}_{i}" for i, n in enumerate(onnx_nodes)]
+    _check_versions(onnx, fixed, source)
+    _fix_input_dims(fixed, dims)
+    _check_external(fixed, path, source)
+    probe = _probe(onnx, fixed)
+    folded = _fold_small_constants(onnx, probe)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(folded, data_prop=True)
+    except Exception as error:
+        position, reason = _reason(error, names)
+        where = source if position is None else \
+            f"{source}: ONNX node {names[position]!r} ({onnx_nodes[position].op_type})"
+        raise InputFormatError(f"{where} fails ONNX shape inference: {reason}") from None
+    strict: list[tuple[BaseException | None, Any]] = []
+
+    def check() -> tuple[BaseException | None, Any]:  # strict inference with type checks, run once when asked
+        if not strict:
+            try:
+                strict.append((None, onnx.shape_inference.infer_shapes(folded, check_type=True, strict_mode=True,
+                                                                        data_prop=True)))
+            except Exception as error:
+                strict.append((error, None))
+        return strict[0]
+
+    def why() -> str:  # strict inference says why a shape is missing
+        error = check()[0]
+        return _reason(error, names)[1] if error is not None else ""
+
+    types = _Types(inferred.graph, why)
     weights = {t.name for t in graph.initializer}
     inputs = {v.name for v in graph.input} - weights
+    sparse = {t.values.name for t in graph.sparse_initializer} - weights - inputs
     for name in sorted(inputs):
         types.dtype_shape(name, "ONNX graph input")
 
@@ -436,6 +527,8 @@ def onnx_to_dict(
             producer[tensor] = i
     kept = [i for i, n in enumerate(onnx_nodes) if n.op_type != "Constant"]
     constants = {t for i, n in enumerate(onnx_nodes) if n.op_type == "Constant" for t in n.output if t}
+    if not kept:
+        raise InputFormatError(f"{source}: the ONNX graph has only Constant nodes, no computation to place.")
     position = {i: k for k, i in enumerate(kept)}
     reads: dict[int, list[str]] = {}
     for i in kept:
@@ -444,6 +537,9 @@ def onnx_to_dict(
         read += sorted(t for body in _subgraphs(node) for t in _outer_names(body) if t not in node.input)
         reads[i] = list(dict.fromkeys(read))  # a tensor read twice is sent and held once
         for tensor in reads[i]:
+            if tensor in sparse:
+                raise InputFormatError(f"ONNX node {names[i]!r} ({node.op_type}): input {tensor!r} is a sparse "
+                                       "initializer; only dense tensors are read (store it as a dense initializer).")
             if tensor not in producer and tensor not in weights and tensor not in inputs:
                 raise InputFormatError(f"ONNX node {names[i]!r} ({node.op_type}): input {tensor!r} is written by "
                                        "no node, graph input or initializer.")
@@ -468,13 +564,18 @@ def onnx_to_dict(
         out_bytes = sum(types.nbytes(t, f"{where}: output") for t in outputs)
         in_shapes = [types.shape(t, f"{where}: input") if t else None for t in node.input]
         out_shapes = [types.shape(t, f"{where}: output") for t in outputs]
+        attributes = _attributes(onnx, node)
+        mismatch = _operand_mismatch(node.op_type, list(node.input), in_shapes, attributes)
+        if mismatch:
+            raise InputFormatError(f"{source}: {where} does not type-check: {mismatch}.")
         try:
-            count = node_flops(node.op_type, in_shapes, out_shapes, _attributes(onnx, node))
+            count = node_flops(node.op_type, in_shapes, out_shapes, attributes)
         except (IndexError, TypeError, ValueError):
             raise InputFormatError(f"{where}: its input shapes {in_shapes} do not fit the operator.") from None
         flops.append(count)
         sizes.append(float(weight_bytes + out_bytes))
         parameters.append(parameter_bytes)
+    _type_check(onnx, check()[0], probe, onnx_nodes, names, types, source)
 
     if profile:
         measured = _profile(onnx, fixed, types, path, runs, source)
@@ -501,6 +602,237 @@ def onnx_to_dict(
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+_PROBED = re.compile(_PROBE.format(r"(\d+)"))
+#: onnx's prefix naming the node an inference error is about: "(op_type:Conv, node name: c): ".
+_AT_NODE = re.compile(r"\(op_type:[^,()]*(?:, node name: [^()]*)?\):\s*")
+
+
+def _reason(error: BaseException, names: list[str]) -> tuple[int | None, str]:
+    """``(node, reason)`` from an error of onnx's checker or shape inference on a :func:`_probe` copy: the
+    position of the main-graph node it is about (None when it names none) and its first line, in the model's
+    own node names, without onnx's location prefix when the node is known."""
+    text = str(error)
+    found = _PROBED.search(text)
+    text = _PROBED.sub(lambda m: names[int(m.group(1))] if int(m.group(1)) < len(names) else m.group(0), text)
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("==>")]
+    line = (lines[0] if lines else type(error).__name__).replace("[ShapeInferenceError] Inference error(s): ", "")
+    if found is not None and int(found.group(1)) < len(names):
+        return int(found.group(1)), _AT_NODE.sub("", line, count=1).strip()
+    return None, line
+
+
+def _check_versions(onnx: Any, model: Any, source: str) -> None:
+    """Refuse a model without an IR version (shape inference reads nothing of it) or newer than the installed
+    onnx knows (its operators would be read by older rules)."""
+    known = onnx.defs.onnx_opset_version()
+    for opset in model.opset_import:
+        if opset.domain in ("", "ai.onnx") and opset.version > known:
+            raise InputFormatError(f"{source} uses ONNX opset {opset.version}, newer than onnx {onnx.__version__} "
+                                   f"knows (at most {known}); upgrade onnx: pip install -U onnx.")
+    if model.ir_version < 1:
+        raise InputFormatError(f"{source} has no ONNX IR version (its ir_version is unset); every ONNX model "
+                               "states one: re-export it, or set model.ir_version.")
+    if model.ir_version > onnx.IR_VERSION:
+        raise InputFormatError(f"{source} has ONNX IR version {model.ir_version}, newer than onnx "
+                               f"{onnx.__version__} knows (at most {onnx.IR_VERSION}); upgrade onnx: "
+                               "pip install -U onnx.")
+
+
+def _tensors(graph: Any) -> list[Any]:
+    """Every TensorProto of ``graph`` and its bodies: initializers and tensor attributes (``Constant``)."""
+    found = list(graph.initializer)
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.type == _TENSOR:
+                found.append(attribute.t)
+            elif attribute.type == _TENSORS:
+                found.extend(attribute.tensors)
+        for body in _subgraphs(node):
+            found.extend(_tensors(body))
+    return found
+
+
+def _check_external(model: Any, path: str | os.PathLike | None, source: str) -> None:
+    """Refuse external data that cannot be the tensor's: no file named, a path that is absolute or leaves the
+    model's folder, and, when the model's ``path`` is known, a file that is missing or too short for the
+    tensor's declared shape. The data itself is never read (sizes come from the declared shapes)."""
+    folder = Path(os.fspath(path)).parent if path is not None else None
+    for tensor in _tensors(model.graph):
+        if tensor.data_location != _EXTERNAL:
+            continue
+        info = {entry.key: entry.value for entry in tensor.external_data}
+        location = info.get("location", "")
+        where = f"{source}: tensor {tensor.name!r} keeps its data in an external file"
+        if not location:
+            raise InputFormatError(f"{where} but names none (no 'location' entry).")
+        if os.path.isabs(location) or PureWindowsPath(location).is_absolute() or ".." in Path(location).parts:
+            raise InputFormatError(f"{where}, {location!r}, outside the model's folder; ONNX external data must "
+                                   "lie in the model's folder.")
+        try:
+            offset, length = int(info.get("offset", 0)), int(info["length"]) if "length" in info else None
+        except ValueError:
+            raise InputFormatError(f"{where}, {location!r}, whose offset {info.get('offset', '0')!r} or length "
+                                   f"{info.get('length', '')!r} is not a whole number of bytes.") from None
+        if offset < 0 or (length is not None and length < 0):
+            raise InputFormatError(f"{where}, {location!r}, at a negative offset or length.")
+        if folder is None:
+            continue
+        file = folder / location
+        try:
+            inside = file.resolve().is_relative_to(folder.resolve())
+            size = file.stat().st_size if file.is_file() else None
+        except OSError as error:
+            raise InputFormatError(f"{where}, {location!r}, which cannot be read: {error.strerror or error}.") \
+                from None
+        if not inside:
+            raise InputFormatError(f"{where}, {location!r}, which links outside the model's folder "
+                                   f"{str(folder)!r}.")
+        if size is None:
+            raise InputFormatError(f"{where}, {location!r}, which is not a file in the model's folder "
+                                   f"{str(folder)!r}.")
+        needed = (_prod(list(tensor.dims)) * _BITS[tensor.data_type] + 7) // 8 if tensor.data_type in _BITS else 0
+        if length is not None and length < needed:
+            raise InputFormatError(f"{where}, {location!r}, of length {length} bytes; its declared shape "
+                                   f"{list(tensor.dims)} needs {needed}.")
+        if offset + max(needed, length or 0) > size:
+            raise InputFormatError(f"{where}, {location!r}, of {size} bytes: too short for the "
+                                   f"{max(needed, length or 0)} bytes its shape {list(tensor.dims)} needs from offset "
+                                   f"{offset}.")
+
+
+def _topological(nodes: list[Any]) -> list[int]:
+    """Positions of ``nodes`` in a topological order, the model's own order where it allows (the model's
+    order itself when the graph has a cycle: that is refused later, naming the cycle)."""
+    producer: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        for tensor in node.output:
+            producer.setdefault(tensor, i)
+    needs: list[set[int]] = []
+    for i, node in enumerate(nodes):
+        read = set(node.input) | {t for body in _subgraphs(node) for t in _outer_names(body)}
+        needs.append({producer[t] for t in read if t in producer and producer[t] != i})
+    users: dict[int, list[int]] = {}
+    for i, before in enumerate(needs):
+        for j in before:
+            users.setdefault(j, []).append(i)
+    waiting = [len(before) for before in needs]
+    ready = [i for i, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in users.get(i, []):
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                heapq.heappush(ready, j)
+    return order if len(order) == len(nodes) else list(range(len(nodes)))
+
+
+def _probe(onnx: Any, model: Any) -> Any:
+    """A copy of ``model`` for onnx's checker and shape inference: nodes in topological order (both require
+    it; ONNX models are usually so already) and named by position (:data:`_PROBE`)."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    ordered = []
+    for i in _topological(list(model.graph.node)):
+        node = onnx.NodeProto()
+        node.CopyFrom(model.graph.node[i])
+        node.name = _PROBE.format(i)
+        ordered.append(node)
+    del copy.graph.node[:]
+    copy.graph.node.extend(ordered)
+    return copy
+
+
+def _checkable(onnx: Any, model: Any, types: _Types) -> Any:
+    """A copy of ``model`` for onnx's checker: external initializers become graph inputs of their type and
+    shape (the checker looks for external files from the working folder, and :func:`_check_external` has
+    checked them already), and graph outputs without a shape get the one shape inference gave them (the
+    checker requires one; exporters often leave it out)."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    graph = copy.graph
+    for value in graph.output:
+        if value.type.WhichOneof("value") in (None, "tensor_type") and not value.type.tensor_type.HasField("shape"):
+            try:
+                elem, dims = types.dtype_shape(value.name, "")
+            except InputFormatError:
+                continue
+            value.type.CopyFrom(onnx.helper.make_tensor_type_proto(elem, dims))
+    external = [t for t in graph.initializer if t.data_location == _EXTERNAL]
+    if external:
+        declared = {v.name for v in graph.input}
+        kept = [t for t in graph.initializer if t.data_location != _EXTERNAL]
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
+        graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                           for t in external if t.name not in declared)
+    return copy
+
+
+def _type_check(onnx: Any, error: BaseException | None, probe: Any, nodes: list[Any], names: list[str],
+                types: _Types, source: str) -> None:
+    """Refuse a model that strict shape inference (with type checks) or onnx's checker refuses, in one line
+    naming the node, the tensors it reads and writes (with the shapes inference gave them) and onnx's reason.
+
+    ``error`` is what strict inference raised (None if nothing); the checker reads ``probe``, the
+    :func:`_probe` copy of the model.
+    """
+    if error is None:
+        try:
+            onnx.checker.check_model(_checkable(onnx, probe, types))
+        except Exception as failure:
+            error = failure
+    if error is None:
+        return
+    position, reason = _reason(error, names)
+    if position is None:
+        raise InputFormatError(f"{source} does not pass onnx's model check: {reason}")
+    node = nodes[position]
+
+    def shown(tensors: list[str]) -> str:
+        parts = []
+        for tensor in (t for t in tensors if t):
+            try:
+                parts.append(f"{tensor!r} {types.shape(tensor, '')}")
+            except InputFormatError:
+                parts.append(f"{tensor!r} (shape unknown)")
+        return ", ".join(parts) or "nothing"
+
+    raise InputFormatError(f"{source}: ONNX node {names[position]!r} ({node.op_type}) does not type-check: "
+                           f"{reason.rstrip('.')} (it reads {shown(list(node.input))}; writes "
+                           f"{shown(list(node.output))}).")
+
+
+def _operand_mismatch(op_type: str, tensors: list[str], shapes: list[list[int] | None],
+                      attributes: Mapping[str, Any]) -> str:
+    """Why the operand shapes of a ``Conv`` or ``ConvTranspose`` do not fit each other (onnx's shape
+    inference does not compare channels), or "" when they do or the operator is another."""
+    if op_type not in ("Conv", "ConvTranspose") or len(shapes) < 2 or shapes[0] is None or shapes[1] is None:
+        return ""
+    x, w = shapes[0], shapes[1]
+    if len(x) < 2 or len(w) < 2 or len(x) != len(w):
+        return f"input {tensors[0]!r} {x} and weight {tensors[1]!r} {w} must have the same rank, at least 3"
+    group = attributes.get("group", 1)
+    if not isinstance(group, int) or group < 1:
+        return f"group is {group!r}, not a positive integer"
+    if op_type == "Conv":
+        if x[1] != w[1] * group:
+            return (f"input {tensors[0]!r} {x} has {x[1]} channels, weight {tensors[1]!r} {w} reads "
+                    f"{w[1]} x {group} (group)")
+        outputs = w[0]
+        if w[0] % group:
+            return f"weight {tensors[1]!r} {w} has {w[0]} output channels, not a multiple of group {group}"
+    else:
+        if x[1] != w[0]:
+            return f"input {tensors[0]!r} {x} has {x[1]} channels, weight {tensors[1]!r} {w} reads {w[0]}"
+        outputs = w[1] * group
+    if len(shapes) > 2 and shapes[2] is not None and shapes[2] != [outputs]:
+        return f"bias {tensors[2]!r} has shape {shapes[2]}, the operator writes {outputs} channels"
+    return ""
 
 
 def _check_acyclic(pairs: list[tuple[int, int]], names: list[str], source: str) -> None:
@@ -534,15 +866,22 @@ def _profile(onnx: Any, model: Any, types: _Types, path: str | os.PathLike | Non
                                  "file (read_workload) so they can be found.")
         try:
             onnx.external_data_helper.load_external_data_for_model(copy, str(Path(path).parent))
-        except OSError as error:
-            raise InputFormatError(f"{source}: its external weights cannot be read: {error}.") from None
+        except Exception as error:  # OSError, or onnx's ValidationError for a file outside the model's folder
+            raise InputFormatError(f"{source}: its external weights cannot be read: {_first_line(error)}") \
+                from None
     weights = {t.name for t in copy.graph.initializer}
     rng = np.random.default_rng(0)
     feeds = {}
+    total = 0
     for value in copy.graph.input:
         if value.name in weights:
             continue
         elem, shape = types.dtype_shape(value.name, "ONNX graph input")
+        total += types.nbytes(value.name, "ONNX graph input")
+        if total > _FEED_LIMIT:
+            raise InputFormatError(f"ONNX graph input {value.name!r} has shape {shape}: profile=True would allocate "
+                                   f"{total} bytes of inputs, more than {_FEED_LIMIT}; use smaller input shapes "
+                                   "(dims=...) or the FLOP model (profile=False).")
         try:
             dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
         except Exception:
