@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from exactplace.core.errors import ExactplaceError, InputFormatError
+from exactplace.core.errors import ExactplaceError, InputFormatError, ParameterError, PlacementError
 from exactplace.core.io import read_workload
+from exactplace.core.pipedream import check_stage_file
 
 SHARED = Path("/work/shared/workloads/pipedream")
 
@@ -100,3 +102,167 @@ def test_shared_profiles_read(model: str) -> None:
     forward = {v.color: v for v in w.graph.nodes() if not v.backward}
     backward = {v.color: v for v in w.graph.nodes() if v.backward}
     assert forward.keys() == backward.keys() and 2 * len(forward) == w.graph.n
+
+
+# --- the boundary: every PipeDream message names the profile's nodes and lines, or the option at fault ---
+
+_LINE = re.compile(r"^(node\w+) -- ([^(\s]*)")
+
+
+def _staged(text: str, stage: int = 0) -> str:
+    """The profile with ``, stage_id=K`` on every node line, as PipeDream's optimizer writes a partition."""
+    return "".join(f"{line}, stage_id={stage}\n" if _LINE.match(line) else f"{line}\n" for line in text.splitlines())
+
+
+def _labels(text: str) -> dict[str, str]:
+    """How messages should name each node of ``text``: ``node12 (Conv2d, line 4)``, read from the text itself."""
+    return {m.group(1): f"{m.group(1)} ({m.group(2)}, line {number})"
+            for number, line in enumerate(text.split("\n"), start=1) if (m := _LINE.match(line))}
+
+
+def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """The one stderr line of a CLI run that must exit 2 without a traceback."""
+    from exactplace.cli.main import main
+
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err.strip()
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="shared PipeDream profiles absent")
+def test_stage_file_of_another_model_refused_naming_the_node(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A stage file for ResNet-50 is no split of VGG-16, and the other way round: the first node that does not
+    belong is named as its file names it (or, missing from the file, as the workload names it)."""
+    vgg, resnet = (SHARED / f"{m}.graph.txt" for m in ("vgg16", "resnet50"))
+    for profile, other in ((vgg, resnet), (resnet, vgg)):
+        stage_file = tmp_path / f"{other.name}.partitioned"
+        stage_file.write_text(_staged(other.read_text()))
+        ours = read_workload(profile).graph.names
+        theirs = _labels(other.read_text())
+        kept = [n for n in read_workload(other).graph.names if not n.endswith(".backward")]
+        extra = [n for n in kept if n not in ours]
+        missing = [n for n in ours if not n.endswith(".backward") and n not in theirs]
+        message = _refused(capsys, "evaluate", str(profile), str(stage_file))
+        assert "another graph" in message
+        if extra:
+            assert theirs[extra[0]] in message
+        else:
+            assert f"node {missing[0]}:" in message
+    with pytest.raises(PlacementError, match="another graph"):
+        check_stage_file(_staged(resnet.read_text()), read_workload(vgg).graph, read_workload(vgg).cluster,
+                         where="The split")
+
+
+@pytest.mark.parametrize(
+    ("split", "names"),
+    [
+        (_staged(GOOD) + "node9 -- Linear(2) -- " + _F.format(1, 1, 1, 1) + ", stage_id=0\n\tnode3 -- node9\n",
+         ["node9 (Linear, line 8)"]),
+        (_staged(GOOD.replace("\tnode2 -- node3\n", "\tnode1 -- node3\n")),
+         ["node1 (Input0, line 1)", "node3 (ReLU, line 3)"]),
+        (_staged(GOOD.replace("node3 -- ReLU() -- ", "node33 -- ReLU() -- ").replace("-- node3\n", "-- node33\n")),
+         ["node33 (ReLU, line 3)"]),
+        (_staged(GOOD, stage=7), ["node1 (Input0, line 1)", "stage 7", "4 accelerators"]),
+    ],
+)
+def test_stage_file_of_another_graph_refused(tmp_path: Path, capsys: pytest.CaptureFixture, split: str,
+                                            names: list[str]) -> None:
+    """An extra node, another edge, a renamed node, a stage past the cluster: named as the stage file does."""
+    profile = _write(tmp_path, GOOD)
+    stage_file = tmp_path / "partitioned.txt"
+    stage_file.write_text(split)
+    message = _refused(capsys, "evaluate", str(profile), str(stage_file))
+    assert all(name in message for name in names) and "node 0" not in message
+
+
+def test_node_missing_from_stage_file_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    profile = _write(tmp_path, GOOD)
+    stage_file = tmp_path / "partitioned.txt"
+    lines = _staged(GOOD).splitlines(keepends=True)
+    stage_file.write_text("".join(line for line in lines if not line.startswith(("node3 ", "\tnode2 -- node3"))))
+    message = _refused(capsys, "evaluate", str(profile), str(stage_file))
+    assert "node node3" in message and "no line" in message
+
+
+def test_byte_order_mark_and_windows_line_ends_accepted(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A profile and a stage file saved with a UTF-8 BOM (and CRLF line ends) read as without them."""
+    from exactplace.cli.main import main
+
+    plain, marked = tmp_path / "plain", tmp_path / "marked"
+    plain.mkdir()
+    marked.mkdir()
+    for folder, encode in ((plain, lambda t: t.encode()),
+                           (marked, lambda t: b"\xef\xbb\xbf" + t.replace("\n", "\r\n").encode())):
+        (folder / "graph.txt").write_bytes(encode(GOOD))
+        (folder / "split.txt").write_bytes(encode(_staged(GOOD, stage=1)))
+    a, b = (read_workload(folder / "graph.txt").graph for folder in (plain, marked))
+    assert (a.names, list(a.edges())) == (b.names, list(b.edges()))
+    outputs = []
+    for folder in (plain, marked):
+        assert main(["evaluate", str(folder / "graph.txt"), str(folder / "split.txt")]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("value", ["1e-300", "5e-324"])
+def test_bandwidth_that_overflows_transfers_is_named(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                     value: str) -> None:
+    profile = _write(tmp_path, GOOD)
+    message = _refused(capsys, "solve", str(profile), "--bandwidth", value)
+    assert "--bandwidth" in message and f"{float(value):g}" in message
+    assert not any(field in message for field in ("syncLatency", "'cost'", "fpgaLatency", "Node "))
+    with pytest.raises(ParameterError, match="sync_bandwidth"):
+        read_workload(profile, sync_bandwidth=float(value))
+
+
+def test_cycle_names_profile_nodes_and_edge_lines(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    text = GOOD + "\tnode3 -- node2\n"
+    labels = _labels(text)
+    lines = [str(i) for i, line in enumerate(text.split("\n"), start=1) if line in ("\tnode2 -- node3",
+                                                                                  "\tnode3 -- node2")]
+    message = _refused(capsys, "info", str(_write(tmp_path, text)))
+    assert f"{labels['node2']} -> {labels['node3']} -> {labels['node2']}" in message
+    assert f"edge lines {', '.join(lines)}" in message
+    with pytest.raises(InputFormatError):
+        read_workload(_write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (GOOD.replace("\tnode", "    node"), ["Line 5", "tab"]),
+        ("node1 -- Input0 -- \n", ["Line 1", "forward_compute_time is missing"]),
+        ("node1 -- Input0\n" + GOOD.split("\n", 1)[1], ["Line 1", "node line"]),  # not called invalid JSON
+        (GOOD.replace("Conv2d(3, 4)", "Conv\x0c2d\u2028(3, 4)").replace("=1.500", "=x"), ["Line 3"]),
+        (GOOD + "node2 -- X -- " + _F.format(1, 1, 1, 1) + "\n", ["Line 8", "first on line 2"]),
+        (GOOD.replace("forward_compute_time=2.000", "forward_compute_time=1e300")
+         .replace("forward_compute_time=1.000", "forward_compute_time=1e300"), ["Line 3", "node3 (ReLU, line 3)"]),
+        (GOOD.replace("parameter_size=5.000", "parameter_size=1.7e308"), ["Line 2", "node2 (Conv2d, line 2)"]),
+    ],
+)
+def test_odd_profiles_named_by_line(tmp_path: Path, capsys: pytest.CaptureFixture, text: str,
+                                    expected: list[str]) -> None:
+    """Malformed profiles are refused in one line naming the file's line (numbered as an editor numbers them)."""
+    with pytest.raises(InputFormatError):
+        read_workload(_write(tmp_path, text))
+    message = _refused(capsys, "info", str(_write(tmp_path, text)))
+    assert all(part in message for part in expected), message
+    assert "JSON" not in message and "'cpuLatency'" not in message and "'size'" not in message
+
+
+def test_huge_lines_and_long_cycles_stay_short(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A 5000-digit value or a cycle through 5000 nodes is named, in a message a terminal can show."""
+    huge = GOOD.replace("activation_size=10.0", "activation_size=" + "9" * 5000)
+    message = _refused(capsys, "info", str(_write(tmp_path, huge)))
+    assert "Line 3" in message and "activation_size" in message and len(message) < 500
+    n = 5000
+    ring = "".join(f"node{i} -- ReLU() -- " + _F.format(1, 1, 1, 0) + "\n" for i in range(n))
+    ring += "".join(f"\tnode{i} -- node{(i + 1) % n}\n" for i in range(n))
+    message = _refused(capsys, "info", str(_write(tmp_path, ring)))
+    assert "cycle" in message and "node0 (ReLU, line 1)" in message and len(message) < 1000
+
+
+def test_edge_line_first_is_read_as_a_profile(tmp_path: Path) -> None:
+    moved = "\tnode1 -- node2\n" + GOOD.replace("\tnode1 -- node2\n", "")
+    assert read_workload(_write(tmp_path, moved)).graph.names == read_workload(_write(tmp_path, GOOD)).graph.names
