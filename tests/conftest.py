@@ -26,15 +26,18 @@ from __future__ import annotations
 import csv
 import os
 import re
+import sys
 from pathlib import Path
-
-# Subprocesses (`python -m exactplace`, `python -c ...`) must import the installed package, as a
-# user's shell does, not the source tree in the working directory: a non-editable install (CI)
-# has no compiled extension in the checkout. Python 3.11+ honours this; 3.10 ignores it.
-os.environ["PYTHONSAFEPATH"] = "1"
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# The tests test the installed package. `python -m pytest` puts the working directory first on sys.path, and from
+# the checkout's root that is the source tree (no compiled extension, no exactplace.formulations): leave it out.
+# The product's own subprocesses need nothing of the kind (they import what this process imported), and the tests'
+# subprocesses run as a user's would (tests/processes.py).
+CHECKOUT = Path(__file__).resolve().parents[1]
+sys.path[:] = [entry for entry in sys.path if Path(entry or os.curdir).resolve() != CHECKOUT]
 
 SHARED_WORKLOADS = (Path(__file__).parents[1] / ".." / "shared" / "workloads").resolve()
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from processes import CHECKOUT, EXACTPLACE
 
 from exactplace.cli.main import main
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "exactplace", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([*EXACTPLACE, *args], capture_output=True, text=True, timeout=120)
 
 
 def test_solve_writes_plan_with_contract_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -110,3 +110,48 @@ def test_an_option_that_has_a_flag_is_refused_naming_the_flag(key: str, flag: st
     assert main(["solve", "layer_bert24_inference", "--method", "dp", "--option", f"{key}=0"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{key}=0" in err and flag in err
+
+
+#: Solves that start solver child processes (every model of op_bert3 is past the size that runs in-process).
+CHILD_SOLVES = {
+    "mip-any-split": ["--method", "mip", "--option", "contiguous=false"],
+    "m-sct": ["--objective", "makespan", "--method", "m-sct"],
+    "latency-mip": ["--objective", "latency", "--method", "mip"],
+}
+
+
+@pytest.fixture(scope="module")
+def certified_elsewhere(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Each of CHILD_SOLVES run from a folder of its own: what the runs from other folders must reproduce."""
+    folder = tmp_path_factory.mktemp("elsewhere")
+    plans = {}
+    for case, args in CHILD_SOLVES.items():
+        result = subprocess.run([*EXACTPLACE, "solve", "op_bert3_inference", *args, "--out", "plan.json"],
+                                capture_output=True, text=True, timeout=300, cwd=folder)
+        assert result.returncode == 0, result.stderr
+        plans[case] = json.loads((folder / "plan.json").read_text())
+    return plans
+
+
+@pytest.mark.parametrize("case", CHILD_SOLVES)
+@pytest.mark.parametrize("folder", ["checkout", "decoy"])
+def test_solves_with_solver_processes_answer_alike_from_the_checkout_and_beside_a_decoy(
+        folder: str, case: str, tmp_path: Path, certified_elsewhere: dict[str, dict]) -> None:
+    """From the checkout's root (its ``exactplace/`` is the source tree) and beside another folder named
+    ``exactplace``, the solver processes import the installed package: the same certified result, no traceback."""
+    if folder == "decoy":
+        (tmp_path / "exactplace").mkdir()
+        (tmp_path / "exactplace" / "__init__.py").write_text("raise ImportError('the decoy was imported')\n")
+        cwd = tmp_path
+    else:
+        cwd = CHECKOUT
+    plan_file = tmp_path / "plan.json"
+    result = subprocess.run([*EXACTPLACE, "solve", "op_bert3_inference", *CHILD_SOLVES[case], "--out", str(plan_file)],
+                            capture_output=True, text=True, timeout=300, cwd=cwd)
+    assert result.returncode == 0 and "Traceback" not in result.stderr and "Error" not in result.stderr, result.stderr
+    assert "solver failed" not in result.stdout
+    plan, expected = json.loads(plan_file.read_text()), certified_elsewhere[case]
+    assert "solver_failures" not in plan["info"]
+    assert plan["bound"] is not None and expected["bound"] is not None
+    assert (plan["status"], plan["space"]) == (expected["status"], expected["space"])
+    assert (plan["objective"], plan["bound"]) == pytest.approx((expected["objective"], expected["bound"]))

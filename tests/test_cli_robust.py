@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import EXACTPLACE
 
 from exactplace import Cluster, Graph, Node, Status, read_workload, solve, workload_path
 from exactplace.cli import main as cli
@@ -25,7 +26,7 @@ BERT = "layer_bert24_inference"
 
 
 def run(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "exactplace", *args], capture_output=True, text=True,
+    return subprocess.run([*EXACTPLACE, *args], capture_output=True, text=True,
                           input=stdin, timeout=timeout)
 
 
@@ -135,7 +136,7 @@ def test_a_failed_write_is_one_line_without_none(tmp_path: Path, monkeypatch: py
 def test_closed_stdout_keeps_the_plan_and_exits_like_a_unix_tool(tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
     process = subprocess.Popen(
-        [sys.executable, "-m", "exactplace", "solve", BERT, "--method", "greedy", "--out", str(plan)],
+        [*EXACTPLACE, "solve", BERT, "--method", "greedy", "--out", str(plan)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     process.stdout.close()  # the reader went away (`| head -0`)
@@ -182,7 +183,7 @@ def test_sigint_exits_130_in_one_line(tmp_path: Path) -> None:
                       for i in range(n)]}  # no edges: 2**4000 ideals, the DP counts until stopped
     w = tmp_path / "antichain.json"
     w.write_text(json.dumps(data))
-    process = subprocess.Popen([sys.executable, "-m", "exactplace", "info", str(w), "--ideal-limit", str(10**15)],
+    process = subprocess.Popen([*EXACTPLACE, "info", str(w), "--ideal-limit", str(10**15)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(2.5)
     process.send_signal(signal.SIGINT)
@@ -444,12 +445,13 @@ def test_stated_device_counts_are_reported_by_solve(tmp_path: Path) -> None:
     assert solve(workload, method="greedy").info["stated_devices"] == {"maxFPGAs": 10**9}
 
 
-def test_ctrl_c_while_importing_is_one_line_and_importing_leaves_the_hook_alone() -> None:
+def test_ctrl_c_while_importing_is_one_line_and_importing_leaves_the_hook_alone(tmp_path: Path) -> None:
     code = "import sys; import exactplace; assert sys.excepthook is sys.__excepthook__; print('ok')"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "ok"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path).stdout.strip() == "ok"
     # An interrupt that escapes once the command line is loading (as during its imports):
     result = subprocess.run([sys.executable, "-c", "import exactplace.cli\nraise KeyboardInterrupt"],
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode in (-signal.SIGINT, 128 + signal.SIGINT)
     assert result.stderr.strip() == "exactplace: interrupted"
 

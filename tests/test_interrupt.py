@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from processes import EXACTPLACE
 
 from exactplace.cli import main as cli
 
@@ -74,7 +75,7 @@ def signal_group(args: list[str], ready: str | None, after: float, sig: int = si
     stderr, and the seconds from the signal to the end."""
     # SIGINT as a terminal's foreground job has it: a runner started in the background (``cmd &``)
     # passes it on ignored, and a program rightly keeps ignoring a signal it was started without.
-    process = subprocess.Popen([sys.executable, "-m", "exactplace", *args], stdout=subprocess.PIPE,
+    process = subprocess.Popen([*EXACTPLACE, *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     err_lines: list[str] = []
@@ -273,7 +274,7 @@ def test_a_ctrl_c_handled_inside_an_exec_leaves_the_exit_status_to_the_code(case
     # Run with -m, as the command line is: `python -c` exits at once on SystemExit, never reaching CPython's check
     (tmp_path / "ctrl_c_case.py").write_text(CTRL_C_IN_EXEC + CTRL_C_HANDLED[case])
     run = subprocess.run([sys.executable, "-m", "ctrl_c_case"], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(tmp_path)})
+                         cwd=tmp_path)
     if case == "command":  # the command line's exit status for Ctrl-C, not death by SIGINT (-2)
         assert run.returncode == cli.EXIT_INTERRUPTED, run.stderr
         assert run.stderr.rstrip().endswith("exactplace solve: interrupted"), run.stderr

@@ -235,11 +235,11 @@ def test_status_table_never_reads_a_limit_as_optimal() -> None:
     assert interpret("cpsat", "UNKNOWN/time", has_solution=False) == (Status.NO_SOLUTION, Limit.TIME)
 
 
-def test_highspy_and_ortools_load_in_one_process() -> None:
+def test_highspy_and_ortools_load_in_one_process(tmp_path: Path) -> None:
     # Both ship libhighs.so.1; mismatched releases fail at import (pyproject pins them together).
     code = "import highspy\nfrom ortools.sat.python import cp_model\nfrom ortools.linear_solver import pywraplp\n"
     for order in (code, "\n".join(reversed(code.strip().split("\n")))):
-        subprocess.run([sys.executable, "-c", order], check=True)
+        subprocess.run([sys.executable, "-c", order], check=True, cwd=tmp_path)
 
 
 @pytest.mark.parametrize("solver", FAST)

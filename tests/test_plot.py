@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -266,10 +267,10 @@ def test_cli_plot_writes_a_picture_and_refuses_bad_names(tmp_path, capsys) -> No
     assert "also --out" in capsys.readouterr().err
 
 
-def test_import_exactplace_does_not_load_matplotlib() -> None:
+def test_import_exactplace_does_not_load_matplotlib(tmp_path: Path) -> None:
     code = "import sys, exactplace; print('matplotlib' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True).stdout.strip() == "False"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=tmp_path).stdout.strip() == "False"
 
 
 def test_a_returned_figure_displays_in_ipython() -> None:

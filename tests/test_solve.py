@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -517,7 +518,7 @@ def test_cyclic_quotient_is_not_a_chain() -> None:
     assert optima.contiguous == 2.0 and optima.chain == 4 * 9.0
 
 
-def test_import_loads_no_solver() -> None:
+def test_import_loads_no_solver(tmp_path: Path) -> None:
     """``import exactplace`` and listing methods import no solver module (availability uses find_spec);
     the import itself enters neither the backends nor pandas."""
     heavy = ("highspy", "ortools", "pulp", "exactplace._native", "torch", "pandas", "exactplace.backends", "onnx",
@@ -527,7 +528,8 @@ def test_import_loads_no_solver() -> None:
         "exactplace.available_methods(); after = sorted(m for m in HEAVY[:5] if m in sys.modules); "
         "print(before, after)"
     ).replace("HEAVY", repr(heavy))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout
     assert out.strip() == "[] []"
 
 

@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from exactplace.formulations.model import Kind, Model
+from processes import CHECKOUT
 from stubborn import StubbornSolver
 
-from exactplace.backends.solvers import Request, get_solver, solve_model
-from exactplace.backends.solvers.isolated import GRACE, isolate, solve_isolated
+from exactplace import read_workload, solve, workload_path
+from exactplace.backends.solvers import Request, get_solver, isolated, solve_model
+from exactplace.backends.solvers.isolated import GRACE, child_command, isolate, solve_isolated
 from exactplace.core.errors import ExactplaceError
 from exactplace.core.placement import Limit, Status
 
@@ -165,9 +167,56 @@ def test_the_child_ends_when_its_parent_is_killed(tmp_path: Path) -> None:
 def test_a_child_whose_parent_sends_no_job_ends_quietly() -> None:
     """Ctrl-C while the parent starts the child closes the job's pipe before the job is in it (a clean-clone
     CI run met this): the child exits without a traceback on the terminal."""
-    ended = subprocess.run([sys.executable, "-m", "exactplace.backends.solvers.child"], stdin=subprocess.DEVNULL,
-                           capture_output=True, text=True, timeout=60)
+    ended = subprocess.run(child_command(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert ended.returncode == 0 and ended.stderr == "", ended.stderr
+
+
+@pytest.mark.parametrize("folder", ["checkout", "decoy"])
+def test_the_child_imports_this_processs_package_from_any_folder(
+        folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """``python -c`` puts the working directory first on ``sys.path``: from the checkout's root (the source tree,
+    without its compiled extension once installed) or beside any folder named ``exactplace``, the child must still
+    import the package this process runs, and say nothing on the terminal."""
+    if folder == "decoy":
+        (tmp_path / "exactplace").mkdir()
+        (tmp_path / "exactplace" / "__init__.py").write_text("raise ImportError('the decoy was imported')\n")
+        monkeypatch.chdir(tmp_path)
+    else:
+        monkeypatch.chdir(CHECKOUT)
+    out = solve_model(knapsack(), "highs", Request(isolate=True))
+    assert out.failure is None and out.status is Status.OPTIMAL and out.objective == pytest.approx(-13.5)
+    assert capfd.readouterr().err == ""
+
+
+def test_a_child_that_dies_is_a_failure_naming_the_solver_and_how(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child that ends without a result (here: before it starts the solver, as when its imports fail) is a named
+    failure, with the last line it wrote to stderr, and no bound: never an ordinary solve that proves nothing."""
+    said = "ModuleNotFoundError: No module named 'exactplace.formulations'"
+    monkeypatch.setattr(isolated, "child_command", lambda: [sys.executable, "-c", f"import sys; sys.exit({said!r})"])
+    out = solve_isolated(get_solver("highs"), knapsack(), Request())
+    assert out.status is Status.NO_SOLUTION and out.bound is None and out.values is None
+    assert out.failure is not None and out.failure.startswith("highs crashed") and "exit status 1" in out.failure
+    assert out.failure.endswith(said)
+
+
+def test_a_solve_whose_solver_dies_says_so_and_what_it_returned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through ``solve``: the placement is the method's start, marked as such; the failure is in ``info`` and in
+    the summary, whose gap line does not claim that the method proves no bound."""
+    monkeypatch.setattr(isolated, "child_command", lambda: [sys.executable, "-c", "import os; os.abort()"])
+    workload = read_workload(workload_path("layer_bert24_inference"))
+    placement = solve(workload, method="mip", contiguous=False, solver="highs", time_limit=30)
+    assert placement.has_solution and placement.status is Status.FEASIBLE  # (a bound proven beside may stand)
+    failures = placement.info["solver_failures"]
+    assert failures and all(f"exit status {-signal.SIGABRT}, SIGABRT" in failure for failure in failures)
+    summary = placement.summary()
+    assert "solver failed: highs crashed" in summary and "proves no bound" not in summary
+    assert f"placement returned: {placement.info['returned']}" in summary
+
+
+def test_a_solve_whose_solvers_all_answer_reports_no_failure() -> None:
+    placement = solve(read_workload(workload_path("layer_bert24_inference")), method="mip", contiguous=False,
+                      time_limit=60)
+    assert placement.status is Status.OPTIMAL and "solver_failures" not in placement.info
 
 
 def test_stdout_discarded_by_two_threads_at_once_comes_back() -> None:

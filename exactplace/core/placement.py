@@ -305,8 +305,14 @@ class Placement:
             if self.bound is not None:
                 lines.append(f"lower bound: {self.bound:.6g} (over {self.describe_space()})  "
                              f"gap: {_percent(self.gap or 0.0)}")
+            elif self.info.get("solver_failures"):
+                lines.append("gap: unknown (a solver failed: see below)")
             else:
                 lines.append("gap: unknown (the method proves no bound)")
+        for failure in self.info.get("solver_failures", ()):
+            lines.append(f"solver failed: {failure}")
+        if self.info.get("solver_failures") and "returned" in self.info:
+            lines.append(f"placement returned: {self.info['returned']}")
         if "time_limit" in self.info:
             lines.append(f"time limit: {self.info['time_limit']}")
         if "not_optimal" in self.info:

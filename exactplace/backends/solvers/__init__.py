@@ -5,6 +5,7 @@ and :func:`solve_model`, the one way a model reaches a solver: in a child proces
 
 from __future__ import annotations
 
+from exactplace.core.failures import record_failure
 from exactplace.formulations.model import Model
 
 from .base import Capabilities, Request, Result, Solver, checked
@@ -18,7 +19,8 @@ def solve_model(model: Model, solver: str = "auto", request: Request | None = No
 
     Models with at least :data:`~.isolated.ISOLATE_NONZEROS` nonzeros run in a child process
     (``request.isolate`` overrides the rule), which the deadline and Ctrl-C stop within
-    :data:`~.isolated.GRACE` seconds even when the solver itself does not look.
+    :data:`~.isolated.GRACE` seconds even when the solver itself does not look. A solve that failed (its process
+    died, its point broke the model) is also told to :func:`~exactplace.core.failures.failures_during`.
 
     >>> from exactplace.formulations.model import Model, Kind
     >>> m = Model()
@@ -33,5 +35,9 @@ def solve_model(model: Model, solver: str = "auto", request: Request | None = No
     cls.require()
     request = request or Request()
     if isolate(model, request):
-        return checked(model, solve_isolated(cls, model, request))
-    return cls().solve(model, request)
+        result = checked(model, solve_isolated(cls, model, request))
+    else:
+        result = cls().solve(model, request)
+    if result.failure is not None:
+        record_failure(result.failure)
+    return result

@@ -75,7 +75,12 @@ class Request:
 
 @dataclass
 class Result:
-    """What an adapter returns; ``objective`` and ``bound`` are in the model's units."""
+    """What an adapter returns; ``objective`` and ``bound`` are in the model's units.
+
+    ``failure``: how the solver failed, when it did (its process died, say): the values are then the last solution
+    it streamed, if any, and nothing it proved is kept. None for a solve that ended as solvers do (optimal, at a
+    limit, infeasible).
+    """
 
     status: Status
     limit: Limit | None
@@ -86,6 +91,7 @@ class Result:
     solver: str
     seconds: float
     trace: list[TracePoint] = field(default_factory=list)
+    failure: str | None = None
 
 
 class Trace:
@@ -203,17 +209,20 @@ class Solver(ABC):
 
 
 def checked(model: Model, result: Result) -> Result:
-    """``result`` with its point dropped if it breaks the model (see :meth:`Solver.solve`)."""
+    """``result`` with its point dropped if it breaks the model (see :meth:`Solver.solve`), saying so in
+    ``failure``."""
     if result.values is None:
         return result
     worst = model.violation(result.values, relative=True)
     if worst <= POINT_TOLERANCE:
         return result
     claimed_optimal = result.status is Status.OPTIMAL
+    dropped = f"its point breaks the model by {worst:.2g} relative: dropped" + (
+        ", with its bound" if claimed_optimal else "")
     return dataclasses.replace(
         result, status=Status.NO_SOLUTION, values=None, objective=None,
-        bound=None if claimed_optimal else result.bound,
-        raw_status=f"{result.raw_status} (its point breaks the model by {worst:.2g} relative: dropped)",
+        bound=None if claimed_optimal else result.bound, raw_status=f"{result.raw_status} ({dropped})",
+        failure=result.failure or f"{result.solver} answered {result.raw_status!r}, but {dropped}",
     )
 
 

@@ -83,8 +83,9 @@ class CbcSolver(Solver):
             problem.solve(cmd)
         except pulp.PulpSolverError as error:  # the cbc process failed (seen: the op_resnet50 latency model)
             trace.record(None, None)
-            return Result(Status.NO_SOLUTION, None, None, None, None, f"cbc failed: {str(error)[:200]}", self.name,
-                          time.monotonic() - clock, trace.points)
+            failure = f"cbc failed: {str(error)[:200]}"
+            return Result(Status.NO_SOLUTION, None, None, None, None, failure, self.name, time.monotonic() - clock,
+                          trace.points, failure=failure)
         raw = pulp.LpStatus[problem.status]
         timed_out = math.isfinite(remaining) and time.monotonic() - clock >= 0.98 * remaining
         if problem.sol_status == pulp.LpSolutionIntegerFeasible or (raw == "Not Solved" and timed_out):

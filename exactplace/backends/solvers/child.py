@@ -1,5 +1,6 @@
 """The child's side of :mod:`~exactplace.backends.solvers.isolated`: run one job, stream what the adapter
-reports, stop when told (``python -m exactplace.backends.solvers.child``; see that module for the protocol)."""
+reports, stop when told (started by :func:`~exactplace.backends.solvers.isolated.child_command`; see that module for
+the protocol)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,10 @@ def main() -> None:
     except BaseException as error:  # reported to the parent, which raises it there
         send(("error", f"{type(error).__name__}: {error}"))
     channel.close()
+    # Out at once: a normal interpreter shutdown would wait on the watcher, which holds stdin's lock while it
+    # reads ("Fatal Python error: _enter_buffered_busy" on the terminal, an abort for the parent to see).
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

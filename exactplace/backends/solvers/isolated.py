@@ -8,16 +8,16 @@ solutions while it runs; at the deadline (or on Ctrl-C) it asks the child to sto
 ``GRACE`` seconds later kills its whole process group (CBC's own child included), keeping the
 last solution streamed.
 
-The child is spawned (``python -m exactplace.backends.solvers.child``: a fresh interpreter,
-never a fork, so the solvers' threads are safe) in a session of its own, so a terminal's Ctrl-C
-reaches only the parent, which decides. It writes nothing to its standard output but
-messages: its stdout is moved to stderr when the log was asked for (where a solver's own log lines
-go), else to the null device. Messages are
-pickled, one after another: the parent writes the job, then ``"stop"`` when it wants the
-solve to end; the child writes ``("point", TracePoint)``, ``("solution", values)``,
-``("log", line)``, and finally ``("result", Result)`` or ``("error", text)``. End of file on
-the child's stdin means the parent is gone: the child kills its group. A child that ends with neither (its solver
-aborted it) answers as a failed solve: the last solution it streamed, feasible, no bound, the crash in the raw status.
+The child is spawned (:func:`child_command`: a fresh interpreter, never a fork, so the solvers' threads are safe,
+importing this process's ``exactplace`` whatever folders the working directory holds) in a session of its own, so a
+terminal's Ctrl-C reaches only the parent, which decides. It writes nothing to its standard output but messages: its
+stdout is moved to stderr when the log was asked for (where a solver's own log lines go), else to the null device;
+the parent reads its stderr, passing it on only with the log, and keeps the last lines to say how a child failed.
+Messages are pickled, one after another: the parent writes the job, then ``"stop"`` when it wants the solve to end;
+the child writes ``("point", TracePoint)``, ``("solution", values)``, ``("log", line)``, and finally
+``("result", Result)`` or ``("error", text)``. End of file on the child's stdin means the parent is gone: the child
+kills its group. A child that ends with neither (its solver aborted it, an import failed) answers as a failed solve:
+the last solution it streamed, no bound, and ``Result.failure`` saying how (exit status, last line of its stderr).
 
 When (:func:`isolate`): models with at least :data:`ISOLATE_NONZEROS` nonzeros, which is every
 model of a real workload (the smallest shared one, layer_bert24's non-contiguous IP, has
@@ -28,6 +28,8 @@ they run in the calling process, where Ctrl-C still stops every solver but SCIP 
 
 from __future__ import annotations
 
+import collections
+import json
 import math
 import os
 import pickle
@@ -47,12 +49,41 @@ from exactplace.formulations.model import Model
 
 from .base import Request, Result, Solver, Trace
 
-__all__ = ["GRACE", "ISOLATE_NONZEROS", "isolate", "solve_isolated"]
+__all__ = ["GRACE", "ISOLATE_NONZEROS", "child_command", "isolate", "solve_isolated"]
 
 #: Seconds between asking the child to stop (deadline, Ctrl-C) and killing it.
 GRACE = 0.5
 #: Models with at least this many nonzeros (rows and indicator rows) run in a child process.
 ISOLATE_NONZEROS = 1_000
+
+
+#: Lines of the child's standard error kept to say how it failed.
+STDERR_TAIL = 20
+
+#: The child's first lines. ``python -c`` (as ``-m``) puts the working directory first on ``sys.path``, where a
+#: checkout's source tree (no compiled extension, no ``exactplace.formulations``) or any folder named
+#: ``exactplace`` would shadow the package this process runs. So the child imports ``exactplace`` on this process's
+#: path without the working directory, checks that it is the same package, and only then puts the whole path back
+#: (an adapter of the caller's own may live in the working directory).
+_BOOTSTRAP = """\
+import json, sys
+path, package = json.loads(sys.argv[1])
+sys.path[:] = [entry for entry in path if entry]
+import exactplace
+if exactplace.__file__ != package:
+    sys.exit(f"the solver process imported exactplace from {exactplace.__file__}, not {package}")
+sys.path[:] = path
+from exactplace.backends.solvers.child import main
+main()
+"""
+
+
+def child_command() -> list[str]:
+    """The command that starts a solver's child process: this interpreter, importing this process's ``exactplace``
+    whatever the working directory holds (see ``_BOOTSTRAP``)."""
+    import exactplace
+
+    return [sys.executable, "-c", _BOOTSTRAP, json.dumps([list(sys.path), exactplace.__file__])]
 
 
 def isolate(model: Model, request: Request) -> bool:
@@ -69,12 +100,15 @@ def solve_isolated(adapter: type[Solver], model: Model, request: Request) -> Res
     """
     clock = time.monotonic()
     solver = adapter.name
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    child = subprocess.Popen([sys.executable, "-m", "exactplace.backends.solvers.child"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, start_new_session=True, env=environment)
+    child = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True)
     messages: queue.Queue = queue.Queue()
     reader = threading.Thread(target=_read, args=(child.stdout, messages), daemon=True)
     reader.start()
+    errors: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
+    stderr_reader = threading.Thread(target=_read_stderr, args=(child.stderr, errors, request.log is not None),
+                                     daemon=True)
+    stderr_reader.start()
     trace = Trace(request.progress)
     latest: np.ndarray | None = None
     result: Result | None = None
@@ -124,6 +158,7 @@ def solve_isolated(adapter: type[Solver], model: Model, request: Request) -> Res
     finally:
         _end(child)
         reader.join(timeout=1.0)
+        stderr_reader.join(timeout=1.0)
     if result is not None:
         if stopped is Limit.TIME and result.limit is Limit.INTERRUPT:  # the child was told to stop at the deadline
             result.limit = Limit.TIME
@@ -131,17 +166,36 @@ def solve_isolated(adapter: type[Solver], model: Model, request: Request) -> Res
     objective = model.objective_value(latest) if latest is not None else None
     trace.record(objective, None)
     if crashed is not None:
-        # The solver ended its process (seen: CP-SAT aborting, exit status -6, on layer_resnet50_training once in
-        # some twenty 60-s solves): the last solution it streamed, as a failed CBC run is answered; its bound is
-        # not trusted, nor the bounds it reported on the way.
+        # The solver's process ended without a result (CP-SAT aborting, exit status -6; an import failing): the last
+        # solution it streamed, as a failed CBC run is answered; its bound is not trusted, nor the bounds it reported
+        # on the way.
+        failure = _failure(solver, crashed, errors)
         return Result(Status.FEASIBLE if latest is not None else Status.NO_SOLUTION, None, latest, objective, None,
-                      f"{solver} crashed: its process ended without a result (exit status {crashed})", solver,
-                      time.monotonic() - clock, [TracePoint(p.seconds, p.incumbent, None) for p in trace.points])
+                      failure, solver, time.monotonic() - clock,
+                      [TracePoint(p.seconds, p.incumbent, None) for p in trace.points], failure=failure)
     # Killed: the last solution it streamed, and the bound it had reached.
     return Result(Status.FEASIBLE if latest is not None else Status.NO_SOLUTION, stopped, latest, objective,
                   trace.bound if latest is not None else None,
                   f"stopped by the runner ({stopped}): {solver} did not stop within {GRACE:g} s of being asked",
                   solver, time.monotonic() - clock, trace.points)
+
+
+def _failure(solver: str, status: int, errors: collections.deque[str]) -> str:
+    """How the child failed, in one line: its exit status (or signal) and the last line it wrote to stderr."""
+    how = f"exit status {status}" + (f", {signal.Signals(-status).name}" if -status in signal.valid_signals() else "")
+    said = next((line for line in reversed(errors) if line.strip()), None)
+    return f"{solver} crashed: its process ended without a result ({how})" + (f": {said.strip()}" if said else "")
+
+
+def _read_stderr(stream: Any, tail: collections.deque[str], forward: bool) -> None:
+    """Keep the last lines the child writes to its stderr (to say how it failed); pass them on to this process's
+    stderr only when the solver's log was asked for."""
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        tail.append(line)
+        if forward:
+            print(line, file=sys.stderr, flush=True)
+    stream.close()
 
 
 def _send(child: subprocess.Popen, message: Any) -> None:
