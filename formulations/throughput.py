@@ -437,11 +437,12 @@ def objective_and_bounds(model: Model, data: UnitData, L: np.ndarray, devices: i
     model.minimize(L, np.ones(len(L)))
 
 
-def load_cap(data: UnitData, slowest: float = 1.0) -> float:
-    """No device's load exceeds all compute anywhere (accelerator time on the ``slowest`` accelerator) plus
-    every group paid by all its units (finite, for CP-SAT)."""
+def load_cap(data: UnitData, slowest: float = 1.0, cpus: bool = True) -> float:
+    """No device's load exceeds all compute anywhere (accelerator time on the ``slowest`` accelerator; CPU time
+    only where there are CPU cores, ``cpus``) plus every group paid by all its units (finite, for CP-SAT; a CPU
+    time that only says "never on a CPU", 1e9, would otherwise set the scale CP-SAT rounds every load to)."""
     acc = data.acc.sum(axis=1) if slowest == 1.0 else data.acc.sum(axis=1) / slowest
-    compute = float(np.maximum(data.cpu.sum(axis=1), acc).sum())
+    compute = float((np.maximum(data.cpu.sum(axis=1), acc) if cpus else acc).sum())
     fanout = np.bincount(data.pair_group, minlength=data.groups) + 1
     return compute + float((data.group_cost * fanout).sum())
 
@@ -515,10 +516,11 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
         fits = np.stack([fits_accelerator(data, cap) for cap in limit])  # (T, U)
         a = m.add_vars((len(devices), U, P), ub=np.repeat(fits.astype(float), P), kind=Kind.IMPLIED_INTEGER,
                        name="a: unit at accelerator position j of type t")
-    p = m.add_vars((U, P), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="p: unit at CPU position j")
+    p = m.add_vars((U, P), ub=1.0 if cpus else 0.0, kind=Kind.IMPLIED_INTEGER, name="p: unit at CPU position j")
     e = m.add_vars((data.groups, P), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses position j")
-    L = m.add_vars(2 if gpipe else 1, ub=load_cap(data, 1.0 if typed is None else float(speed.min())),
+    L = m.add_vars(2 if gpipe else 1, ub=load_cap(data, 1.0 if typed is None else float(speed.min()), cpus > 0),
                    name="L: max load")
+    on_cpu = p if cpus else p[:, :0]  # no CPU core, no CPU load rows
     if typed is not None:
         h = m.add_vars((P, len(devices)), ub=1.0, kind=Kind.INTEGER, name="h: position j is an accelerator of type t")
 
@@ -556,20 +558,20 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
     communication_rows(m, data, a, e)
     if replication:
         memory_rows(m, data, a, cluster.memory_cap, "memory per accelerator position")
-        rho = _replicated_loads(m, data, np.bincount(contraction.unit, weights=graph.sync, minlength=U), k, a, p,
-                                c, e, L)
+        rho = _replicated_loads(m, data, np.bincount(contraction.unit, weights=graph.sync, minlength=U), k, a,
+                                on_cpu, c, e, L)
         objective_and_bounds(m, data, L, P, gpipe, largest=False)
         return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe,
                             {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges, "rho": rho})
     if typed is None:
         memory_rows(m, data, a, cluster.memory_cap, "memory per accelerator position")
-        load_rows(m, data, a, p, e, L, overlap, gpipe, "load")
+        load_rows(m, data, a, on_cpu, e, L, overlap, gpipe, "load")
         objective_and_bounds(m, data, L, P, gpipe)
         return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe,
                             {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges})
     for t, cap in enumerate(limit):
         memory_rows(m, data, a[t], cap, f"memory per accelerator position of type {t}")
-    load_rows(m, data, a, p, e, L, overlap, gpipe, "load", speed=speed[:, None, None])
+    load_rows(m, data, a, on_cpu, e, L, overlap, gpipe, "load", speed=speed[:, None, None])
     objective_and_bounds(m, data, L, P, gpipe, fastest=float(speed.max()))
     return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe,
                         {"w": w, "c": c, "a": a, "p": p, "e": e, "L": L, "edges": edges, "h": h})
@@ -670,7 +672,7 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
                 ub[rank < position, d] = 0.0
     y = m.add_vars((U, D), ub=ub.reshape(-1), kind=Kind.INTEGER, name="y: class on device")
     e = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses accelerator")
-    cap = load_cap(data, 1.0 if typed is None else float(cluster.speed.min()))
+    cap = load_cap(data, 1.0 if typed is None else float(cluster.speed.min()), cluster.cpus > 0)
     # A proven bound on L is its variable bound (a row L >= b made HiGHS 1.x fail with kSolveError in
     # its postsolve on 4 of 500 brute-force cases); with gpipe it is a row on LF + LB.
     floor = float(lower_bound) if lower_bound is not None and lower_bound > 0 and not gpipe else 0.0

@@ -129,7 +129,8 @@ def two_level_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, ov
     e = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses accelerator slot s")
     q = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER,
                    name="q: accelerator slot s pays the inter-machine premium of group g")
-    L = m.add_vars(2 if gpipe else 1, ub=load_cap(data) * cluster.inter_machine_cost, name="L: max load")
+    L = m.add_vars(2 if gpipe else 1, ub=load_cap(data, cpus=cluster.cpus > 0) * cluster.inter_machine_cost,
+                   name="L: max load")
 
     # The unit at position j: a (accelerator slot) or p (CPU slot) = w[u, j] - w[u, j-1].
     slot_var = np.empty((U, P), dtype=np.int64)

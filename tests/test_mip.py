@@ -26,16 +26,19 @@ from strategies import any_graphs, banded_graph, clusters, placements, training_
 
 from exactplace import (
     Cluster,
+    ExactplaceError,
     Graph,
     Node,
     ParameterError,
     SolverUnavailableError,
     Space,
     Status,
+    Workload,
     check_feasibility,
     max_load,
     read_workload,
     solve,
+    workload_path,
 )
 from exactplace.backends.solvers import SOLVERS, get_solver
 from exactplace.backends.solvers.statuses import STATUS_TABLE, Outcome, interpret
@@ -464,3 +467,48 @@ def test_a_solve_stops_at_an_incumbent_a_bound_outside_the_ip_certifies() -> Non
                            info={}, timings={}, cancel=certified, heard=sets_at_most(target, certified))
     assert certified.is_set() and out.limit is Limit.INTERRUPT and result.device is not None
     assert result.status is Status.FEASIBLE and max_load(w.graph, w.cluster, result.device) <= target * (1 + 1e-6)
+
+
+def never_on_a_cpu_chain(cpus: int, comm: float) -> Workload:
+    """An 8-node chain on 3 accelerators whose CPU times are a sentinel (1e9: "never on a CPU"), as public
+    benchmark graphs state it."""
+    times = [5.0, 3.0, 7.0, 4.0, 6.0, 2.0, 8.0, 5.0]
+    nodes = [Node(i, cpu_time=1e9, acc_time=t, memory=1.0, comm=comm) for i, t in enumerate(times)]
+    return Workload(Graph(nodes, [(i, i + 1) for i in range(7)]), Cluster(3, 1e12, cpus))
+
+
+@pytest.mark.parametrize("comm", [0.5, 0.0])
+def test_a_sentinel_cpu_time_without_cpus_builds_no_cpu_rows_and_cpsat_certifies(comm: float) -> None:
+    """No CPU core: no CPU load rows, and the load's cap leaves the CPU times out, so CP-SAT's scale fits the
+    loads (its point broke the model by 5% and its bound was 24 against 32 when the 1e9 times set the scale)."""
+    w = never_on_a_cpu_chain(0, comm)
+    ip = contiguous_ip(w.graph, w.cluster, contract(w.graph))
+    assert not any("CPU load" in block.name for block in ip.model.row_blocks)
+    cpsat, highs = (solve(w, method="mip", solver=s) for s in ("cpsat", "highs"))
+    assert cpsat.status is highs.status is Status.OPTIMAL and "solver_failures" not in cpsat.info
+    assert cpsat.objective == pytest.approx(highs.objective) and cpsat.bound == pytest.approx(highs.bound, rel=1e-4)
+
+
+def test_cpsat_declines_a_model_it_would_round_past_the_gap_and_auto_takes_another() -> None:
+    """With a CPU core the sentinel times stay in the model: CP-SAT's integer form would round the loads by more
+    than the gap, so it declines up front; named, it is an error saying why; 'auto' runs the next solver."""
+    w = never_on_a_cpu_chain(1, 0.5)
+    with pytest.raises(ExactplaceError, match="'cpsat' declines this model: its integer scaling rounds"):
+        solve(w, method="mip", solver="cpsat")
+    chosen = solve(w, method="mip")
+    assert chosen.status is Status.OPTIMAL and chosen.solver != "cpsat"
+    assert "cpsat" in chosen.info["solvers_declined"]
+    assert chosen.objective == pytest.approx(solve(w, method="mip", solver="highs").objective)
+
+
+@pytest.mark.parametrize("name", ["layer_bert24_inference", "layer_bert24_training", "op_bert3_inference"])
+def test_cpsat_declines_neither_ip_of_a_shipped_workload(name: str) -> None:
+    from exactplace.backends.solvers import Request
+
+    w = read_workload(workload_path(name))
+    start = solve(w, method="greedy").device
+    for ip in (contiguous_ip(w.graph, w.cluster, contract(w.graph, w.cluster.memory_cap)),
+               noncontiguous_ip(w.graph, w.cluster)):
+        values = ip.encode(start)
+        assert values is not None
+        assert get_solver("cpsat").declines(ip.model, Request(warm_start=values)) is None

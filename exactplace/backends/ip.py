@@ -21,11 +21,34 @@ from typing import Any
 
 import numpy as np
 
+from exactplace.core.errors import ExactplaceError
 from exactplace.core.placement import Space, Status, TracePoint
 from exactplace.evaluators.feasibility import memory_summary
 from exactplace.methods.base import MethodResult, Problem
 
 __all__ = ["progress_printer", "solve_ip"]
+
+
+def _candidates(solver: str, model: Any, request: Any, info: dict) -> list[type]:
+    """The adapters to try, in order: the one named; for ``"auto"``, every installed one of the catalog's order
+    that does not decline the model (the first that declines none, when all do), saying why in ``info``."""
+    from exactplace.backends.solvers import AUTO_SOLVER, get_solver
+
+    if solver != "auto":
+        cls = get_solver(solver)
+        cls.require()
+        reason = cls.declines(model, request)
+        if reason is not None:
+            raise ExactplaceError(f"Solver {cls.name!r} declines this model: {reason}; choose another solver "
+                                  f"(solver='auto' picks one that takes it).")
+        return [cls]
+    installed = [get_solver(name) for name in AUTO_SOLVER if get_solver(name).available()]
+    if not installed:
+        get_solver("auto").require()
+    declined = {cls.name: reason for cls in installed if (reason := cls.declines(model, request)) is not None}
+    if declined:
+        info["solvers_declined"] = declined
+    return [cls for cls in installed if cls.name not in declined] or installed[:1]
 
 
 def progress_printer(every: float = 1.0, *, start: float | None = None) -> Callable[[TracePoint], None]:
@@ -73,10 +96,8 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
     solver reports (its objective, as the trace has it): say, :func:`~exactplace.core.interrupt.sets_at_most` on
     ``cancel``, to stop at the first a bound proven outside the IP certifies.
     """
-    from exactplace.backends.solvers import Request, get_solver, solve_model
+    from exactplace.backends.solvers import Request, solve_model
 
-    cls = get_solver(solver)
-    cls.require()
     if values is None and warm is not None:
         values = ip.encode(warm)
         if values is None:
@@ -104,7 +125,16 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
         progress=reported if shown is not None or heard is not None else None, cancel=cancel,
         seed=seed,
     )
+    candidates = _candidates(solver, ip.model, request, info)
+    cls = candidates[0]
     out = solve_model(ip.model, cls.name, request)
+    for other in candidates[1:]:
+        # A solver that failed (its process died, its point broke the model) hands the time left to the next.
+        if out.failure is None or request.remaining() <= 0 or (cancel is not None and cancel.is_set()):
+            break
+        info.setdefault("solvers_failed", []).append(out.failure)
+        cls = other
+        out = solve_model(ip.model, cls.name, request)
     out = dataclasses.replace(out, bound=None if out.bound is None else out.bound - slack,
                               trace=[corrected(point) for point in out.trace])
     timings["solve"] = out.seconds

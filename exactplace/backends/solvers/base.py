@@ -193,6 +193,12 @@ class Solver(ABC):
                 f"install it with: pip install {cls.install}"
             )
 
+    @classmethod
+    def declines(cls, model: Model, request: Request) -> str | None:
+        """Why this solver cannot solve ``model`` as ``request`` asks (None: it can), said before it runs, so that
+        ``solver="auto"`` takes another; the default declines nothing."""
+        return None
+
     @abstractmethod
     def run(self, model: Model, request: Request) -> Result:
         """Solve ``model`` (minimize) under ``request``: the adapter's own work."""

@@ -137,6 +137,30 @@ class CpSatSolver(Solver):
     install = "ortools"
     capabilities = Capabilities(indicators=True, warm_start=True, callbacks=True, interrupt=True, seed=True)
 
+    @classmethod
+    def declines(cls, model: Model, request: Request) -> str | None:
+        """Models CP-SAT's integer form cannot hold: an infinite or non-integral continuous bound or coefficient,
+        or a scale so coarse (a huge bound, say CPU times of 1e9 that mean "never on a CPU") that the rounding of
+        the loads exceeds a quarter of ``rel_gap`` of the warm start's objective: its point would break the model
+        and its bound would certify nothing."""
+        continuous = model.kind == Kind.CONTINUOUS
+        if not (np.all(np.isfinite(model.lb[continuous])) and np.all(np.isfinite(model.ub[continuous]))):
+            return "CP-SAT needs finite bounds on every variable"
+        indices, data = model.csr()[1:]
+        if np.any(continuous[indices] & ~np.isclose(data, np.round(data))):
+            return "CP-SAT needs integral coefficients on continuous variables"
+        if request.warm_start is None or np.isnan(request.warm_start).any():
+            return None
+        form = scale_for_cpsat(model)
+        weight = float(np.abs(model.objective[continuous]).sum())
+        rounding = weight * (1.0 / form["scale"] + form["error"])
+        start = abs(model.objective_value(request.warm_start))
+        if rounding > 0.25 * request.rel_gap * start:
+            return (f"its integer scaling rounds the objective by up to {rounding:.3g}, more than a quarter of "
+                    f"rel_gap={request.rel_gap:g} of the start's {start:.6g} (a variable's bound or a coefficient "
+                    "is far larger than the objective)")
+        return None
+
     def run(self, model: Model, request: Request) -> Result:
         self.require()
         from ortools.sat.python import cp_model
