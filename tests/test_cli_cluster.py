@@ -78,3 +78,31 @@ def test_bandwidth_refused_for_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", "layer_bert24_inference", "--bandwidth", "5"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--bandwidth" in err
+
+
+def test_memory_inf_is_unlimited(capsys: pytest.CaptureFixture[str]) -> None:
+    # one accelerator and no CPU: with 1 byte nothing fits; with inf (as documented) everything does
+    base = ["solve", "layer_bert24_inference", "--method", "greedy", "--accelerators", "1", "--cpus", "0"]
+    assert main([*base, "--memory", "1"]) == 1
+    capsys.readouterr()
+    assert main([*base, "--memory", "inf", "--out", "-"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["cluster"]["memory"] == [None] and {p["device"] for p in plan["placement"]} == {"acc0"}
+
+
+@pytest.mark.parametrize(("option", "value"), [("--memory", "nan"), ("--inter-machine-cost", "1e308"),
+                                               ("--inter-machine-cost", "nan"), ("--inter-machine-cost", "inf")])
+@pytest.mark.parametrize("method", ["greedy", "mip"])
+def test_values_out_of_range_are_one_line_before_solving(option: str, value: str, method: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["solve", "layer_bert24_inference", "--method", method, "--machines", "2", option, value])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and option in err and "Warning" not in err
+
+
+def test_the_largest_inter_machine_cost_solves(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", "layer_bert24_inference", "--method", "greedy", "--machines", "2",
+                 "--inter-machine-cost", "1e6"]) == 0
+    assert "transfers between hosts 1e+06x" in capsys.readouterr().out

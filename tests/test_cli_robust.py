@@ -474,3 +474,58 @@ def test_newcomer_help_readme_prerequisites_and_gap() -> None:
     assert "python3 -m venv" in setup and "Python 3.10" in setup and "C++17" in setup
     result = run("solve", "--help")
     assert result.returncode == 0 and "ignore it" in " ".join(result.stdout.split())  # --rel-gap says who uses it
+
+
+# -- output paths are checked before any work, and errors name the user's path ----------------------
+
+
+def _no_solving(monkeypatch: pytest.MonkeyPatch) -> None:
+    import exactplace.methods
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("solve ran although the output path was bad")
+
+    monkeypatch.setattr(exactplace.methods, "solve", refuse)
+
+
+@pytest.mark.parametrize(("flag", "name", "fragment"), [
+    ("--out", "missing/", "names a directory, not a file"),
+    ("--out", "notes.txt/plan.json", "notes.txt' is a file, not a directory"),
+    ("--out", "notes.txt/deeper/plan.json", "notes.txt' is a file, not a directory"),
+    ("--plot", "picture.png/", "names a directory, not a file"),
+    ("--out", "a" * 300 + ".json", "longer than the file system allows"),
+])
+def test_a_bad_output_path_is_refused_before_solving(flag: str, name: str, fragment: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.txt").write_text("keep me\n")
+    _no_solving(monkeypatch)
+    target = f"{tmp_path}{os.sep}{name}"  # not a Path: it would drop the trailing slash
+    assert main(["solve", BERT, "--method", "greedy", flag, target]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and fragment in err[0] and f"{flag} {target!r}" in err[0] and ".tmp" not in err[0]
+    assert (tmp_path / "notes.txt").read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_a_failed_write_names_the_users_file_not_the_temporary_one(tmp_path: Path) -> None:
+    target = str(tmp_path / "missing" / "plan.json")
+    with pytest.raises(OSError) as info:
+        write_output(target, "{}\n")
+    assert info.value.filename == target and ".tmp" not in str(info.value)
+
+
+# -- unknown workload fields on the command line -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("changes", "fragment"), [
+    ({"speed": [1, 1, 2, 2, 1, 1]}, "unknown field 'speed'"),
+    ({"machines": 2, "interMachinecost": 4.0}, "unknown field 'interMachinecost' (did you mean 'interMachineCost'?)"),
+])
+def test_an_unknown_workload_field_is_one_line(changes: dict, fragment: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    w = tmp_path / "w.json"
+    w.write_text(workload_text(**changes))
+    assert main(["solve", str(w), "--method", "greedy"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and fragment in err[0]

@@ -68,3 +68,31 @@ def test_cli_evaluate_makespan(tmp_path: Path, capsys: pytest.CaptureFixture[str
     device = solve(w, method="greedy").device
     assert last["objective_name"] == "makespan" and last["objective"] == evaluate(w.graph, w.cluster, device,
                                                                                   "makespan")
+
+
+def test_a_string_of_methods_is_one_name_or_a_comma_list() -> None:
+    w = read_workload(workload_path(BERT))
+    one = compare(w, methods="dp", objectives="throughput")
+    assert one["method"].tolist() == ["dp"] and one.columns[2] == "throughput"
+    two = compare(w, methods="dp, greedy", objectives=("throughput",))
+    listed = compare(w, methods=["dp", "greedy"], objectives=("throughput",))
+    assert two["method"].tolist() == ["dp", "greedy"]
+    assert two["throughput"].tolist() == listed["throughput"].tolist()
+
+
+@pytest.mark.parametrize(("options", "parameter"), [
+    ({"time_limit": -1}, "time_limit"), ({"time_limit": 0}, "time_limit"), ({"time_limit": math.nan}, "time_limit"),
+    ({"time_limit": 10**400}, "time_limit"), ({"methods": [["dp"]]}, "methods"), ({"methods": 5}, "methods"),
+    ({"objectives": "speed"}, "objectives"), ({"splits": ["a"]}, "splits"), ({"splits": {"short": [0, 1]}}, "splits"),
+])
+def test_bad_arguments_are_refused_before_any_method_runs(options: dict, parameter: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import exactplace.methods.compare as module
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a method ran although an argument was bad")
+
+    monkeypatch.setattr(module, "solve", refuse)
+    w = read_workload(workload_path(BERT))
+    with pytest.raises(ParameterError, match=f"The '{parameter}' parameter of compare"):
+        compare(w, **{"methods": ["greedy"], **options})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
+import warnings
 
 import networkx as nx
 import numpy as np
@@ -12,7 +14,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import any_graphs, graph_specs, training_specs
 
-from exactplace import Cluster, CycleError, ExactplaceError, Graph, GraphError, Node, ParameterError
+from exactplace import (
+    Cluster,
+    CycleError,
+    ExactplaceError,
+    Graph,
+    GraphError,
+    InputFormatError,
+    Node,
+    ParameterError,
+    evaluate,
+    solve,
+)
+from exactplace.core.cluster import MAX_INTER_MACHINE_COST
 
 ARRAYS = (
     "ids", "cpu_time", "acc_time", "supported", "memory", "comm", "backward", "color",
@@ -359,3 +373,69 @@ def test_cluster_basics() -> None:
 def test_cluster_validation(kwargs: dict, pattern: str) -> None:
     with pytest.raises(ParameterError, match=pattern):
         Cluster(**kwargs)
+
+
+# -- numbers out of range are refused at the boundary, in the one message format -------------------
+
+
+@pytest.mark.parametrize("field", ["cpu_time", "acc_time", "memory", "comm", "sync"])
+def test_an_integer_beyond_the_largest_float_is_a_graph_error(field: str) -> None:
+    values = {"cpu_time": 1.0, "acc_time": 1.0, field: 10**400}
+    with pytest.raises(GraphError, match=f"Node 1: field '{field}' must be finite and non-negative. "
+                                         "Got an integer of 401 digits instead."):
+        Graph([Node(1, **values)], [])
+
+
+def test_a_color_beyond_64_bits_is_a_graph_error() -> None:
+    # the file format reads colors as 64-bit integers: a larger one could be written but not read back
+    with pytest.raises(GraphError, match=r"field 'color' must be an integer of 64 bits or None\. Got an integer"):
+        Graph([Node(1, 1.0, 1.0, color=10**400)], [])
+    assert Graph([Node(1, 1.0, 1.0, color=2**63 - 1)], []).color_labels == (2**63 - 1,)
+
+
+def test_a_huge_edge_cost_or_id_is_a_graph_error() -> None:
+    with pytest.raises(GraphError, match="Edge 1 -> 2 has cost an integer of 401 digits"):
+        Graph([Node(1, 1.0, 1.0), Node(2, 1.0, 1.0)], [(1, 2, 10**400)])
+    with pytest.raises(GraphError, match="has id an integer of 401 digits; ids must fit in 64 bits"):
+        Graph([Node(10**400, 1.0, 1.0)], [])
+
+
+@pytest.mark.parametrize(("parameter", "value"), [("time_limit", 10**400), ("rel_gap", 10**400),
+                                                  ("time_limit", math.nan), ("rel_gap", math.nan)])
+def test_solve_refuses_numbers_out_of_range(parameter: str, value: float) -> None:
+    graph = Graph([Node(1, 1.0, 1.0)], [])
+    with pytest.raises(ParameterError, match=f"The '{parameter}' parameter of solve must be"):
+        solve(graph, Cluster(1), method="greedy", **{parameter: value})
+
+
+@pytest.mark.parametrize(("options", "fragment"), [
+    ({"machines": 2, "inter_machine_cost": 1e308}, "'inter_machine_cost' parameter of Cluster must be a number in "
+                                                   "[1, 1000000]"),
+    ({"machines": 2, "inter_machine_cost": 10**400}, "Got an integer of 401 digits instead"),
+    ({"speed": 1e-300}, "'speed' parameter of Cluster must be positive, in [0.000001, 1000000]"),
+    ({"memory": 10**400}, "'memory' parameter of Cluster must be a number or a list of numbers. Got an integer"),
+    ({"memory": math.nan}, "'memory' parameter of Cluster must be non-negative"),
+])
+def test_cluster_values_that_would_overflow_are_refused(options: dict, fragment: str) -> None:
+    with pytest.raises(ParameterError, match=re.escape(fragment)):
+        Cluster(2, **options)
+
+
+def test_the_largest_inter_machine_cost_keeps_loads_finite() -> None:
+    # the largest values a graph may hold, priced at the largest ratio: every load stays a finite number
+    big = 1e300 / 4
+    graph = Graph([Node(1, big, big), Node(2, big, big)], [(1, 2, big)])
+    cluster = Cluster(2, cpus=0, machines=2, inter_machine_cost=MAX_INTER_MACHINE_COST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numpy overflow warning fails the test
+        value = evaluate(graph, cluster, np.array([0, 1]))
+    assert math.isfinite(value) and value > big
+
+
+def test_cluster_from_dict_refuses_unknown_and_missing_fields() -> None:
+    data = Cluster(2, 8.0, 1).to_dict()
+    with pytest.raises(InputFormatError, match=re.escape("unknown field 'sped' (did you mean 'speed'?)")):
+        Cluster.from_dict({**data, "sped": [1.0, 1.0]})
+    del data["cpus"]
+    with pytest.raises(InputFormatError, match="missing the required field 'cpus'"):
+        Cluster.from_dict(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 import tempfile
 from pathlib import Path
 
@@ -14,8 +15,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import any_graphs, clusters, placed_instances, training_graphs
 
-from exactplace import Cluster, Graph, GraphError, InputFormatError, Node, Placement, PlacementError, Status
+from exactplace import (
+    Cluster,
+    Graph,
+    GraphError,
+    InputFormatError,
+    Node,
+    ParameterError,
+    Placement,
+    PlacementError,
+    Status,
+    solve,
+)
 from exactplace.core.io import (
+    EDGE_FIELDS,
+    NODE_FIELDS,
+    WORKLOAD_FIELDS,
     Workload,
     read_placement,
     read_split,
@@ -476,3 +491,85 @@ def test_unknown_top_level_fields_survive_a_round_trip() -> None:
     }
     written = workload_to_dict(workload_from_dict(data))
     assert written["comment"] == "profiled on V100" and written["version"] == [1, 2]
+
+
+# -- unknown fields and out-of-range numbers are refused at the boundary ----------------------------
+
+
+@pytest.mark.parametrize(("where", "key", "fragment"), [
+    ("top", "interMachinecost", "did you mean 'interMachineCost'?"),
+    ("top", "speed", "the fields are 'maxSizePerFPGA'"),
+    ("node", "cpulatency", "Node 5 has an unknown field 'cpulatency' (did you mean 'cpuLatency'?)"),
+    ("edge", "weight", "Edge at position 0 (5 -> 6) has an unknown field 'weight'"),
+])
+def test_an_unknown_field_is_refused_naming_the_nearest_known_one(where: str, key: str, fragment: str) -> None:
+    data = small_workload()
+    target = {"top": data, "node": data["nodes"][0], "edge": data["edges"][0]}[where]
+    target[key] = 2
+    with pytest.raises(InputFormatError, match=re.escape(fragment)):
+        workload_from_dict(data)
+
+
+def test_a_misspelt_required_field_is_named_as_unknown_first() -> None:
+    data = small_workload()
+    data["maxFPGA"] = data.pop("maxFPGAs")
+    with pytest.raises(InputFormatError, match=re.escape("unknown field 'maxFPGA' (did you mean 'maxFPGAs'?)")):
+        workload_from_dict(data)
+
+
+def test_free_form_annotations_are_kept() -> None:
+    data = {**small_workload(), "_profiled_on": "V100", "description": "two nodes"}
+    assert workload_from_dict(data).extra == {"_profiled_on": "V100", "description": "two nodes"}
+
+
+def test_published_workloads_use_only_known_fields() -> None:
+    folder = Path(__file__).resolve().parents[2] / "shared" / "workloads"
+    files = sorted(folder.glob("*/*.json")) + [workload_path(name) for name in shipped_workloads()]
+    seen = {"top": set(), "node": set(), "edge": set()}
+    for path in files:
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and "nodes" in data:
+            seen["top"] |= set(data)
+            seen["node"] |= {key for node in data["nodes"] for key in node}
+            seen["edge"] |= {key for edge in data["edges"] for key in edge}
+    assert seen["top"] and seen["top"] <= set(WORKLOAD_FIELDS)
+    assert seen["node"] <= set(NODE_FIELDS) and seen["edge"] <= set(EDGE_FIELDS)
+
+
+def test_a_plan_or_a_split_given_as_a_workload_is_named() -> None:
+    w = read_workload(workload_path("layer_bert24_inference"))
+    plan = json.loads(solve(w, method="greedy").to_json())
+    with pytest.raises(InputFormatError, match="is an exactplace plan"):
+        workload_from_dict(plan)
+    with pytest.raises(InputFormatError, match="is a split"):
+        workload_from_dict({"maxLoad": 1.0, "fpgas": [], "cpus": []})
+
+
+def test_unlimited_memory_reads_as_infinity_and_nan_is_refused() -> None:
+    assert workload_from_dict({**small_workload(), "maxSizePerFPGA": math.inf}).cluster.max_memory == math.inf
+    for bad in (math.nan, -1.0, 10**400):
+        with pytest.raises(InputFormatError, match="field 'maxSizePerFPGA' must be a non-negative number"):
+            workload_from_dict({**small_workload(), "maxSizePerFPGA": bad})
+
+
+def test_an_inter_machine_cost_that_would_overflow_is_refused() -> None:
+    data = {**small_workload(), "machines": 2, "interMachineCost": 1e308}
+    with pytest.raises(InputFormatError, match=r"'interMachineCost' \(1e\+308\) must be in \[1, 1000000\]"):
+        workload_from_dict(data)
+    assert workload_from_dict({**data, "interMachineCost": 1e6}).cluster.inter_machine_cost == 1e6
+
+
+def test_huge_integers_are_refused_in_a_short_message() -> None:
+    with pytest.raises(InputFormatError, match=r"'maxFPGAs' must be an integer in \[0, 2\*\*1000\]. "
+                                               r"Got an integer of 5001 digits instead"):
+        workload_from_dict({**small_workload(), "maxFPGAs": 10**5000})
+
+
+def test_importer_options_are_checked_before_conversion(tmp_path: Path) -> None:
+    profile = tmp_path / "graph.txt"
+    profile.write_text("node0 -- Linear -- forward_compute_time=1.0, backward_compute_time=1.0, "
+                       "activation_size=8.0, parameter_size=4.0\n")
+    assert read_workload(profile, memory=math.inf).cluster.max_memory >= 1e300  # unlimited, as documented
+    for option, value in (("memory", math.nan), ("bandwidth", math.nan), ("accelerators", -1), ("training", 2)):
+        with pytest.raises(ParameterError, match=f"The '{option}' parameter of read_workload must be"):
+            read_workload(profile, **{option: value})

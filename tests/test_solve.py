@@ -615,3 +615,13 @@ def test_ctrl_c_during_the_fallback_placement_is_not_lost(
     scripted.script = lambda problem: MethodResult(None, Status.NO_SOLUTION, bound=1e9, limit=Limit.TIME)
     p = solve(g, c, method=scripted.name, time_limit=5)
     assert p.status is Status.NO_SOLUTION and p.limit is Limit.INTERRUPT
+
+
+@pytest.mark.parametrize("shown", [{"log": True}, {"progress": True}, {"log": True, "progress": True}])
+def test_output_options_never_change_which_method_auto_picks(shown: dict) -> None:
+    """``log`` and ``progress`` change what a method shows, not what it finds: 'auto' picks what it picks without
+    them (the DP here, which takes neither), and the result is the same."""
+    w = read_workload(workload_path("layer_bert24_inference"))
+    quiet, loud = solve(w), solve(w, **shown)
+    assert loud.method == quiet.method == "dp" and "passed_over" not in loud.info
+    assert loud.objective == quiet.objective and loud.status is quiet.status

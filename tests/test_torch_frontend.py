@@ -175,3 +175,34 @@ def test_readme_torch_example_prints_its_comments() -> None:
         promised = [line.split("# ", 1)[1].split("  ")[0].strip()
                     for line in block.splitlines() if line.startswith("print(") and "# " in line]
         assert printed.getvalue().splitlines() == promised
+
+
+def _modes(module: nn.Module) -> list[bool]:
+    return [sub.training for sub in module.modules()]
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_capture_leaves_every_training_flag_as_it_was(training: bool) -> None:
+    module = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1), nn.Sequential(nn.ReLU(), nn.Linear(4, 2)))
+    module.train()
+    module[2].eval()  # a mixed state, kept exactly
+    before = _modes(module)
+    ep.from_torch(module, (torch.randn(2, 4),), training=training, warmup=0, repeats=1)
+    assert _modes(module) == before
+
+
+def test_a_failed_capture_also_restores_the_flags_and_names_the_inputs() -> None:
+    module = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+    module.train()
+    before = _modes(module)
+    with pytest.raises(ep.ParameterError, match="from_torch could not run Sequential on its example_inputs"):
+        ep.from_torch(module, (torch.randn(2, 5),), warmup=0, repeats=1)
+    assert _modes(module) == before
+
+
+@pytest.mark.parametrize(("options", "parameter"), [({"repeats": 0}, "repeats"), ({"warmup": -1}, "warmup"),
+                                                    ({"training": "yes"}, "training"),
+                                                    ({"bandwidth": (1.0, float("nan"))}, "bandwidth")])
+def test_bad_capture_parameters_are_refused(options: dict, parameter: str) -> None:
+    with pytest.raises(ep.ParameterError, match=f"The '{parameter}' parameter of from_torch"):
+        ep.from_torch(nn.Linear(4, 4), (torch.randn(2, 4),), **options)

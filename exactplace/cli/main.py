@@ -29,7 +29,7 @@ import numpy as np
 from exactplace.cli.files import STDIO, check_output, write_output
 from exactplace.cli.inputs import input_path, load_workload, read_stdin_text
 from exactplace.cli.pictures import check_plot, save_figure
-from exactplace.core.cluster import Cluster
+from exactplace.core.cluster import MAX_INTER_MACHINE_COST, Cluster
 from exactplace.core.errors import ExactplaceError, ParameterError
 from exactplace.core.graph import Graph
 from exactplace.core.interrupt import handled_interrupt, stop_as_ctrl_c
@@ -157,8 +157,11 @@ def _save_plan(out: str | None, placement: Any, interrupted: bool) -> str:
 
 def _command_evaluate(args: argparse.Namespace) -> int:
     """Score a split and judge it by the rules of the objective it is scored under (see ``check_feasibility``)."""
-    from exactplace.core.io import read_split_file, split_file_from_text
+    from pathlib import Path
+
+    from exactplace.core.io import read_text, split_file_from_text
     from exactplace.core.objectives import SCORING_OPTIONS
+    from exactplace.core.pipedream import check_stage_file
     from exactplace.evaluators import check_feasibility, summarize_violations
 
     source, split = input_path(args.workload), args.split
@@ -167,9 +170,13 @@ def _command_evaluate(args: argparse.Namespace) -> int:
     workload = load_workload(source, _cluster(args))
     graph, cluster = workload.graph, workload.cluster
     if split == STDIO:
-        plan = split_file_from_text(read_stdin_text("Split"), graph, cluster, where="The split on standard input")
+        text, where, origin = read_stdin_text("Split"), "The split on standard input", "on standard input"
     else:
-        plan = read_split_file(split, graph, cluster)
+        text, where, origin = read_text(split, "Split"), f"Split {Path(split).name!r}", f"file {split!r}"
+    # A PipeDream stage file must be one of this very graph: one for another model would be scored on the
+    # nodes the two happen to share.
+    check_stage_file(text, graph, cluster, where=where)
+    plan = split_file_from_text(text, graph, cluster, where=where, source=origin)
     objective = args.objective or plan.objective or "throughput"
     if args.overlap and objective != "throughput":
         raise ParameterError(f"--overlap applies to the throughput objective only, not to {objective!r}.")
@@ -371,7 +378,8 @@ _gap = _argument(float, Real(low=0, high=1, high_closed=False), "a number in [0,
 _count = _argument(int, Integer(low=0), "a non-negative integer")
 _count_positive = _argument(int, Integer(low=1), "a positive integer")
 _bytes = _argument(float, Real(low=0, finite=False), "a non-negative number of bytes, or inf")
-_at_least_one = _argument(float, Real(low=1), "a finite number of at least 1")
+_at_least_one = _argument(float, Real(low=1, high=MAX_INTER_MACHINE_COST),
+                          f"a number in [1, {MAX_INTER_MACHINE_COST:.0f}]")
 
 
 def _add_cluster_options(parser: argparse.ArgumentParser) -> None:

@@ -14,12 +14,14 @@ Only the throughput objective models it; see :mod:`exactplace.evaluators.max_loa
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from exactplace.core.errors import ParameterError, check_param
+from exactplace.core.errors import InputFormatError, ParameterError, check_param
+from exactplace.core.params import Real, brief
 
 __all__ = ["MEMORY_ATOL", "MEMORY_RTOL", "Cluster"]
 
@@ -30,6 +32,16 @@ MEMORY_RTOL = 1e-9
 MEMORY_ATOL = 1e-9
 #: The most accelerators or CPUs a Cluster may state (numpy's index range; a solve uses at most one per node).
 MAX_DEVICES = 2**62
+#: The largest ``inter_machine_cost``: a graph's values add up to at most 1e300 (``exactplace.core.graph``), so
+#: every load priced at this many times its cost stays finite (no overflow, in the evaluators or a solver's bounds).
+MAX_INTER_MACHINE_COST = 1e6
+#: Relative accelerator speeds lie in ``[1 / MAX_SPEED, MAX_SPEED]``, for the same reason: a time divided by
+#: one stays finite.
+MAX_SPEED = 1e6
+
+_INTER_MACHINE_COST = Real(low=1, high=MAX_INTER_MACHINE_COST)
+#: The fields of :meth:`Cluster.to_dict`.
+_DICT_FIELDS = ("accelerators", "cpus", "memory", "speed", "machines", "inter_machine_cost")
 
 
 class Cluster:
@@ -45,7 +57,8 @@ class Cluster:
     cpus : int
         Number of CPU cores l (no memory cap, no communication cost).
     speed : float or sequence of float
-        Relative speed of each accelerator: a node's accelerator time is divided by it.
+        Relative speed of each accelerator, in ``[1e-6, 1e6]`` (``MAX_SPEED``): a node's accelerator time
+        is divided by it.
         The paper's model is homogeneous (speed 1). Per-device memory and speed are honoured
         by the evaluators and by the exact methods ``dp`` and ``mip`` (see
         :meth:`accelerator_types`); ``dpl`` and ``pipedream`` take homogeneous clusters only.
@@ -53,9 +66,9 @@ class Cluster:
         Machines the accelerators are grouped into (a divisor of ``accelerators``); accelerator
         ``d`` is on machine ``d // (accelerators / machines)``. See the module docstring.
     inter_machine_cost : float
-        At least 1: how many times its stated cost a transfer between hosts (two machines, or a
-        machine and a CPU core) takes, the intra-machine bandwidth over the inter-machine one.
-        1 (the default) makes the cluster one-level whatever ``machines`` says.
+        In ``[1, 1e6]`` (``MAX_INTER_MACHINE_COST``): how many times its stated cost a transfer between
+        hosts (two machines, or a machine and a CPU core) takes, the intra-machine bandwidth over the
+        inter-machine one. 1 (the default) makes the cluster one-level whatever ``machines`` says.
 
     Examples
     --------
@@ -81,22 +94,22 @@ class Cluster:
         for name, value in (("accelerators", accelerators), ("cpus", cpus)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_DEVICES:
                 raise ParameterError(f"The {name!r} parameter of Cluster must be a non-negative integer "
-                                     f"(at most 2**62). Got {value!r} instead.")
+                                     f"(at most 2**62). Got {brief(value)!r} instead.")
         if accelerators + cpus == 0:
             raise ParameterError("A Cluster needs at least one device: accelerators and cpus are both 0.")
         object.__setattr__(self, "accelerators", int(accelerators))
         object.__setattr__(self, "cpus", int(cpus))
         object.__setattr__(self, "memory", _per_device(memory, "memory", int(accelerators), allow_inf=True))
         object.__setattr__(self, "speed", _per_device(speed, "speed", int(accelerators), allow_inf=False))
-        if np.any(self.speed[:1] <= 0 if _uniform(self.speed) else self.speed <= 0):
-            raise ParameterError(f"The 'speed' parameter of Cluster must be positive. Got {speed!r} instead.")
+        sample = self.speed[:1] if _uniform(self.speed) else self.speed
+        check_param(not np.any((sample < 1 / MAX_SPEED) | (sample > MAX_SPEED)), "speed", "Cluster",
+                    f"positive, in [{1 / MAX_SPEED:f}, {MAX_SPEED:.0f}] (a relative speed)", brief(speed))
         check_param(not isinstance(machines, bool) and isinstance(machines, (int, np.integer)) and machines >= 1
                     and (accelerators % machines == 0 if accelerators else machines == 1), "machines", "Cluster",
-                    f"a positive divisor of the accelerators ({accelerators})", machines)
-        cost_ok = isinstance(inter_machine_cost, (int, float, np.number)) and not isinstance(inter_machine_cost, bool)
-        check_param(cost_ok and 1.0 <= float(inter_machine_cost) < math.inf, "inter_machine_cost", "Cluster",
-                    "a finite number of at least 1 (the intra-machine bandwidth over the inter-machine one)",
-                    inter_machine_cost)
+                    f"a positive divisor of the accelerators ({accelerators})", brief(machines))
+        check_param(_INTER_MACHINE_COST.accepts(inter_machine_cost), "inter_machine_cost", "Cluster",
+                    f"a number in [1, {MAX_INTER_MACHINE_COST:.0f}] (the intra-machine bandwidth over the "
+                    "inter-machine one)", brief(inter_machine_cost))
         object.__setattr__(self, "machines", int(machines))
         object.__setattr__(self, "inter_machine_cost", float(inter_machine_cost))
 
@@ -230,7 +243,29 @@ class Cluster:
 
     @classmethod
     def from_dict(cls, data: dict) -> Cluster:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict` (a plan's ``cluster`` section).
+
+        A missing or unknown field is an :class:`~exactplace.core.errors.InputFormatError` naming it (and
+        the nearest known one); values are checked as the constructor checks them.
+
+        >>> Cluster.from_dict({"accelerators": 1, "cpus": 1, "memory": [None], "sped": [2.0]})
+        Traceback (most recent call last):
+        ...
+        exactplace.core.errors.InputFormatError: The cluster has an unknown field 'sped' (did you mean 'speed'?).
+        """
+        if not isinstance(data, dict):
+            raise InputFormatError(f"The cluster must be a JSON object. Got {type(data).__name__} instead.")
+        for key in data:
+            if key not in _DICT_FIELDS:
+                close = difflib.get_close_matches(str(key), _DICT_FIELDS, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"the fields are {', '.join(_DICT_FIELDS)}"
+                raise InputFormatError(f"The cluster has an unknown field {brief(key)!r} ({hint}).")
+        for key in ("accelerators", "cpus", "memory"):
+            if key not in data:
+                raise InputFormatError(f"The cluster is missing the required field {key!r}.")
+        if not isinstance(data["memory"], list):
+            raise InputFormatError(f"The cluster: field 'memory' must be a list. Got {brief(data['memory'])!r} "
+                                   "instead.")
         memory = [math.inf if x is None else x for x in data["memory"]]
         return cls(data["accelerators"], memory, data["cpus"], data.get("speed", 1.0), data.get("machines", 1),
                    data.get("inter_machine_cost", 1.0))
@@ -273,13 +308,13 @@ def _per_device(value: float | Sequence[float], name: str, k: int, *, allow_inf:
             array = np.broadcast_to(np.array(value, dtype=np.float64), (k,))
         else:
             array = np.array(list(value), dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond the largest float
         array = None
-    check_param(array is not None, name, "Cluster", "a number or a list of numbers", value)
-    check_param(array.shape == (k,), name, "Cluster", f"one number or one value per accelerator ({k})", value)
+    check_param(array is not None, name, "Cluster", "a number or a list of numbers", brief(value))
+    check_param(array.shape == (k,), name, "Cluster", f"one number or one value per accelerator ({k})", brief(value))
     sample = array[:1] if _uniform(array) else array
     bad = np.isnan(sample) | (sample < 0) | (np.isinf(sample) if not allow_inf else False)
-    check_param(not np.any(bad), name, "Cluster", "non-negative" + ("" if allow_inf else " and finite"), value)
+    check_param(not np.any(bad), name, "Cluster", "non-negative" + ("" if allow_inf else " and finite"), brief(value))
     if array.flags.writeable:
         array.setflags(write=False)
     return array

@@ -17,8 +17,9 @@ import numpy as np
 
 from exactplace.core.dag import topological_order
 from exactplace.core.errors import CycleError, GraphError
+from exactplace.core.params import brief
 
-__all__ = ["Graph", "Node"]
+__all__ = ["MAX_SUM", "Graph", "Node"]
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ class Graph:
             if isinstance(node.id, bool) or not isinstance(node.id, (int, np.integer)):
                 raise GraphError(f"Node at position {position} has id {node.id!r}; ids must be integers.")
             if not -(2**63) <= node.id < 2**63:
-                raise GraphError(f"Node at position {position} has id {node.id}; ids must fit in 64 bits.")
+                raise GraphError(f"Node at position {position} has id {brief(node.id)!r}; ids must fit in 64 bits.")
             if node.id in index:
                 raise GraphError(f"Duplicate node id {node.id}.")
             index[int(node.id)] = position
@@ -166,8 +167,8 @@ class Graph:
 
         _check_sums(self)
         src, dst, cost = self._read_edges(edges)
-        if not sum(cost.tolist(), 0.0) <= _MAX_SUM:
-            raise GraphError(f"The edge costs add up to more than {_MAX_SUM:g}, so loads would overflow.")
+        if not sum(cost.tolist(), 0.0) <= MAX_SUM:
+            raise GraphError(f"The edge costs add up to more than {MAX_SUM:g}, so loads would overflow.")
         self.src, self.dst, self.edge_cost = _frozen(src), _frozen(dst), _frozen(cost)
         for s, d in zip(src, dst):
             if self.backward[s] and not self.backward[d]:
@@ -203,10 +204,11 @@ class Graph:
                 raise CycleError(f"Edge {u} -> {v} is a self-loop; the graph must be acyclic.", [int(u)])
             c = spec[2] if len(spec) == 3 else float(self.comm[i])
             if isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating)):
-                raise GraphError(f"Edge {u} -> {v} has cost {c!r}; costs must be finite and non-negative numbers.")
+                raise GraphError(f"Edge {u} -> {v} has cost {brief(c)!r}; costs must be finite and non-negative "
+                                 "numbers.")
+            if not _finite(c) or c < 0:
+                raise GraphError(f"Edge {u} -> {v} has cost {brief(c)!r}; costs must be finite and non-negative.")
             c = float(c)
-            if not math.isfinite(c) or c < 0:
-                raise GraphError(f"Edge {u} -> {v} has cost {c!r}; costs must be finite and non-negative.")
             if (i, j) in seen and seen[(i, j)] != c:
                 raise GraphError(f"Edge {u} -> {v} is given twice with different costs ({seen[(i, j)]} and {c}).")
             seen[(i, j)] = c
@@ -333,17 +335,18 @@ def _listed(values: object, name: str, requirement: str) -> list:
         raise GraphError(f"The {name!r} parameter of Graph must be {requirement}. Got {values!r} instead.") from None
 
 
-#: Sums of a graph's values must stay below this, so that every load computed from them is finite.
-_MAX_SUM = 1e300
+#: Sums of a graph's values must stay below this, so that every load the evaluators and the methods add up
+#: (compute plus communication of one device, with rounding slack) is finite.
+MAX_SUM = 1e300
 
 
 def _check_sums(graph: Graph) -> None:
     columns = {"cpu_time": graph.cpu_time, "acc_time": graph.acc_time[graph.supported], "memory": graph.memory,
                "comm": graph.comm, "sync": graph.sync}
     for field, values in columns.items():
-        if not sum(values.tolist(), 0.0) <= _MAX_SUM:  # a plain float sum: inf on overflow, no warning
+        if not sum(values.tolist(), 0.0) <= MAX_SUM:  # a plain float sum: inf on overflow, no warning
             raise GraphError(
-                f"The nodes' {field!r} values add up to more than {_MAX_SUM:g}, so loads would overflow; "
+                f"The nodes' {field!r} values add up to more than {MAX_SUM:g}, so loads would overflow; "
                 "express them in a larger unit."
             )
 
@@ -355,6 +358,14 @@ def _adjacency(a: np.ndarray, b: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
     return tuple(_frozen(targets[bounds[i]:bounds[i + 1]].copy()) for i in range(n))
 
 
+def _finite(value: float) -> bool:
+    """``math.isfinite``, False (not OverflowError) for an integer beyond the largest float."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _check_values(node: Node) -> None:
     fields: Sequence[tuple[str, object]] = (
         ("cpu_time", node.cpu_time), ("acc_time", node.acc_time), ("memory", node.memory), ("comm", node.comm),
@@ -364,12 +375,15 @@ def _check_values(node: Node) -> None:
         if value is None and field == "acc_time":
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise GraphError(f"Node {node.id}: field {field!r} must be a number. Got {value!r} instead.")
-        if not math.isfinite(value) or value < 0:
-            raise GraphError(f"Node {node.id}: field {field!r} must be finite and non-negative. Got {value!r} instead.")
+            raise GraphError(f"Node {node.id}: field {field!r} must be a number. Got {brief(value)!r} instead.")
+        if not _finite(value) or value < 0:
+            raise GraphError(f"Node {node.id}: field {field!r} must be finite and non-negative. "
+                             f"Got {brief(value)!r} instead.")
     if not isinstance(node.backward, (bool, np.bool_)) and not (
         isinstance(node.backward, (int, np.integer)) and node.backward in (0, 1)
     ):
         raise GraphError(f"Node {node.id}: field 'backward' must be a boolean. Got {node.backward!r} instead.")
-    if node.color is not None and (isinstance(node.color, bool) or not isinstance(node.color, (int, np.integer))):
-        raise GraphError(f"Node {node.id}: field 'color' must be an integer or None. Got {node.color!r} instead.")
+    if node.color is not None and (isinstance(node.color, bool) or not isinstance(node.color, (int, np.integer))
+                                   or not -(2**63) <= node.color < 2**63):  # as ids: the file format's range
+        raise GraphError(f"Node {node.id}: field 'color' must be an integer of 64 bits or None. "
+                         f"Got {brief(node.color)!r} instead.")

@@ -17,23 +17,25 @@ Booleans may be JSON booleans or 0/1. :func:`read_workload` also reads PipeDream
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib.util
 import inspect
 import json
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from exactplace.core.cluster import Cluster
+from exactplace.core.cluster import MAX_INTER_MACHINE_COST, Cluster
 from exactplace.core.errors import InputFormatError, ParameterError, PlacementError
-from exactplace.core.graph import Graph, Node
+from exactplace.core.graph import MAX_SUM, Graph, Node
 from exactplace.core.onnx_import import onnx_to_dict, parse_model
+from exactplace.core.params import Boolean, Integer, Option, Real, brief, validate_options
 from exactplace.core.pipedream import looks_like_pipedream, pipedream_stages, pipedream_to_dict
 from exactplace.core.placement import Space
 from exactplace.core.placement_array import as_replicas_array
@@ -186,6 +188,24 @@ class _Fields:
             raise InputFormatError(f"{where} must be a JSON object. Got {type(data).__name__} instead.")
         self.data, self.where = data, where
 
+    def only(self, known: Collection[str], *, free: Collection[str] = ()) -> None:
+        """Refuse a field outside ``known`` and ``free`` (free-form annotations), naming the nearest known one.
+
+        An unknown field is refused rather than ignored: a misspelt or unsupported one
+        (``"interMachinecost"``, ``"speed"``) would otherwise solve another problem than the file states.
+        """
+        for key in self.data:
+            if key in known or key in free or (free and isinstance(key, str) and key.startswith("_")):
+                continue
+            close = difflib.get_close_matches(str(key), list(known), n=1)
+            if close:
+                hint = f"did you mean {close[0]!r}?"
+            else:
+                hint = f"the fields are {', '.join(map(repr, known))}" + (
+                    f"; free-form annotations may be named {', '.join(map(repr, sorted(free)))} or start with '_'"
+                    if free else "")
+            raise InputFormatError(f"{self.where} has an unknown field {_shown(key)} ({hint}).")
+
     def _get(self, key: str, default: Any) -> Any:
         if key not in self.data:
             if default is _REQUIRED:
@@ -193,19 +213,19 @@ class _Fields:
             return default
         return self.data[key]
 
-    def number(self, key: str, default: Any = None) -> float:
-        """A finite, non-negative number (every number of the format is a time, a size or a cost)."""
+    def number(self, key: str, default: Any = None, *, allow_inf: bool = False) -> float:
+        """A finite, non-negative number (every number of the format is a time, a size or a cost);
+        ``allow_inf`` also takes infinity (an unlimited memory), never NaN."""
         value = self._get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InputFormatError(f"{self.where}: field {key!r} must be a number. Got {_shown(value)} instead.")
         try:
             number = float(value)
         except OverflowError:  # an integer beyond the largest float
-            number = math.inf
-        if not math.isfinite(number) or number < 0:
-            raise InputFormatError(
-                f"{self.where}: field {key!r} must be a finite, non-negative number. Got {_shown(value)} instead."
-            )
+            number = math.nan  # refused below even with allow_inf: the integer is not infinity
+        if math.isnan(number) or (math.isinf(number) and not allow_inf) or number < 0:
+            kind = "a non-negative number (inf for unlimited)" if allow_inf else "a finite, non-negative number"
+            raise InputFormatError(f"{self.where}: field {key!r} must be {kind}. Got {_shown(value)} instead.")
         return number
 
     def integer(self, key: str, default: Any = None, *, low: int = -(2**63), high: int = 2**63 - 1) -> int:
@@ -215,9 +235,8 @@ class _Fields:
         if isinstance(value, bool) or not isinstance(value, int):
             raise InputFormatError(f"{self.where}: field {key!r} must be an integer. Got {_shown(value)} instead.")
         if not low <= value <= high:
-            raise InputFormatError(
-                f"{self.where}: field {key!r} must be an integer in [{low}, {high}]. Got {_shown(value)} instead."
-            )
+            raise InputFormatError(f"{self.where}: field {key!r} must be an integer in [{_limit(low)}, "
+                                   f"{_limit(high)}]. Got {_shown(value)} instead.")
         return value
 
     def optional_integer(self, key: str) -> int | None:
@@ -239,27 +258,49 @@ class _Fields:
 _REQUIRED = object()
 
 
+def _limit(bound: int) -> str:
+    """A range end for a message: ``2**62``, ``2**63 - 1``, ``-2**63`` rather than their digits.
+
+    >>> _limit(2**1000), _limit(2**63 - 1), _limit(-(2**63)), _limit(1)
+    ('2**1000', '2**63 - 1', '-2**63', '1')
+    """
+    sign, size = ("-" if bound < 0 else ""), abs(bound)
+    if size < 2**20:
+        return str(bound)
+    if size & (size - 1) == 0:
+        return f"{sign}2**{size.bit_length() - 1}"
+    if (size + 1) & size == 0:
+        return f"{sign}2**{size.bit_length()} - 1"
+    return str(bound)
+
+
 def _shown(value: Any) -> str:
     """A value for an error message, cut short (a JSON number may have thousands of digits)."""
-    if isinstance(value, int) and abs(value) >= 10**30:
-        return f"an integer of {len(str(abs(value)))} digits"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return repr(brief(value))
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-#: Sums of a workload's values must stay below this, so that every load the evaluators and the
-#: methods add up (compute plus communication of one device, with rounding slack) is finite.
-_MAX_SUM = 1e300
 
 
 def _check_sums(columns: Mapping[str, list[float]]) -> None:
     for name, values in columns.items():
         total = sum(values, 0.0)  # plain float sum: inf on overflow, never an exception
-        if not total <= _MAX_SUM:
+        if not total <= MAX_SUM:
             raise InputFormatError(
-                f"The workload's {name!r} values add up to more than {_MAX_SUM:g}, so loads would overflow; "
+                f"The workload's {name!r} values add up to more than {MAX_SUM:g}, so loads would overflow; "
                 "express them in a larger unit (e.g. seconds instead of nanoseconds)."
             )
+
+
+#: The fields of a workload file, at each level. ``size`` of an edge (bytes), ``layerId`` and ``name`` of a
+#: node are debug fields of the published instances: read, and ``name`` kept.
+WORKLOAD_FIELDS = ("maxSizePerFPGA", "maxFPGAs", "maxCPUs", "machines", "interMachineCost", "nodes", "edges")
+NODE_FIELDS = ("id", "supportedOnFpga", "cpuLatency", "fpgaLatency", "isBackwardNode", "size", "colorClass", "name",
+               "layerId", "syncLatency")
+EDGE_FIELDS = ("sourceId", "destId", "cost", "size")
+#: Free-form top-level annotations a workload may carry (as may any top-level field whose name starts with
+#: ``_``): kept in ``Workload.extra`` and written back, never read. Every other unknown field is an error.
+ANNOTATION_FIELDS = ("comment", "description", "name", "notes", "source", "version")
 
 
 def workload_from_dict(data: Any, name: str = "workload") -> Workload:
@@ -268,12 +309,19 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     Raises
     ------
     InputFormatError
-        A required field is missing or has the wrong type (the message names it).
+        A required field is missing, has the wrong type, or a field is unknown (the message names it and
+        the nearest known field; see ``WORKLOAD_FIELDS``, ``NODE_FIELDS``, ``EDGE_FIELDS`` and the free-form
+        ``ANNOTATION_FIELDS``).
     GraphError
         The graph is invalid (cycle, unknown node, duplicate id, bad value).
     """
     top = _Fields(data, "The workload")
-    memory = top.number("maxSizePerFPGA", _REQUIRED)
+    if data.get("format") == "exactplace-plan":
+        raise InputFormatError("The workload is an exactplace plan (what solve --out writes), not a workload.")
+    if "nodes" not in data and {"fpgas", "cpus"} & data.keys():
+        raise InputFormatError("The workload is a split (fields 'fpgas' and 'cpus'), not a workload.")
+    top.only(WORKLOAD_FIELDS, free=ANNOTATION_FIELDS)
+    memory = top.number("maxSizePerFPGA", _REQUIRED, allow_inf=True)
     accelerators = top.integer("maxFPGAs", _REQUIRED, low=0, high=2**1000)
     cpus = top.integer("maxCPUs", _REQUIRED, low=0, high=2**1000)
     nodes = []
@@ -281,6 +329,7 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
         named = isinstance(raw, dict) and "id" in raw
         where = f"Node {_shown(raw['id'])}" if named else f"Node at position {position}"
         f = _Fields(raw, where)
+        f.only(NODE_FIELDS)
         node_id = f.integer("id", _REQUIRED)
         supported = f.boolean("supportedOnFpga", _REQUIRED)
         acc_time = f.number("fpgaLatency", _REQUIRED)  # required even when unused (unsupported node)
@@ -302,6 +351,7 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
         if isinstance(raw, dict) and "sourceId" in raw and "destId" in raw:
             where += f" ({_shown(raw['sourceId'])} -> {_shown(raw['destId'])})"
         f = _Fields(raw, where)
+        f.only(EDGE_FIELDS)
         edges.append((f.integer("sourceId", _REQUIRED), f.integer("destId", _REQUIRED), f.number("cost", _REQUIRED)))
     _check_sums({
         "cpuLatency": [v.cpu_time for v in nodes],
@@ -325,9 +375,10 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     if accelerators % machines:
         raise InputFormatError(
             f"The workload's 'machines' ({machines}) must divide its 'maxFPGAs' ({_shown(accelerators)}).")
-    if inter_machine_cost < 1.0:
-        raise InputFormatError(f"The workload's 'interMachineCost' ({inter_machine_cost:g}) must be at least 1 (the "
-                               "intra-machine bandwidth over the inter-machine one).")
+    if not 1.0 <= inter_machine_cost <= MAX_INTER_MACHINE_COST:
+        raise InputFormatError(f"The workload's 'interMachineCost' ({inter_machine_cost:g}) must be in [1, "
+                               f"{MAX_INTER_MACHINE_COST:.0f}] (the intra-machine bandwidth over the inter-machine "
+                               "one).")
     # A two-level cluster keeps every accelerator: its machines are what the split is priced by.
     two_level = inter_machine_cost > 1.0
     stated = {key: count for key, count in (("maxFPGAs", accelerators), ("maxCPUs", cpus))
@@ -338,8 +389,7 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     cluster = Cluster(accelerators=accelerators if two_level else min(accelerators, graph.n), memory=memory,
                       cpus=min(cpus, graph.n), machines=machines if two_level else 1,
                       inter_machine_cost=inter_machine_cost)
-    extra = {k: v for k, v in data.items()
-             if k not in {"maxSizePerFPGA", "maxFPGAs", "maxCPUs", "nodes", "edges", "machines", "interMachineCost"}}
+    extra = {k: v for k, v in data.items() if k not in WORKLOAD_FIELDS}
     return Workload(graph=graph, cluster=cluster, name=name, extra=extra, stated=stated)
 
 
@@ -409,6 +459,17 @@ def _installed(module: str) -> bool:
         return False
 
 
+#: The cluster options of the importers, checked here, before any conversion (a NaN memory or bandwidth
+#: would otherwise read as unlimited).
+_IMPORT_OPTIONS = {
+    "memory": Option("memory", Real(low=0, finite=False), None, "bytes per accelerator, inf for unlimited"),
+    "bandwidth": Option("bandwidth", Real(low=0, low_closed=False, finite=False), None, "bytes per second, or inf"),
+    "accelerators": Option("accelerators", Integer(low=0), None, "number of accelerators"),
+    "cpus": Option("cpus", Integer(low=0), None, "number of CPUs"),
+    "training": Option("training", Boolean(), None, "add backward nodes"),
+}
+
+
 def workload_from_text(text: str | bytes, path: PathLike, format: str | None = None, **options: Any) -> Workload:
     """The workload in ``text`` (the file's content, as text or bytes), read from ``path`` (its name
     comes from the file name): see :func:`read_workload`, which reads the file and calls this."""
@@ -421,6 +482,7 @@ def workload_from_text(text: str | bytes, path: PathLike, format: str | None = N
         applies = "apply only to PipeDream profiles and ONNX models" if importer is None else (
             f"do not apply to {_KINDS[chosen]} (they take {', '.join(sorted(known))})")
         raise ParameterError(f"read_workload: options {sorted(set(options) - known)} {applies}")
+    validate_options(options, _IMPORT_OPTIONS, "read_workload")
     if chosen == "onnx":
         data = text.encode("utf-8") if isinstance(text, str) else text
         guessed = format is None and Path(path).suffix.lower() != ".onnx"

@@ -28,7 +28,36 @@ import numpy as np
 
 from exactplace.core.errors import check_param
 
-__all__ = ["Boolean", "Choice", "Constraint", "Integer", "Option", "Real", "validate_options"]
+__all__ = ["Boolean", "Choice", "Constraint", "Integer", "Option", "Real", "brief", "validate_options"]
+
+
+class _Brief:
+    """A value shown in an error message: its repr, cut short (a huge integer has hundreds of digits)."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        value = self.value
+        if isinstance(value, (int, np.integer)) and not _is_bool(value) and abs(int(value)) >= 10**30:
+            return f"an integer of {_digits(int(value))} digits"
+        text = repr(value)
+        return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _digits(value: int) -> int:
+    """Decimal digits of a large integer, without ``str()`` (refused beyond 4300 digits)."""
+    count = int(math.log10(abs(value))) + 1
+    return count - 1 if abs(value) < 10 ** (count - 1) else count + (abs(value) >= 10**count)
+
+
+def brief(value: object) -> object:
+    """``value`` for :func:`~exactplace.core.errors.check_param`'s "Got ... instead", cut short.
+
+    >>> brief(10**400), brief(2.5)
+    (an integer of 401 digits, 2.5)
+    """
+    return _Brief(value)
 
 
 def _is_bool(value: object) -> bool:
@@ -96,7 +125,10 @@ class Real(Constraint):
     def accepts(self, value: object) -> bool:
         if _is_bool(value) or not isinstance(value, (int, float, np.integer, np.floating)):
             return False
-        x = float(value)
+        try:
+            x = float(value)
+        except OverflowError:  # an integer beyond the largest float is no number a computation can use
+            return False
         if math.isnan(x) or (self.finite and math.isinf(x)):
             return False
         if self.low is not None and (x < self.low or (x == self.low and not self.low_closed)):
@@ -152,4 +184,4 @@ def validate_options(values: Mapping[str, Any], declared: Mapping[str, Option], 
     for name, value in values.items():
         option = declared.get(name)
         if option is not None:
-            check_param(option.constraint.accepts(value), name, function, str(option.constraint), value)
+            check_param(option.constraint.accepts(value), name, function, str(option.constraint), brief(value))

@@ -48,7 +48,7 @@ from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any
 
 from exactplace.core.errors import InputFormatError, ParameterError, PlacementError, check_param
-from exactplace.core.graph import _MAX_SUM
+from exactplace.core.graph import MAX_SUM
 
 if TYPE_CHECKING:
     from exactplace.core.cluster import Cluster
@@ -282,14 +282,14 @@ def _check_sums(nodes: dict[str, dict[str, Any]], kept: list[str], edges: list[t
     naming the profile line or the bandwidth at fault. The sums are the workload loader's, in its order, so
     whatever passes here passes there."""
     def passes(values: Iterable[float]) -> bool:
-        return sum(values, 0.0) <= _MAX_SUM  # plain float sum, as the loader's: inf (or nan) fails
+        return sum(values, 0.0) <= MAX_SUM  # plain float sum, as the loader's: inf (or nan) fails
 
     def culprit(key: str) -> str:
         """The profile node at which the running sum of ``key`` passes the bound (the sum only grows)."""
         running = 0.0
         for entry in out_nodes:
             running += entry.get(key, 0.0)
-            if not running <= _MAX_SUM:
+            if not running <= MAX_SUM:
                 return str(entry["name"]).removesuffix(".backward")
         return kept[-1]
 
@@ -297,7 +297,7 @@ def _check_sums(nodes: dict[str, dict[str, Any]], kept: list[str], edges: list[t
                                                                       "bytes")):
         if not passes(e[key] for e in out_nodes):
             name = culprit(key)
-            raise InputFormatError(f"Line {nodes[name]['line']}: the profile's {what} pass {_MAX_SUM:g} {unit} in "
+            raise InputFormatError(f"Line {nodes[name]['line']}: the profile's {what} pass {MAX_SUM:g} {unit} in "
                                    f"all at {_label(name, nodes[name])}, so loads would overflow.")
     option = "bandwidth (--bandwidth on the command line)"
     costs = [e["cost"] for e in out_edges]
@@ -305,14 +305,14 @@ def _check_sums(nodes: dict[str, dict[str, Any]], kept: list[str], edges: list[t
         worst = max((u for u, _ in edges), key=lambda u: nodes[u]["activation_size"])
         raise ParameterError(
             f"The {option} {bandwidth:g} bytes per second is too small for this profile: its transfers would take "
-            f"more than {_MAX_SUM:g} ms in all ({_label(worst, nodes[worst])} sends "
+            f"more than {MAX_SUM:g} ms in all ({_label(worst, nodes[worst])} sends "
             f"{nodes[worst]['activation_size']:g} bytes); give a larger bandwidth, or inf for free transfers.")
     if not passes(e.get("syncLatency", 0.0) for e in out_nodes):
         worst = max(kept, key=lambda n: nodes[n]["parameter_size"])
         shown = option if sync_name == "bandwidth" else "sync_bandwidth"
         raise ParameterError(
             f"The {shown} {sync_bandwidth:g} bytes per second is too small for this profile: synchronising its "
-            f"parameters would take more than {_MAX_SUM:g} ms in all ({_label(worst, nodes[worst])} holds "
+            f"parameters would take more than {MAX_SUM:g} ms in all ({_label(worst, nodes[worst])} holds "
             f"{nodes[worst]['parameter_size']:g} bytes); give a larger bandwidth, or inf for free replication.")
 
 

@@ -21,14 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from exactplace.core.errors import GraphError, check_param
+from exactplace.core.errors import GraphError, ParameterError, check_param
 from exactplace.core.graph import Graph, Node
+from exactplace.core.params import Real, brief
 from exactplace.runtime.kernels import move_to
 
 __all__ = ["TorchGraph", "fit_bandwidth", "from_torch"]
 
 COMPUTE_OPS = ("call_module", "call_function", "call_method")
 GRANULARITIES = ("operator", "module")
+#: Each term of the communication model ``(a, b)``: a time per byte or a time, at most 1e100 (no overflow).
+_BANDWIDTH_TERM = Real(low=0, high=1e100)
 
 
 class TorchGraph(Graph):
@@ -173,10 +176,15 @@ def from_torch(
         Times in milliseconds, memory in bytes; node ids are positions (forward nodes first, in
         program order; backward node of forward node ``i`` has id ``forward_count + i``).
 
+    Profiling runs the module in eval mode (train mode with ``training=True``); the module's and every
+    submodule's ``training`` flag are left as they were, even when capture fails.
+
     Raises
     ------
     GraphError
         The module cannot be traced by torch.fx (the message gives torch's reason).
+    ParameterError
+        A parameter is out of range (the message names it).
     """
     torch = _torch()
 
@@ -185,6 +193,26 @@ def from_torch(
                 granularity)
     check_param(isinstance(example_inputs, (tuple, list)), "example_inputs", "from_torch", "a tuple of inputs",
                 example_inputs)
+    check_param(isinstance(training, bool), "training", "from_torch", "True or False", training)
+    check_param(isinstance(device, str), "device", "from_torch", "a device name such as 'cpu' or 'cuda:0'", device)
+    for name, value, low in (("warmup", warmup, 0), ("repeats", repeats, 1)):
+        check_param(isinstance(value, int) and not isinstance(value, bool) and low <= value <= 10**6, name,
+                    "from_torch", f"an integer in [{low}, 1000000]", brief(value))
+    check_param(bandwidth is None or (isinstance(bandwidth, (tuple, list)) and len(bandwidth) == 2
+                                      and all(_BANDWIDTH_TERM.accepts(x) for x in bandwidth)),
+                "bandwidth", "from_torch", "None or a pair (a, b) of finite non-negative numbers", brief(bandwidth))
+    # The traced module shares the user's submodules: switching it to eval or train mode would switch theirs.
+    modes = [(sub, sub.training) for sub in module.modules()]
+    try:
+        return _capture(torch, module, example_inputs, training, device, granularity, warmup, repeats, bandwidth)
+    finally:
+        for sub, mode in modes:
+            sub.training = mode
+
+
+def _capture(torch: Any, module: Any, example_inputs: Sequence[Any], training: bool, device: str,
+             granularity: str, warmup: int, repeats: int, bandwidth: tuple[float, float] | None) -> TorchGraph:
+    """:func:`from_torch` once its parameters are checked (it restores the module's training flags after)."""
     try:
         traced = torch.fx.symbolic_trace(module)
     except Exception as error:  # torch raises TraceError, TypeError, ... for untraceable code
@@ -193,10 +221,17 @@ def from_torch(
 
     traced.eval() if not training else traced.train()
     with one_thread_per_op():  # a CPU node's time is its time on one core
-        cpu_times, outputs = _profile(traced, tuple(example_inputs), "cpu", warmup, repeats)
-        a, b = bandwidth if bandwidth is not None else fit_bandwidth(device)
-        acc_times = cpu_times if device == "cpu" else _profile(traced, tuple(example_inputs), device, warmup,
-                                                                 repeats)[0]
+        try:
+            cpu_times, outputs = _profile(traced, tuple(example_inputs), "cpu", warmup, repeats)
+        except Exception as error:  # torch raises RuntimeError, TypeError, ... for inputs the module does not take
+            raise ParameterError(f"from_torch could not run {type(module).__name__} on its example_inputs: "
+                                 f"{_first_line(error)}") from None
+        try:
+            a, b = bandwidth if bandwidth is not None else fit_bandwidth(device)
+            acc_times = cpu_times if device == "cpu" else _profile(traced, tuple(example_inputs), device, warmup,
+                                                                     repeats)[0]
+        except Exception as error:  # an unknown or absent device
+            raise ParameterError(f"from_torch could not profile on device {device!r}: {_first_line(error)}") from None
 
     fx_nodes = [n for n in traced.graph.nodes if n.op in COMPUTE_OPS]
     position = {n.name: i for i, n in enumerate(fx_nodes)}
@@ -234,6 +269,12 @@ def from_torch(
     targets = [str(n.target) if n.op == "call_module" else None for n in fx_nodes]
     return TorchGraph(nodes, edges, module=traced, fx_names=[n.name for n in fx_nodes], targets=targets,
                       example_inputs=tuple(example_inputs), bandwidth=(a, b), device=device)
+
+
+def _first_line(error: BaseException) -> str:
+    """The first line of torch's message (the rest is the fx node it ran, and a traceback)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _module_colors(fx_nodes: list[Any]) -> list[int]:

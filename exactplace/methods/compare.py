@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from exactplace.core.cluster import Cluster
-from exactplace.core.errors import ExactplaceError, PlacementError, check_param
+from exactplace.core.errors import ExactplaceError, ParameterError, PlacementError, check_param
 from exactplace.core.graph import Graph
 from exactplace.core.interrupt import handled_interrupt
 from exactplace.core.io import Workload, read_placement
 from exactplace.core.objectives import OBJECTIVES
+from exactplace.core.params import Real, brief
 from exactplace.core.placement import Limit
+from exactplace.core.placement_array import as_device_array
 from exactplace.evaluators import evaluate
 from exactplace.methods.front_door import solve
 from exactplace.methods.registry import available_methods, registered_methods
@@ -39,6 +41,30 @@ def _score(graph: Graph, cluster: Cluster, device: np.ndarray, objective: str, o
         return math.nan
 
 
+#: Seconds per method: what :func:`~exactplace.methods.front_door.solve` takes.
+_TIME_LIMIT = Real(low=0, low_closed=False, finite=False)
+
+
+def _names(values: object, parameter: str, requirement: str) -> tuple[Any, ...]:
+    """A sequence of names as a tuple; a string is one name or a comma-separated list, as on the command line."""
+    if isinstance(values, str):
+        return tuple(part.strip() for part in values.split(","))
+    try:
+        return tuple(values)  # type: ignore[arg-type]
+    except TypeError:  # not iterable
+        check_param(False, parameter, "compare", requirement, brief(values))
+        return ()
+
+
+def _split_array(graph: Graph, cluster: Cluster, label: object, split: object) -> np.ndarray:
+    """A split given as a device array, checked against the graph and cluster (ParameterError naming its row)."""
+    try:
+        return as_device_array(graph, cluster, split)
+    except (ExactplaceError, TypeError, ValueError) as error:
+        raise ParameterError(f"The 'splits' parameter of compare: split {brief(label)!r} must be a split file or "
+                             f"a device array placing every node of this graph on this cluster ({error}).") from None
+
+
 def compare(
     workload: Workload,
     methods: Sequence[str] | None = None,
@@ -51,12 +77,13 @@ def compare(
     Parameters
     ----------
     workload : Workload
-    methods : sequence of str, optional
-        Method names; default every available method.
-    objectives : sequence of str
-        The objectives to score each placement under (columns of the table).
+    methods : sequence of str or str, optional
+        Method names (a string: one name, or a comma-separated list such as ``"dp,greedy"``); default
+        every available method.
+    objectives : sequence of str or str
+        The objectives to score each placement under (columns of the table); a string as for ``methods``.
     time_limit : float or None, default 60
-        Seconds per method.
+        Seconds per method (positive; ``inf`` or None: no limit).
     splits : mapping of name to split file or device array, optional
         Extra rows (reference or expert splits), scored the same way.
 
@@ -88,15 +115,24 @@ def compare(
     import pandas as pd  # here, not at module level: ``import exactplace`` stays light
 
     check_param(isinstance(workload, Workload), "workload", "compare", "a Workload", type(workload).__name__)
-    objectives = tuple(objectives)
+    objectives = _names(objectives, "objectives", f"a non-empty sequence of {list(OBJECTIVES)}")
     check_param(bool(objectives) and all(o in OBJECTIVES for o in objectives), "objectives", "compare",
-                f"a non-empty sequence of {list(OBJECTIVES)}", objectives)
+                f"a non-empty sequence of {list(OBJECTIVES)}", brief(objectives))
     known = registered_methods()
-    names = list(methods) if methods is not None else available_methods()
-    check_param(bool(names), "methods", "compare", f"a non-empty list of method names from {sorted(known)}", methods)
+    requirement = f"a non-empty list of method names from {sorted(known)}"
+    names = list(_names(methods, "methods", requirement)) if methods is not None else available_methods()
+    check_param(bool(names), "methods", "compare", requirement, brief(methods))
     for name in names:
-        check_param(name in known, "methods", "compare", f"method names from {sorted(known)}", name)
+        check_param(isinstance(name, str) and name in known, "methods", "compare", f"method names from "
+                    f"{sorted(known)}", brief(name))
+    check_param(time_limit is None or _TIME_LIMIT.accepts(time_limit), "time_limit", "compare",
+                "a positive number (seconds per method) or None", brief(time_limit))
+    check_param(splits is None or isinstance(splits, Mapping), "splits", "compare",
+                "a mapping of row name to split file or device array", brief(splits))
     graph, cluster = workload.graph, workload.cluster
+    # The extra rows are read and checked before any method runs: a bad split costs nothing.
+    given = {label: read_placement(split, graph, cluster) if isinstance(split, (str, Path))
+             else _split_array(graph, cluster, label, split) for label, split in (splits or {}).items()}
     rows, bounds = [], []
     interrupted = False
     for name in names:
@@ -126,8 +162,7 @@ def compare(
         if p.bound is not None and own == objectives[0]:
             bounds.append((p.bound, name, None if p.space is None else p.space.value))
         rows.append(row)
-    for label, split in (splits or {}).items():
-        device = read_placement(split, graph, cluster) if isinstance(split, (str, Path)) else np.asarray(split)
+    for label, device in given.items():
         row = {"method": label, "status": "given", "optimized": "", "note": ""}
         for objective in objectives:
             row[objective] = _score(graph, cluster, device, objective, None)

@@ -20,11 +20,12 @@ from exactplace.core.errors import (
     TooLargeError,
     check_param,
 )
+from exactplace.core.failures import failures_during
 from exactplace.core.graph import Graph
 from exactplace.core.interrupt import handled_interrupt
 from exactplace.core.io import Workload
 from exactplace.core.objectives import OBJECTIVES, SCORE_ONLY, SCORING_OPTIONS
-from exactplace.core.params import Real, validate_options
+from exactplace.core.params import Real, brief, validate_options
 from exactplace.core.placement import Limit, Placement, Status
 from exactplace.core.placement_array import as_device_array, as_replicas_array, as_subgraph_array
 from exactplace.evaluators import check_feasibility, evaluate
@@ -105,13 +106,21 @@ def _check_options(objective: str, method: str, options: Mapping[str, Any]) -> N
         validate_options({key: value}, methods[method if method != "auto" else declarers[0]].options, "solve")
 
 
-def _choose(problem: Problem) -> tuple[type[Method], dict[str, str]]:
-    """``method="auto"``: the first method of ``AUTO_ORDER`` that can run the problem, and why others were not."""
+#: Options that change what a method shows, never what it finds: ``method="auto"`` passes over no method for them,
+#: and the method it picks runs without those it does not take.
+OUTPUT_OPTIONS = ("log", "progress")
+
+
+def _choose(problem: Problem) -> tuple[type[Method], dict[str, str], Problem]:
+    """``method="auto"``: the first method of ``AUTO_ORDER`` that can run the problem, why others were not, and the
+    problem as that method takes it (without the output options it does not take)."""
     methods = registered_methods()
     passed_over: dict[str, str] = {}
-    own = [k for k in problem.options if k not in OBJECTIVE_OPTIONS]
+    own = [k for k in problem.options if k not in OBJECTIVE_OPTIONS and k not in OUTPUT_OPTIONS]
     for name in AUTO_ORDER[problem.objective]:
         cls = methods[name]
+        fitted = dataclasses.replace(problem, options={
+            k: v for k, v in problem.options.items() if k not in OUTPUT_OPTIONS or k in cls.options})
         reason = None
         if not cls.available():
             reason = f"not installed (needs {', '.join(cls.missing())})"
@@ -119,12 +128,12 @@ def _choose(problem: Problem) -> tuple[type[Method], dict[str, str]]:
             reason = f"takes no option {next(k for k in own if k not in cls.options)!r}"
         else:
             try:
-                cls.check(problem)
-                reason = cls.unsuited(problem)
+                cls.check(fitted)
+                reason = cls.unsuited(fitted)
             except (ParameterError, TooLargeError) as error:
                 reason = str(error)
         if reason is None:
-            return cls, passed_over
+            return cls, passed_over, fitted
         passed_over[name] = reason
     reasons = "; ".join(f"{name}: {why}" for name, why in passed_over.items())
     raise SolverUnavailableError(
@@ -225,8 +234,8 @@ def solve(
     if method != "auto":
         get_method(method, objective)
     check_param(time_limit is None or _TIME_LIMIT.accepts(time_limit), "time_limit", "solve",
-                "a positive number or None", time_limit)
-    check_param(_REL_GAP.accepts(rel_gap), "rel_gap", "solve", "a number in [0, 1)", rel_gap)
+                "a positive number or None", brief(time_limit))
+    check_param(_REL_GAP.accepts(rel_gap), "rel_gap", "solve", "a number in [0, 1)", brief(rel_gap))
     _check_options(objective, method, options)
     start = time.monotonic()
     deadline = None if time_limit is None or math.isinf(time_limit) else start + float(time_limit)
@@ -240,7 +249,7 @@ def solve(
                       limit_given=time_limit is not None, warm_subgraph=warm_subgraph, started=start)
     passed_over: dict[str, str] = {}
     if method == "auto":
-        cls, passed_over = _choose(problem)
+        cls, passed_over, problem = _choose(problem)
     else:
         cls = get_method(method, objective)
         if not cls.available():
@@ -257,12 +266,17 @@ def solve(
         result = MethodResult(None, Status.INFEASIBLE, solver="precheck", info={"reason": reason})
         return _referee(problem, cls, result, time.monotonic() - start, extra)
 
-    try:
-        result = _run(cls, problem)
-    except KeyboardInterrupt:
-        # Ctrl-C during a method that does not handle it itself: keep the warm start, if any.
-        status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
-        result = MethodResult(warm, status, limit=Limit.INTERRUPT)
+    with failures_during() as failures:
+        try:
+            result = _run(cls, problem)
+        except KeyboardInterrupt:
+            # Ctrl-C during a method that does not handle it itself: keep the warm start, if any.
+            status = Status.FEASIBLE if warm is not None else Status.NO_SOLUTION
+            result = MethodResult(warm, status, limit=Limit.INTERRUPT)
+    if failures:  # what the result survived: told apart from a method that proves no bound
+        counted = {failure: failures.count(failure) for failure in failures}
+        said = [failure if times == 1 else f"{failure} ({times} solves)" for failure, times in counted.items()]
+        result = dataclasses.replace(result, info={**result.info, "solver_failures": said})
     if result.device is None and result.limit is Limit.TIME:
         result = _fallback(problem, result)
     if result.limit is Limit.INTERRUPT:  # the caller gets the result; the process is not ending by Ctrl-C
