@@ -21,7 +21,8 @@ and a verdict with its reason:
   installed, a split file that does not fit the instance, an error, Ctrl-C).
 
 Ctrl-C stops the run: the cells done are kept and reported, the interrupted one and the rest
-are marked as not run.
+are marked as not run. Such tables go to new files only (:func:`partial_name` where a table is
+already there), so a complete table is never replaced by a partial one.
 
 Examples
 --------
@@ -54,7 +55,7 @@ from exactplace.regress import finite, markdown_table, solve_job
 
 __all__ = ["BELOW_MODEL", "COLUMNS", "CSV_FIELDS", "DEFAULT_LATENCY_TIME_LIMIT", "DEFAULT_TIME_LIMIT",
            "DEFAULT_WORKLOADS", "TABLES", "VERDICTS", "Cell", "Column", "PaperTables", "Row", "decimals",
-           "read_reference", "run_tables", "summary", "within_print"]
+           "partial_name", "read_reference", "run_tables", "summary", "table_files", "within_print"]
 
 #: Where the published workloads are looked for by default: beside the checkout, as the tests do.
 DEFAULT_WORKLOADS = Path("../shared") / "workloads"
@@ -259,7 +260,7 @@ def read_reference(workloads: str | Path = DEFAULT_WORKLOADS, only: Sequence[str
     reference = folder / "reference.csv"
     if not reference.is_file():
         raise InputFormatError(
-            f"{str(folder)!r} holds no reference.csv: give the folder of the published workloads with --workloads "
+            f"{str(workloads)!r} holds no reference.csv: give the folder of the published workloads with --workloads "
             f"DIR (the one with reference.csv, throughput/, latency/, experts/ and splits/; default "
             f"{DEFAULT_WORKLOADS}, beside the checkout).")
     with open(reference, newline="", encoding="utf-8") as handle:
@@ -290,6 +291,25 @@ def read_reference(workloads: str | Path = DEFAULT_WORKLOADS, only: Sequence[str
     return rows
 
 
+def table_files(table: str) -> tuple[str, str]:
+    """The CSV and Markdown file names of one table (``throughput`` or ``latency``).
+
+    >>> table_files("latency")
+    ('table_latency.csv', 'table_latency.md')
+    """
+    return f"table_{table}.csv", f"table_{table}.md"
+
+
+def partial_name(name: str) -> str:
+    """Where a table interrupted by Ctrl-C goes when ``name`` is already there (kept: it may be complete).
+
+    >>> partial_name("table_latency.csv")
+    'table_latency.partial.csv'
+    """
+    stem, dot, suffix = name.rpartition(".")
+    return f"{stem}.partial.{suffix}" if dot else f"{name}.partial"
+
+
 Progress = Callable[[str, float | None], AbstractContextManager[Any]]
 
 
@@ -315,8 +335,9 @@ class PaperTables:
         texts = {}
         for table in COLUMNS:
             if self.table(table):
-                texts[f"table_{table}.csv"] = self.csv(table)
-                texts[f"table_{table}.md"] = self.markdown(table)
+                csv_name, md_name = table_files(table)
+                texts[csv_name] = self.csv(table)
+                texts[md_name] = self.markdown(table)
         return texts
 
     def csv(self, table: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -230,3 +231,83 @@ def test_a_cell_that_fails_is_reported_and_the_run_goes_on(tmp_path: Path, capsy
     rows = read_csv(tmp_path / "out" / "table_throughput.csv")
     assert len(rows) == 4 and all(r["status"] == "error" and "InputFormatError" in r["reason"] for r in rows)
     assert "4 values, 0 equal" in capsys.readouterr().out
+
+
+def refuse_solving(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if a cell is solved: a bad output path must be found before any work."""
+    def solve_job(job: dict[str, Any]) -> Any:
+        raise AssertionError(f"{job['key']} was solved before the output was refused")
+
+    monkeypatch.setattr(paper, "solve_job", solve_job)
+
+
+def test_every_output_path_is_checked_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    folder = small_folder(tmp_path / "workloads")
+    refuse_solving(monkeypatch)
+    taken = tmp_path / "taken"
+    (taken / "table_throughput.csv").mkdir(parents=True)
+    partial = tmp_path / "partial"
+    (partial / "table_throughput.partial.md").mkdir(parents=True)
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    (tmp_path / "readonly").mkdir()
+    access = os.access  # a read-only folder, as os.access reports it to anyone but root
+    monkeypatch.setattr(os, "access", lambda path, mode, *args, **kwargs: False if mode & os.W_OK and str(path) == str(
+        tmp_path / "readonly") else access(path, mode, *args, **kwargs))
+    cases = [
+        ("", "--out-dir '' names no directory"),
+        (str(tmp_path / "readonly"), "is not writable"),
+        (str(tmp_path / "readonly" / "new"), "is not writable"),
+        (str(taken), "table_throughput.csv' is a directory"),
+        (str(partial), "table_throughput.partial.md' is a directory"),
+        (str(tmp_path / "file" / "sub"), "is not a directory"),
+    ]
+    for out_dir, message in cases:
+        assert status(["paper-tables", "--workloads", str(folder), "--out-dir", out_dir]) == 2, out_dir
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0] and ".tmp" not in err[0], (out_dir, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "partial", "readonly", "taken", "workloads"]
+    assert not any((tmp_path / "readonly").iterdir())
+
+
+def interrupt_second_solve(monkeypatch: pytest.MonkeyPatch, how: str) -> list[str]:
+    """Stop the run while its second cell solves: Ctrl-C, or SIGTERM sent to this process."""
+    import signal
+
+    from exactplace.cli import main as cli
+
+    monkeypatch.setattr(cli._Terminated, "seen", False)  # restored after the test: other tests see no SIGTERM
+    solved, calls = paper.solve_job, []
+
+    def solve_job(job: dict[str, Any]) -> Any:
+        calls.append(job["key"])
+        if len(calls) == 2:
+            if how == "SIGTERM":
+                os.kill(os.getpid(), signal.SIGTERM)
+            raise KeyboardInterrupt
+        return solved(job)
+
+    monkeypatch.setattr(paper, "solve_job", solve_job)
+    return calls
+
+
+@pytest.mark.parametrize("how, code, line", [("Ctrl-C", 130, "exactplace paper-tables: interrupted"),
+                                             ("SIGTERM", 143, "exactplace paper-tables: terminated")])
+def test_a_stopped_run_never_replaces_a_complete_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str], how: str, code: int,
+                                                       line: str) -> None:
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    complete = {"table_throughput.csv": "the complete CSV\n", "table_throughput.md": "# the complete table\n"}
+    for name, text in complete.items():
+        (out_dir / name).write_text(text, encoding="utf-8")
+    interrupt_second_solve(monkeypatch, how)
+    assert status(["paper-tables", "--workloads", str(small_folder(tmp_path / "workloads")),
+                   "--out-dir", str(out_dir)]) == code
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [line]
+    assert {name: (out_dir / name).read_text(encoding="utf-8") for name in complete} == complete
+    rows = read_csv(out_dir / "table_throughput.partial.csv")
+    assert [r["status"] for r in rows] == ["optimal", "not run", "not run", "not run"] and rows[0]["ours"]
+    assert "**Interrupted (Ctrl-C)" in (out_dir / "table_throughput.partial.md").read_text(encoding="utf-8")
+    assert "table_throughput.csv, table_throughput.md kept as they were" in captured.out

@@ -5,8 +5,10 @@ bad path costs nothing) and :func:`write_output` (after), so none can lose a use
 
 * ``--out ''`` is an error; ``--out -`` means standard output;
 * an output that is one of the inputs is an error, found before any work;
-* a missing directory, a directory given as the file, or a directory without write
-  permission is an error, found before any work;
+* a missing directory, a directory given as the file (``out/`` too, existing or not), a
+  regular file in the place of a directory (``notes.txt/plan.json``), a directory without
+  write permission or a name too long for the file system is an error, found before any work;
+* an error while writing names the user's file, never the temporary one;
 * the file is written to a temporary file in the same directory, flushed, fsync'ed and
   renamed over the target, so a full disk or a Ctrl-C leaves either the old file or the
   complete new one, never a truncated one;
@@ -46,7 +48,7 @@ from pathlib import Path
 
 from exactplace.core.errors import ParameterError
 
-__all__ = ["STDIO", "check_output", "same_file", "write_output"]
+__all__ = ["STDIO", "check_output", "check_output_dir", "same_file", "write_output"]
 
 #: The file name that means standard input (for inputs) or standard output (for ``--out``).
 STDIO = "-"
@@ -84,11 +86,42 @@ def check_output(path: str | None, inputs: Iterable[str | os.PathLike], flag: st
         return
     if os.path.isdir(path):
         raise ParameterError(f"{flag} {path!r} is a directory; give a file name inside it.")
+    if os.path.basename(path) in ("", ".", ".."):  # "out/", "out/.": abspath would drop the ending
+        raise ParameterError(f"{flag} {path!r} names a directory, not a file; give a file name.")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
+        blocker = _not_a_directory(folder)
+        if blocker is not None:
+            raise ParameterError(f"{flag} {path!r}: {blocker!r} is a file, not a directory.")
         raise ParameterError(f"{flag} {path!r}: the directory {folder!r} does not exist.")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ParameterError(f"{flag} {path!r}: the directory {folder!r} is not writable.")
+    if len(os.fsencode(Path(path).name)) > _name_max(folder):
+        raise ParameterError(f"{flag} {path!r}: the file name is longer than the file system allows "
+                             f"({_name_max(folder)} bytes).")
+
+
+def check_output_dir(path: str, flag: str, *, parents: bool = False) -> None:
+    """Raise ParameterError when the directory ``path`` cannot receive files: called before any work.
+
+    ``path`` is a directory, or can be created in a writable directory (``parents``: with its
+    missing parents, under the nearest one that exists). The empty name, a regular file (or a
+    path under one), a missing parent and a read-only directory are refused, naming ``path``.
+    """
+    if path == "":
+        raise ParameterError(f"{flag} '' names no directory; give one (. for this one).")
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise ParameterError(f"{flag} {path!r} is not a directory.")
+    existing = os.path.abspath(path)
+    if not os.path.isdir(existing):
+        existing = os.path.dirname(existing)
+        while parents and not os.path.lexists(existing) and existing != os.path.dirname(existing):
+            existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        why = "is not a directory" if os.path.lexists(existing) else "does not exist"
+        raise ParameterError(f"{flag} {path!r}: the directory {existing!r} {why}.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ParameterError(f"{flag} {path!r}: the directory {existing!r} is not writable.")
 
 
 def write_output(path: str, text: str | bytes, *, replace: bool = True) -> bool:
@@ -113,19 +146,43 @@ def write_output(path: str, text: str | bytes, *, replace: bool = True) -> bool:
     if not replace and os.path.lexists(path):
         return False
     folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".tmp", dir=folder)
+    temporary = None
     try:
+        # The temporary name is cut short so that a long (but valid) file name leaves room for it.
+        handle, temporary = tempfile.mkstemp(prefix=f".{Path(path).name[:64]}.", suffix=".tmp", dir=folder)
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; give it a new file's usual mode
         os.replace(temporary, path)
-    except BaseException:  # disk full, Ctrl-C...: the target is untouched, the temporary file removed
-        if os.path.exists(temporary):
+    except BaseException as error:  # disk full, Ctrl-C...: the target is untouched, the temporary file removed
+        if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
+        if isinstance(error, OSError):  # name the user's file, never the temporary one
+            raise OSError(error.errno, error.strerror or str(error), path) from None
         raise
     return True
+
+
+def _not_a_directory(folder: str) -> str | None:
+    """The nearest existing ancestor of ``folder`` (itself included) when it is not a directory (a regular
+    file in the way, as in ``notes.txt/plan.json``), else None."""
+    current = folder
+    while not os.path.lexists(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+    return None if os.path.isdir(current) else current
+
+
+def _name_max(folder: str) -> int:
+    """The longest file name (bytes) the file system of ``folder`` takes; 255 when it does not say."""
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 255
 
 
 def _mode(path: str) -> int | None:

@@ -2,9 +2,10 @@
 
 Reproduces the paper's throughput and latency tables on the published workloads
 (:mod:`exactplace.paper`) and writes ``table_throughput.csv/.md`` and ``table_latency.csv/.md``
-into ``--out-dir``. Exit status: 0 done; 1 a solve failed with an error (the tables say which);
-2 bad input; 130 Ctrl-C (the tables are still written, with the cells done; the rest are marked
-not run).
+into ``--out-dir``. Every input and output path is checked before any work. Exit status: 0 done;
+1 a solve failed with an error (the tables say which); 2 bad input; 130 Ctrl-C, 143 SIGTERM (the
+tables are still written, with the cells done and the rest marked not run, to new files only: a
+table already in ``--out-dir`` is kept, the partial one goes to ``table_<objective>.partial.csv/.md``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from exactplace.core.errors import ParameterError
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from exactplace.paper import PaperTables, Row
 
 EXIT_SOLVE_ERROR = 1
 #: Where the tables go by default.
@@ -22,14 +26,15 @@ OUT_DIR = "paper_tables"
 
 
 def _command_paper_tables(args: argparse.Namespace) -> int:
-    from exactplace.cli.files import check_output, write_output
+    from exactplace.cli.files import check_output_dir
     from exactplace.cli.progress import elapsed
     from exactplace.paper import DEFAULT_WORKLOADS, read_reference, run_tables, summary
 
     only = [name.strip() for name in args.only.split(",") if name.strip()] if args.only is not None else None
     rows = read_reference(args.workloads, only)  # every input problem is found before any work
+    check_output_dir(args.out_dir, "--out-dir")  # and every output problem: '', a file, a read-only directory
     out_dir = Path(args.out_dir)
-    _check_out_dir(out_dir)
+    _check_tables(out_dir, rows, Path(args.workloads) / "reference.csv")
     command = ["exactplace paper-tables", f"--time-limit {args.time_limit:g}",
                f"--latency-time-limit {args.latency_time_limit:g}"]
     if Path(args.workloads) != DEFAULT_WORKLOADS:
@@ -41,27 +46,67 @@ def _command_paper_tables(args: argparse.Namespace) -> int:
     tables = run_tables(rows, time_limit=args.time_limit, latency_time_limit=args.latency_time_limit,
                         progress=lambda text, limit: elapsed(text, limit=limit), echo=print, command=" ".join(command))
     out_dir.mkdir(exist_ok=True)
-    files = tables.files()
-    for name, text in files.items():
-        check_output(str(out_dir / name), [], flag="--out-dir")
-        write_output(str(out_dir / name), text)
+    written, kept = _write_tables(out_dir, tables)
     for line in summary(tables):
         print(line)
-    print(f"{len(files)} files written to {out_dir}: {', '.join(files)} ({tables.seconds:.0f} s in all)")
+    print(f"{len(written)} files written to {out_dir}: {', '.join(written)} ({tables.seconds:.0f} s in all)")
+    if kept:
+        print(f"interrupted: {', '.join(kept)} kept as they were (the values done are in the .partial files)")
     if tables.interrupted:
-        raise KeyboardInterrupt  # the main loop reports it as every command does (exit 130)
+        raise KeyboardInterrupt  # the main loop reports it as every command does (exit 130; 143 for SIGTERM)
     return EXIT_SOLVE_ERROR if any(cell.status == "error" for cell in tables.cells) else 0
 
 
-def _check_out_dir(out_dir: Path) -> None:
-    """Before any work: ``--out-dir`` is a directory, or can be created in a writable one."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ParameterError(f"--out-dir {str(out_dir)!r} is not a directory.")
-    folder = out_dir if out_dir.exists() else out_dir.absolute().parent
-    if not folder.is_dir():
-        raise ParameterError(f"--out-dir {str(out_dir)!r}: the directory {str(folder)!r} does not exist.")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ParameterError(f"--out-dir {str(out_dir)!r}: the directory {str(folder)!r} is not writable.")
+def _check_tables(out_dir: Path, rows: Sequence[Row], reference: Path) -> None:
+    """Before any work: each file the run may write into an existing ``out_dir`` (a partial table too) can be
+    written (not a directory, ...) and is none of the inputs."""
+    from exactplace.cli.files import check_output
+    from exactplace.paper import COLUMNS, partial_name, table_files
+
+    if not out_dir.is_dir():
+        return  # made at the end, empty: check_output_dir found where
+    inputs = [str(reference), *(str(row.path) for row in rows)]
+    made = {row.table for row in rows if any(row.published.get(column.name) for column in COLUMNS[row.table])}
+    for name in (name for table in sorted(made) for name in table_files(table)):
+        for target in (name, partial_name(name)):
+            check_output(str(out_dir / target), inputs, flag="--out-dir")
+
+
+def _write_tables(out_dir: Path, tables: PaperTables) -> tuple[list[str], list[str]]:
+    """Write the tables into ``out_dir``; returns the names written and those kept.
+
+    A run stopped by Ctrl-C writes new files only: where a table's CSV or Markdown is already
+    there (perhaps a complete run's), both are kept and the partial table goes to
+    :func:`~exactplace.paper.partial_name` beside them, so that a complete table is never
+    replaced by one with cells not run.
+    """
+    from exactplace.paper import COLUMNS, partial_name, table_files
+
+    files = tables.files()
+    written: list[str] = []
+    kept: list[str] = []
+    for table in COLUMNS:
+        names = [name for name in table_files(table) if name in files]
+        taken = [name for name in names if os.path.lexists(out_dir / name)] if tables.interrupted else []
+        kept += taken
+        for name in names:
+            target = partial_name(name) if taken else name
+            if not _write(out_dir / target, files[name], replace=not tables.interrupted or bool(taken)):
+                kept.append(name)  # it appeared during the run: kept too
+                target = partial_name(name)
+                _write(out_dir / target, files[name], replace=True)
+            written.append(target)
+    return written, kept
+
+
+def _write(path: Path, text: str, *, replace: bool) -> bool:
+    """``write_output``, with an error naming ``path`` (the user's file), never the temporary file beside it."""
+    from exactplace.cli.files import write_output
+
+    try:
+        return write_output(str(path), text, replace=replace)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(path)) from None
 
 
 def add_command(commands: Any, positive: Any) -> None:
