@@ -505,3 +505,19 @@ def test_native_status_is_an_enum_and_a_stale_build_is_named(monkeypatch: pytest
     w = read_workload(workload_path("layer_bert24_inference"))
     with pytest.raises(SolverUnavailableError, match="ABI version"):
         solve(w, method="dpl")
+
+
+def test_chain_order_is_the_depth_first_order() -> None:
+    """DPL's order: ``0..n-1`` found without the walk when every edge ``i -> i + 1`` is there, and the
+    depth-first order otherwise; the same as :func:`dfs_topological_order` either way."""
+    from exactplace.core.contraction import dfs_topological_order
+
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        n = int(rng.integers(2, 30))
+        edges = {(int(a), int(b)) for a, b in rng.integers(0, n, (n, 2)) if a < b}
+        if rng.random() < 0.5:
+            edges |= {(i, i + 1) for i in range(n - 1)}
+        graph = Graph([Node(i, 1.0, 1.0) for i in range(n)], sorted(edges))
+        c = contract(graph)
+        assert dp_module._chain_order(c).tolist() == dfs_topological_order(c.num_units, c.src, c.dst).tolist()

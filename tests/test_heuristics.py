@@ -229,3 +229,58 @@ def test_metis_failing_is_a_named_error_not_a_traceback(monkeypatch: pytest.Monk
     graph = Graph([Node(i, 10.0, 1.0, comm=0.1) for i in range(4)], [(0, 1), (2, 3)])
     with pytest.raises(ExactplaceError, match=r"Method 'metis': METIS failed .*SIGTERM"):
         solve(graph, Cluster(2, cpus=1), method="metis")
+
+
+def test_celeritas_past_its_deadline_still_places_every_segment_and_says_time() -> None:
+    """Out of time before Adjusting Placement (a limit of a microsecond): every segment stays on the previous
+    device that fits, the placement is whole and feasible, and the result says the time limit stopped it."""
+    rng = np.random.default_rng(0)
+    graph = Graph([Node(i, float(rng.uniform(1, 5)), float(rng.uniform(0.1, 1)), memory=1.0, comm=0.1)
+                   for i in range(200)], [(i, i + 1) for i in range(199)])
+    cluster = Cluster(accelerators=4, memory=60.0, cpus=1)
+    p = solve(graph, cluster, objective="makespan", method="celeritas", time_limit=1e-6)
+    assert p.device is not None and p.limit is not None and p.limit.value == "time"
+    assert "segments" in p.info and "returned" not in p.info  # celeritas's own placement, not the fallback
+    assert check_feasibility(graph, cluster, p.device) == []
+
+
+def test_optimal_fusion_past_its_deadline_leaves_the_rest_unfused() -> None:
+    """The fusion DP looks at the deadline: past it, the units not yet fused are segments of their own."""
+    from exactplace.heuristics.celeritas import optimal_fusion
+    from exactplace.heuristics.scheduling import task_graph
+
+    graph = Graph([Node(i, 1.0, 1.0, comm=1.0, memory=1.0) for i in range(1000)], [(i, i + 1) for i in range(999)])
+    tasks = task_graph(graph, False)
+    order = list(range(tasks.size))
+    assert max(len(s) for s in optimal_fusion(tasks, order, 8, 100.0)) == 8
+    stopped = optimal_fusion(tasks, order, 8, 100.0, deadline=0.0)
+    assert [t for s in stopped for t in s] == order and stopped[-1] == [999] and len(stopped) > 1000 - 256
+
+
+def test_unit_task_order_is_networkx_lexicographic() -> None:
+    """The units' topological order is the lexicographically smallest one, as networkx computes it."""
+    import networkx as nx
+
+    from exactplace.core.contraction import contract
+    from exactplace.heuristics.scheduling import unit_task_graph
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        n = int(rng.integers(2, 40))
+        edges = {(int(a), int(b)) for a, b in rng.integers(0, n, (2 * n, 2)) if a != b}
+        edges = {(min(e), max(e)) for e in edges}
+        perm = rng.permutation(n)  # node positions not in topological order
+        graph = Graph([Node(int(perm[i]), 1.0, 1.0) for i in range(n)],
+                      [(int(perm[a]), int(perm[b])) for a, b in edges])
+        contraction = contract(graph)
+        digraph = nx.DiGraph()
+        digraph.add_nodes_from(range(contraction.num_units))
+        digraph.add_edges_from(zip(contraction.src.tolist(), contraction.dst.tolist()))
+        assert unit_task_graph(graph, contraction).order == list(nx.lexicographical_topological_sort(digraph))
+
+
+def test_m_topo_takes_the_first_accelerator_that_fits_on_a_cluster_of_one_per_node() -> None:
+    """As many accelerators as nodes (a stated 10**9, solved with one per node): fills in id order as before."""
+    graph = Graph([Node(i, 1.0, 1.0, memory=1.0) for i in range(6)], [(i, i + 1) for i in range(5)])
+    p = solve(graph, Cluster(6, memory=2.0, cpus=1), objective="makespan", method="m-topo")
+    assert p.device.tolist() == [0, 0, 1, 1, 2, 2]

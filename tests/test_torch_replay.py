@@ -394,3 +394,20 @@ def test_cuda_orchestration_of_replicas_on_stand_in_gpus(instance) -> None:
     with pytest.raises(ep.PlacementError, match="one per replica"):
         replay_cuda(graph, cluster, device, mode="pipelined", samples=48, repeats=1, time_unit=1.0,
                     predicted=predicted, expected={}, kernels=FakeGpus(sum(count.values()) - 1), replicas=count)
+
+
+def test_pipelined_schedule_leaves_the_garbage_collector_as_it_was() -> None:
+    """The schedule is built with the collector paused (no full collections over its steps) and resumed after."""
+    import gc
+
+    from exactplace.runtime.programs import Op, pipelined_schedule
+
+    programs = {0: [Op("compute", 1.0, 0), Op("send", 0.0, 7, (1,))], 1: [Op("recv", 0.0, 7), Op("compute", 2.0, 1)]}
+    assert gc.isenabled()
+    assert len(pipelined_schedule(programs, 50)[1, 0]) == 100 and gc.isenabled()
+    gc.disable()
+    try:
+        pipelined_schedule(programs, 5)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -39,10 +39,14 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
+import time
+
 import numpy as np
 
 from exactplace.core.errors import ExactplaceError
 from exactplace.core.params import Integer, Option, Real
+from exactplace.core.placement import Limit
 from exactplace.heuristics.scheduling import Memory, TaskGraph, finish, schedule_order, unit_task_graph
 from exactplace.methods.base import Method, MethodResult, Problem
 
@@ -84,8 +88,14 @@ def cpd_topo_order(tasks: TaskGraph) -> list[int]:
     return order
 
 
-def optimal_fusion(tasks: TaskGraph, order: list[int], reach: int, memory_cap: float) -> list[list[int]]:
+def optimal_fusion(
+    tasks: TaskGraph, order: list[int], reach: int, memory_cap: float, deadline: float | None = None,
+) -> list[list[int]]:
     """Optimal Operation Fusion of ``order`` into segments (step 2 of the module docstring).
+
+    When the ``time.monotonic()`` instant ``deadline`` passes, the prefix of ``order`` done so far
+    keeps its optimal fusion and every later unit is a segment of its own (still a valid fusion:
+    segments of a topological order).
 
     >>> from exactplace.core.graph import Graph, Node
     >>> from exactplace.heuristics.scheduling import task_graph
@@ -99,7 +109,11 @@ def optimal_fusion(tasks: TaskGraph, order: list[int], reach: int, memory_cap: f
     best = [(-np.inf, 0)] * (m + 1)
     best[0] = (0.0, 0)
     choice = [0] * (m + 1)
+    done = m
     for j in range(1, m + 1):
+        if deadline is not None and j % 256 == 0 and time.monotonic() > deadline:
+            done = j - 1
+            break
         inside = 0.0
         for i in range(j - 1, max(j - reach, 0) - 1, -1):  # segment order[i:j], growing to the left
             t = order[i]
@@ -111,8 +125,8 @@ def optimal_fusion(tasks: TaskGraph, order: list[int], reach: int, memory_cap: f
             value = (best[i][0] + inside, best[i][1] - 1)
             if value > best[j]:
                 best[j], choice[j] = value, i
-    segments = []
-    j = m
+    segments = [[t] for t in reversed(order[done:])]
+    j = done
     while j > 0:
         segments.append(order[choice[j]:j])
         j = choice[j]
@@ -124,7 +138,12 @@ def optimal_fusion(tasks: TaskGraph, order: list[int], reach: int, memory_cap: f
 
 
 def adjusting_placement(problem: Problem, tasks: TaskGraph, segments: list[list[int]]) -> MethodResult:
-    """Place the segments in order (step 3 of the module docstring) and build the result."""
+    """Place the segments in order (step 3 of the module docstring) and build the result.
+
+    Once ``problem.deadline`` passes, every later segment takes the stay device (the previous one,
+    else the next that fits) without looking at the others, and the result has ``limit=Limit.TIME``:
+    the rest of the placement then costs one estimate per segment instead of one per device.
+    """
     graph, cluster = problem.graph, problem.cluster
     k, num_devices = cluster.accelerators, cluster.num_devices
     memory = Memory(cluster, tasks, True)
@@ -132,12 +151,25 @@ def adjusting_placement(problem: Problem, tasks: TaskGraph, segments: list[list[
     start, end = np.zeros(tasks.size), np.zeros(tasks.size)
     free = [0.0] * num_devices
     previous = 0 if k else k
+    limit = None
     segment_of = {t: i for i, members in enumerate(segments) for t in members}
 
-    def fits(members: list[int], d: int) -> bool:
-        if d >= k:
-            return True
-        return all(tasks.supported[members]) and float(tasks.memory[members].sum()) <= memory.free[d]
+    def fits(need: float, supported: bool, d: int) -> bool:
+        """Whether a segment of memory ``need`` (all ``supported`` on accelerators) may go to ``d`` now."""
+        return d >= k or (supported and need <= memory.free[d])
+
+    def stay_device(need: float, supported: bool) -> int:
+        """The previous device if it fits, else the next accelerator in id order that fits, then a CPU."""
+        if fits(need, supported, previous):
+            return previous
+        following = (d for d in (*range(previous + 1, k), *range(k)) if fits(need, supported, d))
+        d = next(following, None)
+        if d is not None:
+            return d
+        if num_devices > k:
+            return k
+        memory.overfull = True
+        return int(np.argmax(memory.free[:k]))
 
     def estimate(members: list[int], d: int) -> tuple[float, list[float]]:
         clock, starts = free[d], []
@@ -151,20 +183,28 @@ def adjusting_placement(problem: Problem, tasks: TaskGraph, segments: list[list[
         return clock, starts
 
     for index, members in enumerate(segments):
-        candidates = [d for d in range(num_devices) if fits(members, d)]
-        if not candidates:
-            memory.overfull = True
-            candidates = [int(np.argmax(memory.free[:k]))]
-        times = {d: estimate(members, d) for d in candidates}
-        if previous in times:
-            stay = previous
-        else:  # memory full (or unsupported): the next accelerator in id order that fits, then a CPU
-            following = [d for d in candidates if d < k and d > previous] + [d for d in candidates if d < k]
-            stay = following[0] if following else candidates[0]
-        threshold = max((c * 2 for t in members for s, c in tasks.succ[t] if segment_of[s] != index), default=0.0)
-        best = min(candidates, key=lambda d: (times[d][0], d))
-        chosen = best if times[best][0] + threshold < times[stay][0] else stay
-        finish_time, starts = times[chosen]
+        if limit is None and problem.deadline is not None and time.monotonic() > problem.deadline:
+            limit = Limit.TIME
+        need, supported = float(tasks.memory[members].sum()), bool(all(tasks.supported[members]))
+        if limit is not None:  # out of time: stay, without looking at the other devices
+            chosen = stay_device(need, supported)
+            finish_time, starts = estimate(members, chosen)
+        else:
+            candidates = [d for d in range(num_devices) if fits(need, supported, d)]
+            if not candidates:
+                memory.overfull = True
+                candidates = [int(np.argmax(memory.free[:k]))]
+            if previous in candidates:
+                stay = previous
+            else:  # memory full (or unsupported): the next accelerator in id order that fits, then a CPU
+                following = [d for d in candidates if d < k and d > previous] + [d for d in candidates if d < k]
+                stay = following[0] if following else candidates[0]
+            times = {d: estimate(members, d) for d in candidates}
+            threshold = max((c * 2 for t in members for s, c in tasks.succ[t] if segment_of[s] != index),
+                            default=0.0)
+            best = min(candidates, key=lambda d: (times[d][0], d))
+            chosen = best if times[best][0] + threshold < times[stay][0] else stay
+            finish_time, starts = times[chosen]
         for t, begin in zip(members, starts):
             memory.place(t, chosen)
             device[t], start[t] = chosen, begin
@@ -172,7 +212,8 @@ def adjusting_placement(problem: Problem, tasks: TaskGraph, segments: list[list[
         free[chosen] = finish_time
         previous = chosen
     order = None if graph.is_training else schedule_order(tasks, start)
-    return finish(problem, tasks, device, order, {"segments": len(segments), "units": tasks.size})
+    result = finish(problem, tasks, device, order, {"segments": len(segments), "units": tasks.size})
+    return dataclasses.replace(result, limit=result.limit or limit) if limit else result
 
 
 class CeleritasOrderPlace(Method):
@@ -205,4 +246,4 @@ class Celeritas(CeleritasOrderPlace):
 
     def segments(self, problem: Problem, tasks: TaskGraph, order: list[int]) -> list[list[int]]:
         cap = problem.cluster.memory_cap * float(self.setting(problem, "fusion_memory"))
-        return optimal_fusion(tasks, order, int(self.setting(problem, "fusion_range")), cap)
+        return optimal_fusion(tasks, order, int(self.setting(problem, "fusion_range")), cap, problem.deadline)

@@ -82,18 +82,29 @@ class Greedy(Method):
         device = np.empty(graph.n, dtype=np.int64)
         cpu = cluster.accelerators if cluster.cpus else None
         current, used = 0, 0.0
-        for block in greedy_blocks(graph, problem.contraction):
-            size = float(graph.memory[block].sum())
-            fits_somewhere = bool(graph.supported[block].all()) and size <= cluster.memory_limit.max(initial=0.0)
-            while fits_somewhere and current < cluster.accelerators and used + size > cluster.memory_limit[current]:
+        # Plain lists, read once: per-block numpy calls (and the memory_limit property) cost seconds per
+        # million blocks. A one-node block reads its node's values, the same numbers its numpy sum gives.
+        limits, memory, supported = cluster.memory_limit.tolist(), graph.memory.tolist(), graph.supported.tolist()
+        largest = max(limits, default=0.0)
+        blocks = greedy_blocks(graph, problem.contraction)
+        block_device = [0] * len(blocks)
+        for b, block in enumerate(blocks):
+            if len(block) == 1:
+                size, runs = memory[block[0]], supported[block[0]]
+            else:
+                size, runs = float(graph.memory[block].sum()), bool(graph.supported[block].all())
+            fits_somewhere = runs and size <= largest
+            while fits_somewhere and current < cluster.accelerators and used + size > limits[current]:
                 current, used = current + 1, 0.0
             if fits_somewhere and current < cluster.accelerators:
-                device[block] = current
+                block_device[b] = current
                 used += size
             elif cpu is not None:
-                device[block] = cpu
+                block_device[b] = cpu
             else:  # accelerators full and no CPU: the last one, overfull, for settle_memory to repair or refute
-                device[block] = cluster.accelerators - 1
+                block_device[b] = cluster.accelerators - 1
+        if blocks:
+            device[np.concatenate(blocks)] = np.repeat(block_device, [len(block) for block in blocks])
         result = settle_memory(graph, cluster, device, deadline=problem.deadline)
         if problem.objective == "latency" and result.device is not None:
             return _invocable(graph, cluster, result)

@@ -56,7 +56,10 @@ class LoadState:
         self.overlap = bool(problem.option("overlap"))
         classes = int(graph.color.max()) + 1
         self.color = graph.color.tolist()
-        self.members = [np.flatnonzero(graph.color == c).tolist() for c in range(classes)]
+        # Node positions per class, ascending (one stable sort: a scan per class is quadratic in huge graphs).
+        order = np.argsort(graph.color, kind="stable").tolist()
+        ends = np.cumsum(np.bincount(graph.color, minlength=classes)).tolist()
+        self.members = [order[a:b] for a, b in zip([0, *ends[:-1]], ends)]
         acc = np.bincount(graph.color, weights=np.where(graph.supported, graph.acc_time, 0.0), minlength=classes)
         cpu = np.bincount(graph.color, weights=graph.cpu_time, minlength=classes)
         self.supported = (np.bincount(graph.color, weights=~graph.supported, minlength=classes) == 0).tolist()

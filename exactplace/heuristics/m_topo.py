@@ -54,9 +54,10 @@ class MTopo(Method):
                 d = k
             else:
                 need = memory.need(t)
-                opened = [d for d in range(current, k) if memory.fits(t, d) and used[d] + need <= cap]
-                if opened:
-                    d = current = opened[0]
+                # The first fitting accelerator only: listing every one is O(tasks x devices) on huge clusters.
+                opened = next((d for d in range(current, k) if memory.fits(t, d) and used[d] + need <= cap), None)
+                if opened is not None:
+                    d = current = opened
                     used[d] += need
                 else:  # no accelerator from the current one on takes it
                     d = k if cluster.cpus else memory.fallback(t)

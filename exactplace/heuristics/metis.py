@@ -133,6 +133,8 @@ class Metis(Method):
         (_, metis_value), device, over, moved, attempt, ufactor = best
         info = {"moved": moved, "seed": seed + attempt, "ufactor": ufactor, "metis_max_load": metis_value}
         budget = int(self.setting(problem, "refine_moves"))
+        if budget and limit is None and problem.deadline is not None and time.monotonic() > problem.deadline:
+            limit = Limit.TIME  # no time left for the refinement's load state (seconds on huge graphs)
         if budget and limit is None and not over.size and not problem.option("gpipe"):
             class_device = np.zeros(classes, dtype=np.int64)
             class_device[graph.color] = device

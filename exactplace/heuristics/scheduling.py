@@ -23,13 +23,14 @@ m-sct, FastT, Celeritas):
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
-import networkx as nx
 import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.contraction import Contraction
+from exactplace.core.errors import ExactplaceError
 from exactplace.core.graph import Graph
 from exactplace.core.params import Boolean, Option
 from exactplace.heuristics.memory import settle_memory
@@ -183,15 +184,34 @@ def unit_task_graph(graph: Graph, contraction: Contraction) -> TaskGraph:
     for lists in (pred, succ):
         for items in lists:
             items.sort()
-    digraph = nx.DiGraph()
-    digraph.add_nodes_from(range(size))
-    digraph.add_edges_from(zip(contraction.src.tolist(), contraction.dst.tolist()))
     return TaskGraph(
         members=members, acc_time=np.where(contraction.supported, contraction.acc_time, 0.0),
         cpu_time=np.asarray(contraction.cpu_time, dtype=float), supported=np.asarray(contraction.supported),
         memory=np.asarray(contraction.memory, dtype=float), color=np.arange(size), pred=pred, succ=succ,
-        order=list(nx.lexicographical_topological_sort(digraph)),
+        order=_smallest_first_order(pred, succ),
     )
+
+
+def _smallest_first_order(pred: list[list[tuple[int, float]]], succ: list[list[tuple[int, float]]]) -> list[int]:
+    """The lexicographically smallest topological order (the ready task of lowest id first).
+
+    What ``networkx.lexicographical_topological_sort`` returns, without building a networkx graph
+    (seconds on 100,000 units). ``pred``/``succ`` hold each edge once.
+    """
+    waiting = [len(p) for p in pred]
+    ready = [t for t, w in enumerate(waiting) if not w]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        t = heapq.heappop(ready)
+        order.append(t)
+        for s, _ in succ[t]:
+            waiting[s] -= 1
+            if not waiting[s]:
+                heapq.heappush(ready, s)
+    if len(order) != len(pred):
+        raise ExactplaceError("The units of the contraction form a cycle; this is a bug, please report it.")
+    return order
 
 
 class Memory:

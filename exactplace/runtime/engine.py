@@ -186,10 +186,16 @@ class Workers:
                 self.failed.set()
 
         threads = [threading.Thread(target=guarded, args=(a,), daemon=True) for a in args]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        except KeyboardInterrupt:  # Ctrl-C: the workers stop at their next step, the caller gets the interrupt
+            self.failed.set()
+            for t in threads:
+                t.join(_POLL * 2)
+            raise
         if self.errors:
             error = self.errors[0]
             if isinstance(error, ExactplaceError):
@@ -211,13 +217,20 @@ def _pipelined_cpu(kernels: Any, programs: dict[int, list[Op]], replicas: dict[i
     that is the device's time per sample of the stream, which its load predicts.
     """
     schedule = pipelined_schedule(programs, samples, replicas)
+    # One box per (group, receiver, sample), made by whichever of sender and receiver comes first and
+    # dropped once received: boxes for every sample up front would be millions of objects to build and free.
     boxes: dict[tuple[int, int, int], queue.SimpleQueue] = {}
-    for program in programs.values():
-        for op in program:
-            if op.kind == "send":
-                for r in op.receivers:
-                    for sample in range(samples):
-                        boxes[(op.item, r, sample)] = queue.SimpleQueue()
+    boxes_lock = threading.Lock()
+
+    def box(key: tuple[int, int, int]) -> queue.SimpleQueue:
+        with boxes_lock:
+            return boxes.setdefault(key, queue.SimpleQueue())
+
+    def receive(key: tuple[int, int, int]) -> Any:
+        got = workers.get(box(key))
+        with boxes_lock:  # its one message is in: nobody uses this box again
+            del boxes[key]
+        return got
     payloads = {(op.kind, op.item): kernels.payload(op.cost * unit)
                 for p in programs.values() for op in p if op.kind in ("send", "sync")}
     # keyed by device and sample: a sample runs on one replica of each device
@@ -232,9 +245,11 @@ def _pipelined_cpu(kernels: Any, programs: dict[int, list[Op]], replicas: dict[i
         start_gate.wait()
         clock = kernels.now()  # the worker's clock: when its next kernel may start
         for step in schedule[w]:
+            if workers.failed.is_set():  # another worker failed, or Ctrl-C
+                return
             op, sample = step.op, step.sample
             if op.kind == "recv":
-                data, posted = workers.get(boxes[(op.item, d, sample)])
+                data, posted = receive((op.item, d, sample))
                 begin = kernels.now()
                 clock = max(clock, posted)
                 clock, _ = kernels.transfer(op.cost * unit, data, clock)
@@ -249,7 +264,7 @@ def _pipelined_cpu(kernels: Any, programs: dict[int, list[Op]], replicas: dict[i
                 clock, data = kernels.transfer(op.cost * unit, payloads[("send", op.item)], clock)
                 posted = kernels.now()  # real time: a late sender delays its receivers
                 for r in op.receivers:
-                    boxes[(op.item, r, sample)].put((data, posted))
+                    box((op.item, r, sample)).put((data, posted))
             busy[d][sample] += kernels.now() - begin
             finish[d][sample] = kernels.now()
 

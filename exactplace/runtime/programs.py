@@ -23,15 +23,20 @@ also make the replicas wait for one another (the model, and so the replay, leave
 
 from __future__ import annotations
 
+import functools
+import gc
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ParameterError, PlacementError
 from exactplace.core.graph import Graph
+
+R = TypeVar("R")
 
 __all__ = ["Block", "Op", "Step", "Worker", "device_programs", "latency_blocks", "pipelined_schedule",
            "warmup_samples", "workers"]
@@ -213,6 +218,27 @@ def warmup_samples(samples: int, count: int, replicas: Mapping[int, int] | None 
     return samples - rounds * period
 
 
+def _without_gc_pauses(build: Callable[..., R]) -> Callable[..., R]:
+    """``build`` with the cyclic garbage collector paused while it runs (and then back as it was).
+
+    A schedule of many samples holds tens of millions of objects, none of them cyclic garbage; a full
+    collection traverses them all, holding off the Ctrl-C handler for seconds each time.
+    """
+
+    @functools.wraps(build)
+    def paused(*args: Any, **kwargs: Any) -> R:
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return build(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return paused
+
+
+@_without_gc_pauses
 def pipelined_schedule(programs: dict[int, list[Op]], samples: int, replicas: Mapping[int, int] | None = None
                        ) -> dict[Worker, list[Step]]:
     """The order in which each worker runs its operations of ``samples`` streamed samples.
@@ -247,12 +273,19 @@ def pipelined_schedule(programs: dict[int, list[Op]], samples: int, replicas: Ma
     schedule: dict[Worker, list[Step]] = {w: [] for w in everyone}
     remaining = {(d, j): len(programs[d]) * len(range(j, samples, count[d])) for d, j in everyone}
 
+    # Each worker's lowest sample with operations left: the scan below starts there, not at the first sample
+    # (from the first, every step would rescan the finished samples: quadratic in ``samples``).
+    first = {w: w[1] for w in everyone}
+
     def candidate(w: Worker) -> tuple[float, int] | None:
-        d, j = w
+        d = w[0]
+        step, done = count[d], len(programs[d])
+        while first[w] < samples and position[d][first[w]] == done:
+            first[w] += step
         best = None
-        for s in range(j, samples, count[d]):
+        for s in range(first[w], samples, step):
             i = position[d][s]
-            if i == len(programs[d]):
+            if i == done:
                 continue
             op = programs[d][i]
             ready = ready_at[d][s]
