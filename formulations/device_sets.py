@@ -56,6 +56,8 @@ True
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,16 +176,29 @@ def _distinct_groups(members: list[np.ndarray], cost: np.ndarray,
 ORDER_TRIES = 14
 
 
-def frontier_order(sets: SetRelaxation) -> np.ndarray:
+def frontier_order(sets: SetRelaxation, stop: Callable[[], bool] | None = None) -> np.ndarray:
     """The classes in an order that keeps few groups open: the best, by :func:`order_cost`, of a greedy
     (:func:`_greedy_order`) with ties broken by the earliest node position (the input's order), by the most groups
-    closed, and at random (:data:`ORDER_TRIES` seeded draws: the same order each call)."""
+    closed, and at random (:data:`ORDER_TRIES` seeded draws: the same order each call).
+
+    ``stop``: asked as the greedy runs (each try takes time quadratic in the classes: minutes on thousands); once it
+    says so, the best of the tries finished is returned, and TimeoutError is raised when none has."""
     first_node = first_node_positions(sets)
     rng = np.random.default_rng(0)
-    tries = [_greedy_order(sets, first_node, closing_first=False), _greedy_order(sets, first_node, closing_first=True),
-             *(_greedy_order(sets, rng.permutation(sets.classes), closing_first=False) for _ in range(ORDER_TRIES))]
-    costs = [order_cost(sets, order) for order in tries]
-    return tries[int(np.argmin(costs))]
+    ties = [(first_node, False), (first_node, True), *((rng.permutation(sets.classes), False)
+                                                        for _ in range(ORDER_TRIES))]
+    best, best_cost = None, math.inf
+    for tie, closing_first in ties:
+        try:
+            order = _greedy_order(sets, tie, closing_first=closing_first, stop=stop)
+        except TimeoutError:
+            if best is None:
+                raise
+            break
+        cost = order_cost(sets, order)
+        if cost < best_cost:
+            best, best_cost = order, cost
+    return best
 
 
 def first_node_positions(sets: SetRelaxation) -> np.ndarray:
@@ -206,16 +221,23 @@ def order_cost(sets: SetRelaxation, order: np.ndarray) -> float:
     return total
 
 
-def _greedy_order(sets: SetRelaxation, ties: np.ndarray, *, closing_first: bool) -> np.ndarray:
+#: :func:`_greedy_order` asks its ``stop`` every this many steps.
+STOP_EVERY = 16
+
+
+def _greedy_order(sets: SetRelaxation, ties: np.ndarray, *, closing_first: bool,
+                  stop: Callable[[], bool] | None = None) -> np.ndarray:
     """Greedily the class that opens the fewest groups net of those it closes (``closing_first``: then the one that
     closes the most), among the classes sharing an open group when there are any; ties: the lowest ``ties`` (one
-    number per class)."""
+    number per class). TimeoutError when ``stop`` says so before the order is complete."""
     incidence = sets.incidence
     undecided = incidence.sum(axis=1)
     opened = np.zeros(len(undecided), dtype=bool)
     done = np.zeros(sets.classes, dtype=bool)
     order = []
-    for _ in range(sets.classes):
+    for step in range(sets.classes):
+        if stop is not None and step % STOP_EVERY == 0 and stop():
+            raise TimeoutError("the class order was stopped")
         live = opened & (undecided > 0)
         touching = np.flatnonzero(incidence[live].any(axis=0) & ~done) if live.any() else np.zeros(0, np.int64)
         pool = touching if touching.size else np.flatnonzero(~done)

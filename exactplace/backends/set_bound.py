@@ -502,7 +502,12 @@ def set_bound(graph: Graph, cluster: Cluster, *, target: float, lower: float | N
     """
     clock = time.monotonic()
     sets = SetRelaxation.of(graph, cluster)
-    order = frontier_order(sets)
+    try:
+        order = frontier_order(sets, stop=lambda: time.monotonic() - clock >= time_limit or (
+            cancel is not None and cancel.is_set()))
+    except TimeoutError:  # (thousands of classes: not even one order within the time given)
+        return SetBound(value=None, ceiling=None, outcome="interrupted" if cancel is not None and cancel.is_set()
+                        else "time", trace=(), thresholds=0, pricings=0, columns=0, seconds=time.monotonic() - clock)
     pool = _Pool.seeded(sets, seeds)
 
     def offered(solution: list[_Column]) -> None:
