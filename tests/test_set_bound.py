@@ -817,3 +817,14 @@ def test_the_set_bound_ends_on_time_while_it_orders_the_classes() -> None:
     w = read_workload(workload_path("op_bert3_inference"))
     found = set_bound(w.graph, w.cluster, target=100.0, time_limit=0.0)
     assert found.outcome == "time" and found.value is None and found.thresholds == 0
+
+
+@pytest.mark.parametrize("name", ["op_bert3_inference", "layer_bert24_training"])
+def test_the_single_class_columns_carry_the_relaxations_own_loads(name: str) -> None:
+    """The pool's single classes are loaded by one pass over the groups (a pass over every group and class for each
+    took minutes on thousands of classes): the very loads SetRelaxation.load gives."""
+    w = read_workload(workload_path(name))
+    sets = SetRelaxation.of(w.graph, w.cluster)
+    pool = set_bound_module._Pool.seeded(sets, ())
+    assert len(pool.acc) == int(sets.on_acc.sum())
+    assert [sets.load(chosen) for chosen in pool.acc] == pool.acc_load

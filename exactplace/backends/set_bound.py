@@ -457,10 +457,15 @@ class _Pool:
                 pool.add(chosen, cpu=False)
             for chosen in cpu_sets:
                 pool.add(chosen, cpu=True)
+        # The single classes' loads as SetRelaxation.load sums them (the same groups, in the same order), without
+        # its pass over every group and class for each (minutes on thousands of classes).
+        split = sets.incidence.sum(axis=1) > 1
         for c in range(sets.classes):
             single = np.arange(sets.classes) == c
             if sets.on_acc[c]:
-                pool.add(single, cpu=False)
+                pool.acc.append(single)
+                crossing = sets.incidence[:, c] & split
+                pool.acc_load.append(float(sets.acc[single].sum() + sets.group_cost[crossing].sum()))
             if sets.cpus:
                 pool.add(single, cpu=True)
         return pool
