@@ -266,3 +266,41 @@ def test_huge_lines_and_long_cycles_stay_short(tmp_path: Path, capsys: pytest.Ca
 def test_edge_line_first_is_read_as_a_profile(tmp_path: Path) -> None:
     moved = "\tnode1 -- node2\n" + GOOD.replace("\tnode1 -- node2\n", "")
     assert read_workload(_write(tmp_path, moved)).graph.names == read_workload(_write(tmp_path, GOOD)).graph.names
+
+
+def test_every_reader_of_a_split_refuses_another_graphs_stage_file(tmp_path: Path) -> None:
+    """Not only evaluate: the library's split reader (which compare --split and replay use) refuses it too."""
+    from exactplace.core.io import read_split_file
+
+    profile = _write(tmp_path, GOOD)
+    stage_file = tmp_path / "partitioned.txt"
+    stage_file.write_text(_staged(GOOD) + "node9 -- Linear(2) -- " + _F.format(1, 1, 1, 1) + ", stage_id=0\n"
+                          "\tnode3 -- node9\n")
+    w = read_workload(profile)
+    with pytest.raises(PlacementError, match="another graph"):
+        read_split_file(stage_file, w.graph, w.cluster)
+
+
+def test_a_profile_with_a_stray_byte_is_named_as_text_at_its_line(tmp_path: Path, capsys: pytest.CaptureFixture
+                                                                  ) -> None:
+    """A byte that is no UTF-8 in a profile (or a JSON workload): not UTF-8 text, at its line; not "no ONNX"."""
+    lines = GOOD.encode().split(b"\n")
+    lines[1] = lines[1].replace(b"node2", b"node\xff2")
+    profile = tmp_path / "graph.txt"
+    profile.write_bytes(b"\n".join(lines))
+    message = _refused(capsys, "solve", str(profile), "--method", "greedy")
+    assert "is not UTF-8 text: byte 0xff at line 2" in message and "ONNX" not in message
+    workload = tmp_path / "w.json"
+    workload.write_bytes(b'{"maxFPGAs": 2,\n "maxCPUs": \xff1}')
+    message = _refused(capsys, "solve", str(workload), "--method", "greedy")
+    assert "is not UTF-8 text: byte 0xff at line 2" in message and "ONNX" not in message
+
+
+def test_a_json_workload_with_a_byte_order_mark_reads_as_without(tmp_path: Path) -> None:
+    from exactplace import workload_path
+
+    text = Path(workload_path("layer_bert24_inference")).read_bytes()
+    marked = tmp_path / "marked.json"
+    marked.write_bytes(b"\xef\xbb\xbf" + text)
+    a, b = read_workload(workload_path("layer_bert24_inference")), read_workload(marked)
+    assert a.graph.names == b.graph.names and a.cluster == b.cluster

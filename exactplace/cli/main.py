@@ -161,7 +161,6 @@ def _command_evaluate(args: argparse.Namespace) -> int:
 
     from exactplace.core.io import read_text, split_file_from_text
     from exactplace.core.objectives import SCORING_OPTIONS
-    from exactplace.core.pipedream import check_stage_file
     from exactplace.evaluators import check_feasibility, summarize_violations
 
     source, split = input_path(args.workload), args.split
@@ -173,9 +172,6 @@ def _command_evaluate(args: argparse.Namespace) -> int:
         text, where, origin = read_stdin_text("Split"), "The split on standard input", "on standard input"
     else:
         text, where, origin = read_text(split, "Split"), f"Split {Path(split).name!r}", f"file {split!r}"
-    # A PipeDream stage file must be one of this very graph: one for another model would be scored on the
-    # nodes the two happen to share.
-    check_stage_file(text, graph, cluster, where=where)
     plan = split_file_from_text(text, graph, cluster, where=where, source=origin)
     objective = args.objective or plan.objective or "throughput"
     if args.overlap and objective != "throughput":

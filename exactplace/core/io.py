@@ -36,7 +36,7 @@ from exactplace.core.errors import InputFormatError, ParameterError, PlacementEr
 from exactplace.core.graph import MAX_SUM, Graph, Node
 from exactplace.core.onnx_import import onnx_to_dict, parse_model
 from exactplace.core.params import Boolean, Integer, Option, Real, brief, validate_options
-from exactplace.core.pipedream import looks_like_pipedream, pipedream_stages, pipedream_to_dict
+from exactplace.core.pipedream import check_stage_file, looks_like_pipedream, pipedream_stages, pipedream_to_dict
 from exactplace.core.placement import Space
 from exactplace.core.placement_array import as_replicas_array
 
@@ -129,7 +129,7 @@ def parse_json(text: str, what: str, source: str) -> Any:
     exactplace.core.errors.InputFormatError: Workload file 'w.json' gives the key 'maxFPGAs' twice in one object.
     """
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_unique_keys)  # (a UTF-8 BOM: no JSON)
     except _DuplicateKey as error:
         raise InputFormatError(f"{what} {source} gives the key {error.args[0]!r} twice in one object.") from None
     except json.JSONDecodeError as error:
@@ -441,8 +441,12 @@ def workload_format(content: bytes | str, path: PathLike) -> str:
             return "onnx"
         try:
             content = content.decode("utf-8")
-        except UnicodeDecodeError:
-            return "onnx"
+        except UnicodeDecodeError as error:
+            # Text up to a stray byte is a text file with a bad byte (reported as such, at its line), not ONNX.
+            head = content[:error.start].decode("utf-8").removeprefix("\ufeff")
+            if head.lstrip().startswith(("{", "[")):
+                return "json"
+            return "pipedream" if head.strip() and looks_like_pipedream(head) else "onnx"
     return "pipedream" if looks_like_pipedream(content) else "json"
 
 
@@ -495,8 +499,10 @@ def workload_from_text(text: str | bytes, path: PathLike, format: str | None = N
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as open() in text mode
-        except UnicodeDecodeError:
-            raise InputFormatError(f"{source} is not UTF-8 text.") from None
+        except UnicodeDecodeError as error:
+            line = text.count(b"\n", 0, error.start) + 1
+            raise InputFormatError(
+                f"{source} is not UTF-8 text: byte {text[error.start]:#04x} at line {line}.") from None
     if chosen == "pipedream":
         # vgg16.graph.txt -> vgg16; PipeDream's own profiles are all named graph.txt
         name = Path(path).name.removesuffix(".txt").removesuffix("graph").rstrip("._") or "pipedream"
@@ -745,6 +751,9 @@ def split_file_from_text(text: str, graph: Graph, cluster: Cluster, *, where: st
     ``where`` names the split in errors about its content, ``source`` where its text came from.
     """
     if looks_like_pipedream(text):
+        # A stage file must be one of this very graph: one for another model would be scored on the nodes the
+        # two happen to share.
+        check_stage_file(text, graph, cluster, where=where)
         try:
             stages = pipedream_stages(text)
         except InputFormatError as error:
