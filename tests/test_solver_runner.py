@@ -214,9 +214,10 @@ def test_a_solve_whose_solver_dies_says_so_and_what_it_returned(monkeypatch: pyt
 
 
 def test_a_solve_whose_solvers_all_answer_reports_no_failure() -> None:
-    placement = solve(read_workload(workload_path("layer_bert24_inference")), method="mip", contiguous=False,
-                      time_limit=60)
-    assert placement.status is Status.OPTIMAL and "solver_failures" not in placement.info
+    placement = solve(read_workload(workload_path("op_bert3_inference")), method="mip", contiguous=False,
+                      time_limit=120)
+    assert placement.has_solution and "solver_failures" not in placement.info
+    assert "solver failed" not in placement.summary()
 
 
 def test_stdout_discarded_by_two_threads_at_once_comes_back() -> None:

@@ -37,7 +37,7 @@ import numpy as np
 from exactplace.core.errors import ExactplaceError
 from exactplace.formulations.model import Kind, Model
 
-from .base import Capabilities, Request, Result, Solver, Trace, run_interruptibly
+from .base import POINT_TOLERANCE, Capabilities, Request, Result, Solver, Trace, run_interruptibly
 from .statuses import interpret
 
 __all__ = ["CpSatSolver", "refutation_margin", "scale_for_cpsat"]
@@ -46,6 +46,9 @@ _RESOLUTION = 2.0**32  # continuous variables: their largest bound times S is ab
 _MAX_COEF = 2.0**40    # ... unless that makes a coefficient larger than this
 _EXACT_MAX = 2.0**30  # rows of integer variables: exact scaling up to this factor
 _INT32 = 2.0**31      # google/or-tools#5293: a row whose integer coefficients sum past this wraps
+#: :meth:`CpSatSolver.declines` no model whose objective it rounds by less than this (whatever the objective's size:
+#: loads near the smallest float are rounded to nothing and still decided).
+DECLINE_ABSOLUTE = 1e-9
 
 
 _MAX_SCALE = 2.0**512  # a factor past this lifts nothing that matters (values below 2**-480) and overflows to inf
@@ -141,8 +144,9 @@ class CpSatSolver(Solver):
     def declines(cls, model: Model, request: Request) -> str | None:
         """Models CP-SAT's integer form cannot hold: an infinite or non-integral continuous bound or coefficient,
         or a scale so coarse (a huge bound, say CPU times of 1e9 that mean "never on a CPU") that the rounding of
-        the loads exceeds a quarter of ``rel_gap`` of the warm start's objective: its point would break the model
-        and its bound would certify nothing."""
+        the objective exceeds :data:`~.base.POINT_TOLERANCE` of the warm start's objective (and
+        :data:`DECLINE_ABSOLUTE`): its point could break the model past what the referee accepts, and its bound
+        would certify nothing."""
         continuous = model.kind == Kind.CONTINUOUS
         if not (np.all(np.isfinite(model.lb[continuous])) and np.all(np.isfinite(model.ub[continuous]))):
             return "CP-SAT needs finite bounds on every variable"
@@ -155,10 +159,10 @@ class CpSatSolver(Solver):
         weight = float(np.abs(model.objective[continuous]).sum())
         rounding = weight * (1.0 / form["scale"] + form["error"])
         start = abs(model.objective_value(request.warm_start))
-        if rounding > 0.25 * request.rel_gap * start:
-            return (f"its integer scaling rounds the objective by up to {rounding:.3g}, more than a quarter of "
-                    f"rel_gap={request.rel_gap:g} of the start's {start:.6g} (a variable's bound or a coefficient "
-                    "is far larger than the objective)")
+        if rounding > max(POINT_TOLERANCE * start, DECLINE_ABSOLUTE):
+            return (f"its integer scaling rounds the objective by up to {rounding:.3g}, more than "
+                    f"{POINT_TOLERANCE:g} of the start's {start:.6g} (a variable's bound or a coefficient is far "
+                    "larger than the objective)")
         return None
 
     def run(self, model: Model, request: Request) -> Result:
