@@ -304,3 +304,31 @@ def test_a_json_workload_with_a_byte_order_mark_reads_as_without(tmp_path: Path)
     marked.write_bytes(b"\xef\xbb\xbf" + text)
     a, b = read_workload(workload_path("layer_bert24_inference")), read_workload(marked)
     assert a.graph.names == b.graph.names and a.cluster == b.cluster
+
+
+def test_a_profile_on_standard_input_reads_as_from_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Standard input holds any format a file may (it was always parsed as JSON)."""
+    import io
+
+    from exactplace.cli.inputs import load_workload
+
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(GOOD.encode())))
+    piped = load_workload("-", {"bandwidth": 2.0})
+    from_file = read_workload(_write(tmp_path, GOOD), bandwidth=2.0)
+    assert piped.graph.names == from_file.graph.names and list(piped.graph.edges()) == list(from_file.graph.edges())
+
+
+def test_cluster_flags_keep_the_graph_read_once(tmp_path: Path) -> None:
+    """--accelerators and --memory on a profile replace its cluster; the graph is not converted again, and an
+    unlimited memory stays unlimited (it came back as 1e300 through the file format)."""
+    import math
+
+    from exactplace.cli.inputs import load_workload
+
+    path = _write(tmp_path, GOOD)
+    given = load_workload(str(path), {"accelerators": 2, "memory": math.inf, "cpus": 1})
+    plain = read_workload(path)
+    assert given.graph is not plain.graph and given.graph.names == plain.graph.names
+    assert (given.cluster.accelerators, given.cluster.cpus, given.cluster.max_memory) == (2, 1, math.inf)
+    with pytest.raises(ExactplaceError, match="maxFPGAs"):
+        load_workload(str(path), {"accelerators": 0, "cpus": 0})

@@ -13,10 +13,9 @@ from exactplace.core.io import (
     Workload,
     parse_json,
     read_bytes,
+    with_cluster,
     workload_format,
-    workload_from_dict,
     workload_from_text,
-    workload_to_dict,
 )
 from exactplace.data import shipped_workloads, workload_path
 
@@ -48,7 +47,8 @@ def read_stdin(what: str) -> Any:
 
 
 def load_workload(argument: str, cluster: dict[str, Any] | None = None) -> Workload:
-    """The workload an argument names (see :func:`input_path`), read and checked.
+    """The workload an argument names (see :func:`input_path`), read and checked, in any format (standard input
+    too: JSON, a PipeDream profile or an ONNX model).
 
     ``cluster`` overrides the workload's cluster: keys ``accelerators``, ``memory``, ``cpus`` (counts
     and bytes), ``machines`` and ``inter_machine_cost`` (a two-level cluster) and ``bandwidth`` (bytes
@@ -57,16 +57,11 @@ def load_workload(argument: str, cluster: dict[str, Any] | None = None) -> Workl
     given = {k: v for k, v in (cluster or {}).items() if v is not None}
     path = input_path(argument)
     bandwidth = given.pop("bandwidth", None)
-    text = None if path == STDIO else read_bytes(path, "Workload")  # read once: detection and parsing
-    if bandwidth is not None and (text is None or workload_format(text, path) == "json"):
+    text = sys.stdin.buffer.read() if path == STDIO else read_bytes(path, "Workload")  # read once: detect, parse
+    if bandwidth is not None and workload_format(text, path) == "json":
         raise ParameterError("--bandwidth applies to PipeDream profiles and ONNX models only: a JSON workload "
                              "states its edge costs as times, not bytes.")
-    if text is None:
-        workload = workload_from_dict(read_stdin("Workload"), name="stdin")
-    else:
-        workload = workload_from_text(text, path, **({} if bandwidth is None else {"bandwidth": bandwidth}))
+    workload = workload_from_text(text, path, **({} if bandwidth is None else {"bandwidth": bandwidth}))
     if not given:
         return workload
-    data = workload_to_dict(workload)
-    data.update({CLUSTER_FIELDS[key]: value for key, value in given.items()})
-    return workload_from_dict(data, name=workload.name)
+    return with_cluster(workload, **{CLUSTER_FIELDS[key]: value for key, value in given.items()})

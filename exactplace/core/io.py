@@ -17,6 +17,7 @@ Booleans may be JSON booleans or 0/1. :func:`read_workload` also reads PipeDream
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import importlib.util
 import inspect
@@ -58,6 +59,7 @@ __all__ = [
     "split_from_dict",
     "split_from_stages",
     "split_to_dict",
+    "with_cluster",
     "workload_format",
     "workload_from_dict",
     "workload_from_text",
@@ -321,9 +323,7 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     if "nodes" not in data and {"fpgas", "cpus"} & data.keys():
         raise InputFormatError("The workload is a split (fields 'fpgas' and 'cpus'), not a workload.")
     top.only(WORKLOAD_FIELDS, free=ANNOTATION_FIELDS)
-    memory = top.number("maxSizePerFPGA", _REQUIRED, allow_inf=True)
-    accelerators = top.integer("maxFPGAs", _REQUIRED, low=0, high=2**1000)
-    cpus = top.integer("maxCPUs", _REQUIRED, low=0, high=2**1000)
+    sizes = _cluster_sizes(top)  # (read before the nodes: a missing or bad one is named first)
     nodes = []
     for position, raw in enumerate(top.array("nodes", _REQUIRED)):
         named = isinstance(raw, dict) and "id" in raw
@@ -366,6 +366,26 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
         out_cost.setdefault(u, c)
     nodes = [Node(**{**v.__dict__, "comm": out_cost.get(v.id, 0.0)}) for v in nodes]
     graph = Graph(nodes, edges)
+    cluster, stated = _cluster_of(top, graph, sizes)
+    extra = {k: v for k, v in data.items() if k not in WORKLOAD_FIELDS}
+    return Workload(graph=graph, cluster=cluster, name=name, extra=extra, stated=stated)
+
+
+#: The workload's fields that describe its cluster.
+CLUSTER_FIELDS = ("maxSizePerFPGA", "maxFPGAs", "maxCPUs", "machines", "interMachineCost")
+
+
+def _cluster_sizes(top: _Fields) -> tuple[float, int, int]:
+    """The workload's required cluster fields: memory per accelerator, accelerators and CPUs, as stated."""
+    return (top.number("maxSizePerFPGA", _REQUIRED, allow_inf=True),
+            top.integer("maxFPGAs", _REQUIRED, low=0, high=2**1000),
+            top.integer("maxCPUs", _REQUIRED, low=0, high=2**1000))
+
+
+def _cluster_of(top: _Fields, graph: Graph, sizes: tuple[float, int, int]) -> tuple[Cluster, dict[str, int]]:
+    """The cluster the workload's fields state for ``graph`` (``sizes``: :func:`_cluster_sizes`), and the device
+    counts it states beyond one per node."""
+    memory, accelerators, cpus = sizes
     if accelerators + cpus == 0:
         raise InputFormatError("The workload's maxFPGAs and maxCPUs are both 0: there is no device to place on.")
     # More devices than nodes is the same problem as one device per node: the cluster (and so every
@@ -389,8 +409,31 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     cluster = Cluster(accelerators=accelerators if two_level else min(accelerators, graph.n), memory=memory,
                       cpus=min(cpus, graph.n), machines=machines if two_level else 1,
                       inter_machine_cost=inter_machine_cost)
-    extra = {k: v for k, v in data.items() if k not in WORKLOAD_FIELDS}
-    return Workload(graph=graph, cluster=cluster, name=name, extra=extra, stated=stated)
+    return cluster, stated
+
+
+def with_cluster(workload: Workload, **fields: Any) -> Workload:
+    """``workload`` on another cluster: ``fields`` (named as the file names them, :data:`CLUSTER_FIELDS`) replace
+    the workload's and are checked as a file's are; the graph is kept as it is, not read again (a command line's
+    ``--accelerators`` on a 200,000-node profile).
+
+    >>> from exactplace import read_workload, workload_path
+    >>> w = with_cluster(read_workload(workload_path("layer_bert24_inference")), maxFPGAs=3, maxSizePerFPGA=math.inf)
+    >>> w.cluster.accelerators, w.cluster.max_memory
+    (3, inf)
+    """
+    unknown = sorted(set(fields) - set(CLUSTER_FIELDS))
+    if unknown:
+        raise ParameterError(f"with_cluster: {unknown} are no cluster fields; they are {list(CLUSTER_FIELDS)}.")
+    if not workload.cluster.is_homogeneous:
+        raise ParameterError("with_cluster: the workload's cluster is heterogeneous; the file's fields state none.")
+    cluster = workload.cluster
+    stated = {"maxSizePerFPGA": cluster.max_memory if cluster.accelerators else 0.0,
+              "maxFPGAs": workload.accelerators, "maxCPUs": workload.cpus, "machines": cluster.machines,
+              "interMachineCost": cluster.inter_machine_cost}
+    top = _Fields({**stated, **fields}, "The workload")
+    cluster, beyond = _cluster_of(top, workload.graph, _cluster_sizes(top))
+    return dataclasses.replace(workload, cluster=cluster, stated=beyond)
 
 
 #: The workload formats :func:`read_workload` reads (``format=``), and the function that converts each.
@@ -476,10 +519,12 @@ _IMPORT_OPTIONS = {
 
 def workload_from_text(text: str | bytes, path: PathLike, format: str | None = None, **options: Any) -> Workload:
     """The workload in ``text`` (the file's content, as text or bytes), read from ``path`` (its name
-    comes from the file name): see :func:`read_workload`, which reads the file and calls this."""
+    comes from the file name; ``"-"``: standard input): see :func:`read_workload`, which reads the file and calls
+    this."""
     _check_format(format)
     chosen = format or workload_format(text, path)
-    source = f"Workload file {os.fspath(path)!r}"
+    stdin = os.fspath(path) == "-"
+    source = "Workload on standard input" if stdin else f"Workload file {os.fspath(path)!r}"
     importer = _IMPORTERS.get(chosen)
     known = set(inspect.signature(importer).parameters) - {"data", "text", "source", "path"} if importer else set()
     if set(options) - known:
@@ -495,7 +540,8 @@ def workload_from_text(text: str | bytes, path: PathLike, format: str | None = N
                                    "pip install 'exactplace[onnx]').")
         model = parse_model(data, source, also="binary, not UTF-8 text (JSON or a PipeDream profile), and "
                             if guessed else "")
-        return workload_from_dict(onnx_to_dict(model, source=source, path=path, **options), name=Path(path).stem)
+        return workload_from_dict(onnx_to_dict(model, source=source, path=path, **options),
+                                  name="stdin" if stdin else Path(path).stem)
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as open() in text mode
@@ -506,8 +552,9 @@ def workload_from_text(text: str | bytes, path: PathLike, format: str | None = N
     if chosen == "pipedream":
         # vgg16.graph.txt -> vgg16; PipeDream's own profiles are all named graph.txt
         name = Path(path).name.removesuffix(".txt").removesuffix("graph").rstrip("._") or "pipedream"
-        return workload_from_dict(pipedream_to_dict(text, **options), name=name)
-    return workload_from_dict(parse_json(text, "Workload", f"file {os.fspath(path)!r}"), name=Path(path).stem)
+        return workload_from_dict(pipedream_to_dict(text, **options), name="stdin" if stdin else name)
+    origin = "on standard input" if stdin else f"file {os.fspath(path)!r}"
+    return workload_from_dict(parse_json(text, "Workload", origin), name="stdin" if stdin else Path(path).stem)
 
 
 def workload_to_dict(workload: Workload) -> dict[str, Any]:
