@@ -1,5 +1,5 @@
 """``python -m exactplace`` runs the command line."""
 
-from exactplace.cli.main import main
+from exactplace.cli.main import run
 
-raise SystemExit(main())
+run()

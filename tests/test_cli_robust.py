@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -417,12 +418,13 @@ def test_huge_clusters_from_python_are_sized_by_the_graph() -> None:
 
 
 def test_readme_synopsis_lists_every_flag() -> None:
-    """The README's command-line synopsis names every flag of every command (first spelling of each)."""
+    """The command-line synopsis (docs/cli.md, linked from the README) names every flag of every command (first
+    spelling of each)."""
     import argparse
     import re
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    synopsis = readme.split("### Command line", 1)[1].split("```")[1]
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    synopsis = page.split("## Synopsis", 1)[1].split("```")[1]
     parser = cli.build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     entries: dict[str, str] = {}
@@ -529,3 +531,26 @@ def test_an_unknown_workload_field_is_one_line(changes: dict, fragment: str, tmp
     assert main(["solve", str(w), "--method", "greedy"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and fragment in err[0]
+
+
+@pytest.mark.parametrize(("signum", "status", "word"), [(signal.SIGINT, 130, "interrupted"),
+                                                        (signal.SIGTERM, 143, "terminated")])
+def test_a_stopped_command_run_as_the_process_leaves_without_the_teardown(tmp_path: Path, signum: int, status: int,
+                                                                           word: str) -> None:
+    """As the process (the console script, ``python -m exactplace``), a command stopped by Ctrl-C or SIGTERM exits
+    from where it was stopped: the interpreter's teardown (at-exit work, freeing what the stopped work held: seconds
+    for a replay of a million samples) is skipped. Called by a program, main returns, and that program goes on."""
+    code = textwrap.dedent(f"""
+        import atexit, os, signal, sys
+        from exactplace.cli import main as cli
+        atexit.register(lambda: print("teardown ran", file=sys.stderr))
+        def stopped(args):
+            os.kill(os.getpid(), {int(signum)})
+            signal.pause()
+        cli._command_methods = stopped
+        sys.argv = ["exactplace", "methods"]
+        cli.run()
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert result.returncode == status, result.stderr
+    assert result.stderr.strip() == f"exactplace methods: {word}"

@@ -412,7 +412,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every command; the README's synopsis lists the same flags (a test checks it)."""
+    """The parser of every command; docs/cli.md's synopsis lists the same flags (a test checks it)."""
     from exactplace import __version__
 
     parser = _Parser(prog="exactplace", description="Exact placement of DNN graphs on accelerators and CPUs.")
@@ -491,11 +491,29 @@ def _quiet_stdout() -> None:
         pass
 
 
+class _Process:
+    """Whether :func:`main` runs as the process itself (:func:`run`), not called by a program that goes on."""
+
+    owned = False
+
+
 def _interrupted(command: str) -> int:
-    """A command stopped by Ctrl-C (or SIGTERM, which main reports): one line, exit 130."""
+    """A command stopped by Ctrl-C (or SIGTERM, which main reports): one line, exit 130 (143).
+
+    Run as the process (:func:`run`), it leaves at once, from here: what the stopped work still holds (a replay's
+    schedule of millions of steps) would take the interpreter seconds to free, past the promised second.
+    """
     handled_interrupt()
+    line = f"exactplace {command}: " + ("terminated" if _Terminated.seen else "interrupted")
+    if _Process.owned:
+        print(line, file=sys.stderr, flush=True)
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(EXIT_TERMINATED if _Terminated.seen else EXIT_INTERRUPTED)
     if not _Terminated.seen:
-        print(f"exactplace {command}: interrupted", file=sys.stderr)
+        print(line, file=sys.stderr)
     return EXIT_INTERRUPTED
 
 
@@ -526,6 +544,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def run() -> NoReturn:
+    """The console script ``exactplace`` and ``python -m exactplace``: :func:`main` as the process, exiting with its
+    status."""
+    _Process.owned = True
+    raise SystemExit(main())
+
+
 def _run(args: argparse.Namespace, stream: TextIO) -> int:
     """The command, with every error turned into its one line and exit status."""
     try:
@@ -550,4 +575,4 @@ def _run(args: argparse.Namespace, stream: TextIO) -> int:
         return _interrupted(args.command)
 
 
-__all__ = ["build_parser", "main", "option_value"]
+__all__ = ["build_parser", "main", "option_value", "run"]
