@@ -2,7 +2,7 @@
 
 Every ``import`` of an exactplace module in ``exactplace/`` and ``formulations/`` (module level
 or inside a function: a lazy import is still an arrow) is an edge. The layers, lowest first,
-are the README's; a module may import its own layer and the layers below, never above; no
+are docs/layout.md's; a module may import its own layer and the layers below, never above; no
 two modules import each other, however indirectly; and no module imports another's private
 (``_``) name. The one private import allowed is the compiled extension ``exactplace._native``,
 by its one binding module.
