@@ -23,3 +23,23 @@ def ctrl_c_as_each_solve_ends(solve_model: Callable[..., Any], statuses: list) -
         return out
 
     return solves_then_ctrl_c
+
+
+def stop_the_second_job(monkeypatch: Any, module: Any, how: str) -> list[str]:
+    """Make ``module.solve_job`` (regress's or the paper tables') stop the run while its second job solves: Ctrl-C,
+    or SIGTERM sent to this process (``how``). Returns the keys of the jobs started, filled as they start."""
+    from exactplace.cli import main as cli
+
+    monkeypatch.setattr(cli._Terminated, "seen", False)  # restored after the test: other tests see no SIGTERM
+    solved, calls = module.solve_job, []
+
+    def solve_job(job: dict[str, Any]) -> Any:
+        calls.append(job["key"])
+        if len(calls) == 2:
+            if how == "SIGTERM":
+                os.kill(os.getpid(), signal.SIGTERM)
+            raise KeyboardInterrupt
+        return solved(job)
+
+    monkeypatch.setattr(module, "solve_job", solve_job)
+    return calls

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from signals import stop_the_second_job
 
 import exactplace as ep
 from exactplace import paper
@@ -270,27 +271,6 @@ def test_every_output_path_is_checked_before_any_work(tmp_path: Path, monkeypatc
     assert not any((tmp_path / "readonly").iterdir())
 
 
-def interrupt_second_solve(monkeypatch: pytest.MonkeyPatch, how: str) -> list[str]:
-    """Stop the run while its second cell solves: Ctrl-C, or SIGTERM sent to this process."""
-    import signal
-
-    from exactplace.cli import main as cli
-
-    monkeypatch.setattr(cli._Terminated, "seen", False)  # restored after the test: other tests see no SIGTERM
-    solved, calls = paper.solve_job, []
-
-    def solve_job(job: dict[str, Any]) -> Any:
-        calls.append(job["key"])
-        if len(calls) == 2:
-            if how == "SIGTERM":
-                os.kill(os.getpid(), signal.SIGTERM)
-            raise KeyboardInterrupt
-        return solved(job)
-
-    monkeypatch.setattr(paper, "solve_job", solve_job)
-    return calls
-
-
 @pytest.mark.parametrize("how, code, line", [("Ctrl-C", 130, "exactplace paper-tables: interrupted"),
                                              ("SIGTERM", 143, "exactplace paper-tables: terminated")])
 def test_a_stopped_run_never_replaces_a_complete_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -301,7 +281,7 @@ def test_a_stopped_run_never_replaces_a_complete_table(tmp_path: Path, monkeypat
     complete = {"table_throughput.csv": "the complete CSV\n", "table_throughput.md": "# the complete table\n"}
     for name, text in complete.items():
         (out_dir / name).write_text(text, encoding="utf-8")
-    interrupt_second_solve(monkeypatch, how)
+    stop_the_second_job(monkeypatch, paper, how)
     assert status(["paper-tables", "--workloads", str(small_folder(tmp_path / "workloads")),
                    "--out-dir", str(out_dir)]) == code
     captured = capsys.readouterr()

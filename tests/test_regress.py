@@ -7,6 +7,7 @@ import os
 import shutil
 
 import pytest
+from signals import stop_the_second_job
 
 import exactplace as ep
 from exactplace import regress
@@ -271,33 +272,12 @@ def test_a_report_is_written_where_the_suite_is_named_after_a_number(tmp_path) -
 
 # -- Ctrl-C and SIGTERM keep the jobs done ---------------------------------------------------------------
 
-def stop_on_second(monkeypatch, how: str) -> list[str]:
-    """Stop the suite while its second job solves: Ctrl-C, or SIGTERM sent to this process."""
-    import signal
-
-    from exactplace.cli import main as cli
-
-    monkeypatch.setattr(cli._Terminated, "seen", False)  # restored after the test: other tests see no SIGTERM
-    solved, calls = regress.solve_job, []
-
-    def solve_job(job):
-        calls.append(job["key"])
-        if len(calls) == 2:
-            if how == "SIGTERM":
-                os.kill(os.getpid(), signal.SIGTERM)
-            raise KeyboardInterrupt
-        return solved(job)
-
-    monkeypatch.setattr(regress, "solve_job", solve_job)
-    return calls
-
-
 @pytest.mark.parametrize("how, status, line", [("Ctrl-C", 130, "exactplace regress: interrupted"),
                                                ("SIGTERM", 143, "exactplace regress: terminated")])
 def test_a_stopped_suite_writes_the_report_of_the_jobs_done(suite, capsys, monkeypatch, how, status, line) -> None:
     assert main(["regress", str(suite), "--update-baseline"]) == 0
     capsys.readouterr()
-    calls = stop_on_second(monkeypatch, how)
+    calls = stop_the_second_job(monkeypatch, regress, how)
     out_dir = suite.parent / "out"
     assert main(["regress", str(suite), "--report-dir", str(out_dir)]) == status
     assert capsys.readouterr().err.strip().splitlines() == [line]
@@ -314,7 +294,7 @@ def test_a_stopped_suite_writes_the_report_of_the_jobs_done(suite, capsys, monke
 def test_a_stopped_update_keeps_the_baseline_and_writes_the_jobs_done_beside_it(suite, capsys, monkeypatch) -> None:
     assert main(["regress", str(suite), "--update-baseline"]) == 0
     baseline = suite.with_suffix(".baseline.json").read_text()
-    calls = stop_on_second(monkeypatch, "Ctrl-C")
+    calls = stop_the_second_job(monkeypatch, regress, "Ctrl-C")
     assert main(["regress", str(suite), "--update-baseline"]) == 130
     assert suite.with_suffix(".baseline.json").read_text() == baseline
     partial = json.loads((suite.parent / "small.baseline.partial.json").read_text())
