@@ -1,4 +1,4 @@
-"""Issue 9: the command line never loses or clobbers a file, never hangs on a small input, and
+"""The command line never loses or clobbers a file, never hangs on a small input, and
 answers every bad input with one clear line (exit 2), Ctrl-C with 130, a closed pipe like Unix tools."""
 
 from __future__ import annotations
@@ -554,3 +554,18 @@ def test_a_stopped_command_run_as_the_process_leaves_without_the_teardown(tmp_pa
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert result.returncode == status, result.stderr
     assert result.stderr.strip() == f"exactplace methods: {word}"
+
+
+def test_a_ctrl_c_in_the_teardown_after_the_work_exits_130(tmp_path: Path) -> None:
+    """The command done and its output out, a Ctrl-C while the interpreter tears down (here: from an at-exit
+    function) ends the process with 130, not by SIGINT (-2, from a KeyboardInterrupt raised in the teardown)."""
+    code = textwrap.dedent("""
+        import atexit, os, signal, sys
+        from exactplace.cli import main as cli
+        atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), signal.pause()))
+        sys.argv = ["exactplace", "methods"]
+        cli.run()
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert result.returncode == 130, result.stderr
+    assert "dp" in result.stdout and result.stderr == ""

@@ -46,6 +46,12 @@ def read_stdin(what: str) -> Any:
     return parse_json(read_stdin_text(what), what, "on standard input")
 
 
+def _stdin_bytes() -> bytes:
+    """Standard input's bytes (a text stream put in its place, which has none, gives its text as UTF-8)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    return stream.read() if stream is not None else read_stdin_text("Workload").encode("utf-8")
+
+
 def load_workload(argument: str, cluster: dict[str, Any] | None = None) -> Workload:
     """The workload an argument names (see :func:`input_path`), read and checked, in any format (standard input
     too: JSON, a PipeDream profile or an ONNX model).
@@ -57,7 +63,7 @@ def load_workload(argument: str, cluster: dict[str, Any] | None = None) -> Workl
     given = {k: v for k, v in (cluster or {}).items() if v is not None}
     path = input_path(argument)
     bandwidth = given.pop("bandwidth", None)
-    text = sys.stdin.buffer.read() if path == STDIO else read_bytes(path, "Workload")  # read once: detect, parse
+    text = _stdin_bytes() if path == STDIO else read_bytes(path, "Workload")  # read once: detect, then parse
     if bandwidth is not None and workload_format(text, path) == "json":
         raise ParameterError("--bandwidth applies to PipeDream profiles and ONNX models only: a JSON workload "
                              "states its edge costs as times, not bytes.")

@@ -546,9 +546,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> NoReturn:
     """The console script ``exactplace`` and ``python -m exactplace``: :func:`main` as the process, exiting with its
-    status."""
+    status. The command's work done, a Ctrl-C or SIGTERM during the interpreter's teardown ends the process at once
+    with 130 or 143 (it raised KeyboardInterrupt in the teardown, and the process died by SIGINT, -2)."""
     _Process.owned = True
-    raise SystemExit(main())
+    status = main()
+    for stream in (sys.stdout, sys.stderr):  # (what the command printed is out before a signal could cut it)
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    for signum, code in ((signal.SIGINT, EXIT_INTERRUPTED), (signal.SIGTERM, EXIT_TERMINATED)):
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # (a SIGINT the process was started ignoring stays so)
+            signal.signal(signum, lambda *_, code=code: os._exit(code))
+    raise SystemExit(status)
 
 
 def _run(args: argparse.Namespace, stream: TextIO) -> int:
