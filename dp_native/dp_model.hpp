@@ -5,7 +5,7 @@
 //
 // The two DPs are separate translation units so that neither one's code generation depends on
 // the other's: while they shared dp.cpp, GCC inlined SetCost differently and the plain DP's walk
-// executed 2.6% more instructions, its own code unchanged (benchmarks/RESULTS.md). For the same
+// executed measurably more instructions, its own code unchanged. For the same
 // reason the shared pieces have internal linkage (an unnamed namespace, one copy per translation
 // unit) as they had inside dp.cpp: as inline functions with external linkage GCC stops inlining
 // SetCost::add into the typed walk (Worker<true>). Keep this header to these pieces.

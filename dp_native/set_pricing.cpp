@@ -24,9 +24,9 @@ constexpr double kRaiseSlack = 1e-9;
 double below(double value) { return value - kRaiseSlack * std::max(1.0, std::abs(value)); }
 
 // A floor is raised this share of the way to the value met, not all of it: the sets between come back as columns
-// too. (Measured, set_bound on layer_resnet50_inference to the relaxation's limit: 817 pricings in 131 s with no
-// raise, 1935 in 225 s raised all the way (one or two columns a pricing), 839 in 133 s at 0.8. On the pricings of
-// LayerGraphs_inceptionv3_inference, 0.8 prices 3x faster than no raise early in a generation, 1.4x near its end.)
+// too. (On layer_resnet50_inference, raised all the way, a pricing yields one or two columns and the bound takes far
+// more pricings and time to the relaxation's limit, where 0.8 matches no raise; on LayerGraphs_inceptionv3_inference
+// 0.8 prices faster than no raise, most of all early in a generation.)
 constexpr double kRaiseShare = 0.8;
 
 // The floor raised by a value met (a set's within the capacity), from the floor asked.

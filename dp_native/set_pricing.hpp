@@ -11,7 +11,7 @@
 // to the value of a set met: before the DP a set found greedily (by value per time, then single moves and swaps),
 // during it any partial set that is a set within the capacity as it stands ("nothing more": its open groups whose
 // decided members are all in are charged). The maximum lies above either, and the fewer states a floor lets live
-// the faster the DP (branchy graphs keep many groups open; issue 21). A pair kept apart (a branch of the
+// the faster the DP (branchy graphs keep many groups open). A pair kept apart (a branch of the
 // relaxation's branch-and-price) is open like a group from its first member to its last, recorded in the
 // state only when the first is in the set. Pure C++, no Python here.
 #pragma once

@@ -72,8 +72,7 @@ EQUAL = 1e-6
 PUBLISHED_IP_GAP = 0.01
 
 #: Published values below what the models allow: the one per-workload knowledge in this module,
-#: established by ``benchmarks/check_published.py`` (``benchmarks/RESULTS.md``, "Published values
-#: below what the models allow"). (table, workload, column) -> (proven optimum, how it is proven).
+#: established by ``benchmarks/check_published.py``. (table, workload, column) -> (proven optimum, how it is proven).
 BELOW_MODEL: dict[tuple[str, str, str], tuple[float, str]] = {
     ("throughput", "layer_gnmt_inference", "ip_noncontiguous"): (
         31.687311, "CP-SAT proves 31.687311 optimal for the paper's own non-contiguous IP rebuilt from the "

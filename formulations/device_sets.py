@@ -1,4 +1,4 @@
-"""The device-set relaxation of the non-contiguous max-load IP, and the class order its pricing runs in (issue 21).
+"""The device-set relaxation of the non-contiguous max-load IP, and the class order its pricing runs in.
 
 Why: the assignment IP's LP (:func:`~.throughput.noncontiguous_ip`) spreads every colour class
 evenly over the accelerators, so it charges no communication at all; on the ResNet-50 layer graphs

@@ -14,8 +14,7 @@ program never prescribes how an accelerator's nodes are cut: the solver chooses 
 Reading order: :func:`prepare` (the data in model units), :func:`latency_ip` (variables, one
 block per constraint family with the paper's equation, objective), then
 :class:`LatencyIP`'s ``decode`` (values -> devices and subgraphs) and ``encode`` (a placement ->
-a complete solution, the warm start). The tightenings and what each bought are recorded in
-``benchmarks/RESULTS.md`` ("Latency program: tightenings").
+a complete solution, the warm start).
 
 Time is discretized: every duration is rounded *down* to a multiple of ``1/scale`` (a power of
 two, about ``2**-26`` of the latency), so the model never overstates a placement's latency and

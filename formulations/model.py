@@ -21,7 +21,7 @@ Why not OR-Tools MathOpt: MathOpt builds a model one Python object per variable 
 linear expression, so the build cost grows with the interpreter, where the triplets here are
 numpy arrays end to end; MathOpt cannot drive CBC, and the CP-SAT translation (scaling to
 integers, hints, enforcement literals) is ours to control. The build times of both forms
-are measured by ``benchmarks/bench_mip.py --build`` (``benchmarks/RESULTS.md``).
+are measured by ``benchmarks/bench_mip.py --build``.
 
 How a formulation plugs in (for another objective): write a module in ``formulations/``
 with a builder ``build(...) -> Model`` that creates its variables with :meth:`Model.add_vars`

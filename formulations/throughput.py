@@ -49,7 +49,7 @@ Non-contiguous (:func:`noncontiguous_ip`, ``Space.ANY``)
     and speed. Two lower bounds on ``L`` (the total minimum work over the devices, on the fastest
     accelerator, and the largest single class) tighten the relaxation.
 
-    Symmetry (issue 21). The *interchangeable sets* are the accelerators of one type (all of
+    Symmetry. The *interchangeable sets* are the accelerators of one type (all of
     them when homogeneous) and the CPU cores. Rank the classes by total time (accelerator + CPU,
     heaviest first, ties by index). The ``i``-th class (rank ``i``, from 0) is fixed off every
     device at position ``> i`` of each set (``y = 0`` by variable bound). Valid: given any
@@ -58,16 +58,15 @@ Non-contiguous (:func:`noncontiguous_ip`, ``Space.ANY``)
     ``p`` then holds no class of rank ``< p`` (the ``p`` devices before it each hold a distinct
     lower first rank), so every placement has a renamed copy satisfying the fixings. Sets of
     different types are renamed separately (rows across types would cut off optima). The
-    rows used before (accelerators of a type sorted by load, ``symmetry="load"``) tie the
-    loads to the order and blind CP-SAT's search: on layer_gnmt_inference they left a 5% gap
-    after 60 s where the fixings prove the optimum in 11-25 s (2 workers, load 5-11);
-    layer_gnmt_training 3.1% at 60 s -> optimum in 12-37 s; op_resnet50_training 56% -> 10%
-    at 60 s (``benchmarks/RESULTS.md``, issue 21). ``encode`` renames a warm start the same way.
+    alternative rows (accelerators of a type sorted by load, ``symmetry="load"``) tie the
+    loads to the order and blind CP-SAT's search: on the GNMT layer graphs they left a gap at
+    60 s where the fixings prove the optimum, and op_resnet50_training's gap is several times
+    smaller with the fixings. ``encode`` renames a warm start the same way.
 
     A proven lower bound from the *packing relaxation* (no communication, no memory;
     ``formulations/throughput_bounds.py``) can be given as ``lower_bound``: it becomes ``L``'s
     variable bound (a row on ``LF + LB`` with ``gpipe``). Where classes are coarse and
-    communication small it is far above the LP's (layer_bert24_inference: 17.69 in 2-4 s
+    communication small it is far above the LP's (layer_bert24_inference: 17.69
     against the LP's 15.15; optimum 17.7147); on the op graphs, where communication dominates,
     it equals the LP's and costs only its time (about 1 s).
 
@@ -641,7 +640,7 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
 
     ``symmetry``: ``"first"`` (default, ``True``) fixes the ``i``-th heaviest class off all but the
     first ``i + 1`` devices of each set of interchangeable devices; ``"load"`` instead sorts the
-    accelerators of a type by load (the rows before issue 21); ``False`` adds neither (for
+    accelerators of a type by load (kept for comparison); ``False`` adds neither (for
     measurements). ``lower_bound``: a proven lower bound on the objective (e.g.
     :func:`~.throughput_bounds.packing_bound`), added as a row. ``at_most``: the decision version,
     objective at most that (``L``'s upper bound; a row on ``LF + LB`` with ``gpipe``), for
@@ -674,7 +673,7 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     e = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses accelerator")
     cap = load_cap(data, 1.0 if typed is None else float(cluster.speed.min()), cluster.cpus > 0)
     # A proven bound on L is its variable bound (a row L >= b made HiGHS 1.x fail with kSolveError in
-    # its postsolve on 4 of 500 brute-force cases); with gpipe it is a row on LF + LB.
+    # its postsolve on a few brute-force cases); with gpipe it is a row on LF + LB.
     floor = float(lower_bound) if lower_bound is not None and lower_bound > 0 and not gpipe else 0.0
     if at_most is not None and not gpipe:
         cap = min(cap, float(at_most))

@@ -1,4 +1,4 @@
-"""Fuzzing the command line (issue 9's bar): random workload JSON and random arguments.
+"""Fuzzing the command line: random workload JSON and random arguments.
 
 Whatever the input, ``exactplace`` must exit 0, 1 or 2; on exit 2 print exactly one line on
 stderr; never let an exception escape (no traceback); never change an input file; and leave

@@ -1,4 +1,4 @@
-"""Issue 21: the gap probe of the non-contiguous IP (``exactplace/backends/gap_probe.py``).
+"""The gap probe of the non-contiguous IP (``exactplace/backends/gap_probe.py``).
 
 * Against brute force over all splits: a refuted probe's bound never exceeds the optimum and closes
   the asked gap on the start's value; a split a probe finds is legal, re-scored by the evaluator, and
@@ -207,7 +207,7 @@ def test_ctrl_c_during_the_probe_keeps_the_bound_it_proved(monkeypatch: pytest.M
     def interrupted(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float,
                     **kwargs: object) -> gap_probe.Probe:
         # 5%: proven in about a second, standing in for the 1% rung; with the method's slice of 30 s (3 s) a loaded
-        # machine ran out of it after two improving splits (CI, stop 43): the stand-in gets a minute.
+        # machine ran out of it after two improving splits (seen in CI): the stand-in gets a minute.
         probe = real(graph, cluster, device, 0.05, **{**kwargs, "time_limit": 60.0})
         assert probe.bound is not None, probe
         return dataclasses.replace(probe, outcome="interrupted")

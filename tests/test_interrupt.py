@@ -3,7 +3,7 @@ of its own (solver children, worker threads and native code all receive it too).
 
 Every long-running method and every long-running command must stop on it, exit 130 with one line
 on stderr, and keep the best plan found (written to ``--out``) where the method had one; SIGTERM
-ends a solve the same way with exit 143. The issue's bar of one second is measured by
+ends a solve the same way with exit 143. The bar of one second is measured by
 ``benchmarks/bench_interrupt.py`` (timings are not asserted in unit tests); here a command only
 has to stop long before its time limit.
 """

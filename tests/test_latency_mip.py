@@ -86,7 +86,7 @@ def _workload(text: str):
 
 
 def test_a_contiguous_part_may_run_as_two_subgraphs() -> None:
-    """Issue 22's case: {2} first (it feeds the CPU node 3), then {1}, latency 7; the evaluator's cut
+    """{2} first (it feeds the CPU node 3), then {1}, latency 7; the evaluator's cut
     runs {1, 2} as one subgraph (10). The program must search every cut, not only the evaluator's."""
     w = _workload('{"maxSizePerFPGA":2.0,"maxFPGAs":1,"maxCPUs":8,"nodes":['
                   '{"id":1,"supportedOnFpga":1,"cpuLatency":10.0,"fpgaLatency":4.0,"isBackwardNode":0,"size":1.0},'
@@ -100,7 +100,7 @@ def test_a_contiguous_part_may_run_as_two_subgraphs() -> None:
 
 
 def test_q2_is_never_infeasible_where_q1_is_feasible() -> None:
-    """Issue 22's case: q=1 finds 8; q=2 and q=3 answered 'infeasible' before."""
+    """q=1 finds 8, so q=2 and q=3 (which allow more) must not answer 'infeasible'."""
     w = _workload('{"maxSizePerFPGA":4.0,"maxFPGAs":2,"maxCPUs":1,"nodes":['
                   '{"id":1,"supportedOnFpga":1,"cpuLatency":3.0,"fpgaLatency":1.0,"isBackwardNode":0,"size":3.0},'
                   '{"id":2,"supportedOnFpga":1,"cpuLatency":1.0,"fpgaLatency":1.0,"isBackwardNode":0,"size":1.7},'

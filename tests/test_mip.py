@@ -89,8 +89,8 @@ def test_noncontiguous_ip_equals_brute_force(graph: Graph, cluster: Cluster, sol
     assert approx(p.objective, optima.any)
 
 
-# No max_examples: the profile decides (50 by default; HYPOTHESIS_PROFILE=thorough runs 2000, the
-# issue's "500 random tiny graphs" bar, recorded in benchmarks/RESULTS.md).
+# No max_examples: the profile decides (50 by default; HYPOTHESIS_PROFILE=thorough runs 2000, past the
+# bar of 500 random tiny graphs).
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(any_graphs(max_nodes=6), homogeneous(), st.booleans())
 def test_default_options_are_optimal_within_the_default_gap(graph: Graph, cluster: Cluster, contiguous: bool) -> None:
@@ -149,7 +149,7 @@ def test_auto_solver_of_the_noncontiguous_ip_follows_the_accelerator_count() -> 
     assert solve(graph, few, method="mip").solver == first
 
 
-# No max_examples: the profile decides (HYPOTHESIS_PROFILE=thorough: 2000, recorded in benchmarks/RESULTS.md).
+# No max_examples: the profile decides (HYPOTHESIS_PROFILE=thorough: 2000).
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(any_graphs(max_nodes=5), clusters(min_accelerators=4, max_accelerators=4, max_cpus=1), st.booleans())
 def test_relay_from_cpsat_to_highs_keeps_the_optimum(graph: Graph, cluster: Cluster, started: bool) -> None:
@@ -253,8 +253,8 @@ def test_ctrl_c_returns_the_incumbent(solver: str) -> None:
 
     from exactplace import read_workload, workload_path
 
-    # Non-contiguous, at gap 0: minutes to prove for the solver; not for the set bound beside HiGHS (stop 49), which
-    # can prove the split within the 1.5 s (seen in clean-clone CI: optimal, no interrupt), so it is off here.
+    # Non-contiguous, at gap 0: minutes to prove for the solver; not for the set bound beside HiGHS, which can prove
+    # the split within the 1.5 s (seen in CI: optimal, no interrupt), so it is off here.
     w = read_workload(workload_path("layer_bert24_inference"))
     timer = threading.Timer(1.5, _thread.interrupt_main)
     timer.start()

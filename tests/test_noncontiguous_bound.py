@@ -1,4 +1,4 @@
-"""Issue 21: the non-contiguous IP's tightenings stay exact (against the brute force of ``tests/oracle.py``).
+"""The non-contiguous IP's tightenings stay exact (against the brute force of ``tests/oracle.py``).
 
 * The rank fixings (``symmetry="first"``: the ``i``-th heaviest class only on the first ``i + 1``
   devices of each interchangeable set) keep an optimum: the IP with them, and with the packing
@@ -9,9 +9,8 @@
   optimum, for plain, ``overlap`` and ``gpipe`` loads, and neither does the IP's own bound.
 * ``encode`` renames a placement so that it satisfies the fixings (a warm start the solver keeps).
 
-``NC_EXAMPLES`` sets the examples per test (default 30, a few seconds each; the issue's
-500-example run: ``NC_EXAMPLES=500 pytest tests/test_noncontiguous_bound.py``, recorded in
-``benchmarks/RESULTS.md``).
+``NC_EXAMPLES`` sets the examples per test (default 30, a few seconds each; a thorough run:
+``NC_EXAMPLES=500 pytest tests/test_noncontiguous_bound.py``).
 """
 
 from __future__ import annotations

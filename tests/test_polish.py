@@ -1,4 +1,4 @@
-"""Issue 21: the polish phase of the non-contiguous IP (``exactplace/backends/polish.py``).
+"""The polish phase of the non-contiguous IP (``exactplace/backends/polish.py``).
 
 * A polished placement is legal (classes together, memory and support respected), never worse than
   its start, and its value is the evaluator's, for plain and ``overlap`` loads, on homogeneous and

@@ -1,10 +1,9 @@
 """Replay of synthetic workloads (no real operators) on virtual CPU devices, and its exact model.
 
-The timing bars (issue 11): time per sample within 25% of max-load, single-sample latency within 25%
-of the latency evaluator, on 3 virtual devices. Noise measured on the 2-core CI machine under a load
-average of 4-9 (other agents): repeats of one replay spread by 1-3% and the ratio stayed within
-0.99-1.02 (benchmarks/RESULTS.md, "Replay"); 25% is the issue's bar, and one retry guards against a
-scheduler stall of the shared machine.
+The timing bars: time per sample within 25% of max-load, single-sample latency within 25% of the
+latency evaluator, on 3 virtual devices. On a shared 2-core machine repeats of one replay spread by a
+few percent and the ratio stays close to 1, so 25% leaves ample room for noise, and one retry guards
+against a scheduler stall of the shared machine.
 """
 
 from __future__ import annotations

@@ -104,8 +104,8 @@ __all__ = ["AUTO_DP_SECONDS", "DEFAULT_MEMORY_BUDGET", "DP", "DPL", "PAIRS_PER_I
 DEFAULT_MEMORY_BUDGET = 2 * 2**30
 
 #: Seconds per (ideal, sub-ideal) pair of the DP's walk on one thread, rounded up from the slowest
-#: measured (benchmarks/RESULTS.md, 2-core machine: 4.5e-8 on synthetic_inception, 7.8e-8 on
-#: PipeDream's InceptionV3 with 8 accelerators).
+#: measured on a 2-core machine (PipeDream's InceptionV3 with 8 accelerators, slower per pair than
+#: synthetic_inception).
 SECONDS_PER_PAIR = 1e-7
 
 #: The pairs per ideal that ``method="auto"`` assumes: rounded up from the most measured without the

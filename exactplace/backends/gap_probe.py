@@ -1,4 +1,4 @@
-"""The gap probe of the non-contiguous max-load IP (issue 21): prove the asked gap directly.
+"""The gap probe of the non-contiguous max-load IP: prove the asked gap directly.
 
 After the warm start and its polish the method holds a split of max load ``U`` and asks for a
 relative gap ``g`` (``rel_gap``). Rather than raise the optimizing solver's dual bound until it
@@ -18,13 +18,13 @@ refuted 1% is a bound the optimizing IP starts from (``L``'s lower bound) when `
 
 Why a decision is easier: the objective's upper bound turns every device's load row into a
 knapsack row the solver propagates from the first node on, where the optimizing search must
-first lift its bound by cuts and branching. Measured on op_resnet50_training (2 shared cores,
-load 1.4-2.7): "at most 0.99 x 255.1944?" is refuted by CP-SAT with one worker in 2.0-2.3 s, with
-two workers (its default search and an LNS worker) in 6.2-6.7 s, without the rank fixings in 14 s;
-HiGHS does not decide it in 30 s; the optimizing IP certifies 1% after 20-43 s. Near the optimum
-the decision is as hard as the optimization ("at most 0.9999 x" is undecided after 30 s; on
-layer_resnet50_inference after 300 s), and on the BERT operator graphs even "0.99 x" is undecided
-after 40 s: the probe gets a bounded slice of the time (``method="mip"``'s option ``gap_probe``).
+first lift its bound by cuts and branching. On op_resnet50_training "at most 0.99 U?" is refuted
+by CP-SAT with one worker in seconds, sooner than with two workers (its default search and an LNS
+worker) or without the rank fixings, where HiGHS does not decide it in half a minute and the
+optimizing IP takes many times longer to certify 1%. Near the optimum the decision is as hard as the
+optimization ("at most 0.9999 U" stays undecided for minutes, on layer_resnet50_inference too), and
+on the BERT operator graphs even "0.99 U" is undecided: the probe gets a bounded slice of the time
+(``method="mip"``'s option ``gap_probe``).
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from .solvers.cpsat import refutation_margin
 __all__ = ["HEADROOM", "LADDER", "Probe", "probe_beside_polish", "probe_gap"]
 
 #: The gaps asked before the requested one, coarsest first: a refuted 1% probe is a bound the optimizing
-#: IP starts from when the requested gap stays undecided (op_resnet50_training: 1% refuted in 2.0-2.3 s,
-#: 1e-4 undecided after 30 s).
+#: IP starts from when the requested gap stays undecided (on op_resnet50_training 1% is refuted in seconds
+#: where 1e-4 stays undecided).
 LADDER = (0.01,)
 
 #: The threshold sits this fraction of ``U`` above ``U (1 - g)``, so that the proven bound (the threshold
@@ -133,8 +133,8 @@ def _ladder(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float, 
             gaps.pop(0)  # no gap of this size is left to ask about (or it is proven already)
             continue
         ip = noncontiguous_ip(graph, cluster, overlap=overlap, gpipe=gpipe, lower_bound=bound, at_most=threshold)
-        # In this process: CP-SAT looks at its stop flag and clock throughout, and a child would cost 1.5 of
-        # op_resnet50_training's 5-6 s (its interpreter, imports and the model's translation there).
+        # In this process: CP-SAT looks at its stop flag and clock throughout, and a child would cost a large share
+        # of a probe that takes seconds (its interpreter, imports and the model's translation there).
         out = solve_model(ip.model, "cpsat", Request(deadline=deadline, rel_gap=1.0, threads=threads,
                                                       cancel=cancel, isolate=False))
         if out.status is Status.INFEASIBLE:  # (a proof, even where Ctrl-C came during it: the loop then ends)
@@ -169,9 +169,9 @@ def probe_beside_polish(graph: Graph, cluster: Cluster, device: np.ndarray, rel_
 
     The probes first ask the ladder's coarsest gap from ``device`` itself. A refutation bounds every split, so when
     it closes ``rel_gap`` the polish is stopped (``ended == "stopped"``): op_resnet50_training's start, the DP's
-    split, is certified to 1% without the 2.7 s its polish takes to find nothing. The question is dropped once the
+    split, is certified to 1% without waiting for its polish to find nothing. The question is dropped once the
     polish finds a split below its threshold (the start was far from a local optimum: on layer_resnet50_training
-    CP-SAT found no split 1% better than the DP's in 5.8 s, the polish one in 2.2 s). When the polish has ended, the
+    the polish finds a split 1% better than the DP's sooner than CP-SAT does). When the polish has ended, the
     rest of the ladder is asked from the better split, within what is left of ``probe_seconds``. Ctrl-C stops both
     (the probes then end ``"interrupted"``, with the better split so far).
     """

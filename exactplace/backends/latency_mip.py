@@ -52,8 +52,7 @@ from exactplace.methods.base import MethodResult, Problem, usable_cpus
 
 __all__ = ["check_latency", "solve_latency"]
 
-#: CP-SAT workers when ``threads`` is not given: its portfolio needs several even on two cores
-#: (measured: benchmarks/RESULTS.md, "Latency program").
+#: CP-SAT workers when ``threads`` is not given: its portfolio needs several even on two cores.
 CPSAT_WORKERS = 8
 
 
@@ -117,9 +116,9 @@ def _path_bound(problem: Problem, deadline: float, info: dict,
     """The path DP's lower bound (:mod:`exactplace.backends.latency_bound`), within a quarter of the time
     left, and the placements of its argmin chains as starts (``path_chain``, ``path_chain1``).
 
-    A quarter: on ``layer_inceptionv3`` (244 million candidate subgraphs) the DP takes 10-40 s on
-    two shared cores, and its bound (1152) is worth more than the solver's time (CP-SAT's own bound
-    is 260 after 300 s)."""
+    A quarter: on ``layer_inceptionv3`` (244 million candidate subgraphs) the DP takes tens of
+    seconds, and its bound is worth more than the solver's time (it is several times CP-SAT's own
+    bound after minutes)."""
     from exactplace.backends.latency_bound import path_bound
 
     clock = time.monotonic()

@@ -15,115 +15,96 @@ non-contiguous result is never above the contiguous optimum), else DPL, else gre
 greedy split that is not a chain) is dropped and ``info["warm_start"]`` says so.
 ``warm_start=None`` starts from nothing.
 
-Non-contiguous bound (issue 21): before the IP, up to 5% of the time (at most 30 s) goes to the
-packing relaxation's proven bound (:mod:`exactplace.backends.packing`; option ``packing_bound``),
-which becomes ``L``'s lower bound; ``info["packing_bound"]`` and ``timings["packing_bound"]`` say
-what it gave and took. When the start's compute-only max load shows that bound cannot certify it (it is
-a placement of the relaxation, so the bound is at most that load: ``_packing_short``) and the gap probe
-runs, the packing phase waits until after the probe and is skipped when the probe certifies
-(op_resnet50_training to 1%: 7.2-7.9 s -> 5.4-5.7 s). When it cannot certify and no probe runs (HiGHS on
-at most :data:`HIGHS_MAX_ACCELERATORS` accelerators, a pinned solver), its time is kept at the end of the
-limit and it runs there only if the solver did not certify, its bound then joining the solver's: as ``L``'s
-lower bound it slowed HiGHS (op_bert6_inference to 1%: 39-50 s with it, 21-23 s without), and where the
-solver certifies it was time lost (op_bert3_inference to 1e-4 at ten minutes: 11.4 s -> 1.1 s). The DP's
-chain optimum is only the warm start, never a bound of any split.
+Non-contiguous bound: before the IP, up to 5% of the time (at most 30 s) goes to the packing relaxation's proven
+bound (:mod:`exactplace.backends.packing`; option ``packing_bound``), which becomes ``L``'s lower bound;
+``info["packing_bound"]`` and ``timings["packing_bound"]`` say what it gave and took. When the start's compute-only
+max load shows that bound cannot certify it (it is a placement of the relaxation, so the bound is at most that load:
+``_packing_short``) and the gap probe runs, the packing phase waits until after the probe and is skipped when the
+probe certifies. When it cannot certify and no probe runs (HiGHS on at most :data:`HIGHS_MAX_ACCELERATORS`
+accelerators, a pinned solver), its time is kept at the end of the limit and it runs there only if the solver did not
+certify, its bound then joining the solver's: as ``L``'s lower bound it slows HiGHS (see below), and where the solver
+certifies its time would be lost. The DP's chain optimum is only the warm start, never a bound of any split.
 
-Polished start (issue 21): then up to 10% of the time left (at most 30 s) goes to improving the warm
-start by exact re-optimization of device pairs and triples (:mod:`exactplace.backends.polish`; option
-``polish``), one search per thread: the IP's solver finds good splits late (CP-SAT with two workers runs no
-neighbourhood search of its own), and the polished start reaches 1% of the packing bound on the ResNet-50 layer
-graphs within seconds (``benchmarks/RESULTS.md``). ``info["polish"]`` (start, value, neighbourhoods solved and
-improved, why it ended) and ``timings["polish"]`` say what it gave and took; the polished placement is the warm
-start. The trace shows both phases: the packing bound when it is proven, then the start's value and each
-polish improvement (the evaluator's loads) against it, then the solver's progress (:func:`best_known`).
-A certified gap is often reached there, before the solver starts: layer_gnmt_training's polish is
-within 0.3% of the packing bound after 0.25 s. Where ``L``'s lower bound is proven before the polish (the packing
-bound), the polish is the road to a certificate: it gets up to 25% of the time (:data:`POLISH_BOUNDED_FRACTION`),
-its searches double their sub-IPs' limit where a sweep stalls rather than end, and they end as soon as the bound
-certifies the best split (``info["polish"]["ended"] == "enough"``). Where a search lands depends on which undecided
-sub-IP found what (76.45-77.06 on layer_resnet50_training after 12 s, where 1% of the packing bound needs 76.5657).
-There, to 1% within Gurobi's 15 s: one search for 10% of the time, 4 of 9 runs (stop 46); two, 4 of 6 (the others
-20.6 and 53.4 s, beside the solver); two with the escalation and 25%, 20 of 21 (3.4-12.9 s; one 16.8 s).
-The result is still the evaluator's. Where no relay runs, a lower
-bound of ``L`` is proven (the packing bound, the probe's) and two threads or more are given, the polish goes on
-beside the solver (:class:`~exactplace.backends.polish.Alongside`, the solver on one thread fewer), and its split
-within ``rel_gap`` of that bound stops the solve: the split comes back certified by the bound
-(``info["beside_solver"]["polish"]``).
+Polished start: then up to 10% of the time left (at most 30 s) goes to improving the warm start by exact re-optimization
+of device pairs and triples (:mod:`exactplace.backends.polish`; option ``polish``), one search per thread: the IP's
+solver finds good splits late (CP-SAT with two workers runs no neighbourhood search of its own), while the polished
+start reaches 1% of the packing bound within seconds on the ResNet-50 layer graphs. ``info["polish"]`` (start, value,
+neighbourhoods solved and improved, why it ended) and ``timings["polish"]`` say what it gave and took; the polished
+placement is the warm start. The trace shows both phases: the packing bound when it is proven, then the start's value
+and each polish improvement (the evaluator's loads) against it, then the solver's progress (:func:`best_known`). A
+certified gap is often reached there, before the solver starts (layer_gnmt_training's, for one). Where ``L``'s lower
+bound is proven before the polish (the packing bound), the polish is the road to a certificate: it gets up to 25% of the
+time (:data:`POLISH_BOUNDED_FRACTION`), its searches double their sub-IPs' limit where a sweep stalls rather than end,
+and they end as soon as the bound certifies the best split (``info["polish"]["ended"] == "enough"``). Where a search
+lands depends on which undecided sub-IP found what, so several searches that escalate reach a certificate far more often
+than a single one that gives up. The result is still the evaluator's. Where no relay runs, a lower bound of ``L`` is
+proven (the packing bound, the probe's) and two threads or more are given, the polish goes on beside the solver
+(:class:`~exactplace.backends.polish.Alongside`, the solver on one thread fewer), and its split within ``rel_gap`` of
+that bound stops the solve: the split comes back certified by the bound (``info["beside_solver"]["polish"]``).
 
-Race (issue 21, option ``race``): where HiGHS solves the IP with nothing beside it (no relay; no lower bound of ``L``
-for the polish to aim at) and two threads or more are given, a second HiGHS with another seed solves it on the core
-HiGHS's branch-and-bound leaves idle (:mod:`exactplace.backends.race`): the first to certify stops the other, the
-result keeps the better split and the higher bound, ``info["race"]`` says what the second did. HiGHS's time to a gap
-swings with its seed (op_bert6_inference to 1% from its optimum, one core each: 43-100 s over six seeds); with the
-race op_bert6_inference reached 1% within Gurobi's 54 s in 8 of 13 runs today (42.4-53.8 s), without it in none of 5
-side by side, nor in any run since stop 44 (``benchmarks/RESULTS.md``).
+Race (option ``race``): where HiGHS solves the IP with nothing beside it (no relay; no lower bound of ``L`` for the
+polish to aim at) and two threads or more are given, a second HiGHS with another seed solves it on the core HiGHS's
+branch-and-bound leaves idle (:mod:`exactplace.backends.race`): the first to certify stops the other, the result
+keeps the better split and the higher bound, ``info["race"]`` says what the second did. HiGHS's time to a gap swings
+widely with its seed (op_bert6_inference's, for one), so the sooner of two seeds is often well ahead of one.
 Where the set bound applies (option ``set_bound``; identical accelerators on one machine, plain loads) and the start
 gives it a split to aim at, it takes that core instead (:func:`~exactplace.backends.race.beside_bound`): column
 generation over device sets aimed at ``U (1 - rel_gap)`` for HiGHS's best split ``U`` as HiGHS reports it, with all
 the time left; its refutation stops HiGHS, whose split it certifies (``info["certified_by"] == "set_bound"``), and
 its bound joins HiGHS's either way (``info["set_bound"]["beside"] == "solver"``). On op_bert6_inference the
-relaxation is all but exact (its limit lies at the optimum, 28.3322, where HiGHS's bound sits at 27.9789 until its
-tree is done): 1% in 17.6-18.6 s over four runs (stop 49: 36.0-41.8 s, before the set bound's center gave up the
-packing point there; the race: 42-60 s, a third over Gurobi's 54), 1e-4 in 55.5-61.5 s.
+relaxation is all but exact (its limit lies at the optimum, where HiGHS's bound stays below until its tree is done),
+so the set bound certifies there well before HiGHS or the race would.
 
-Gap probe (issue 21): then, when the IP's solver is CP-SAT (``"auto"`` on more than
-:data:`HIGHS_MAX_ACCELERATORS` accelerators) and the packing bound does not already close ``rel_gap``,
-up to 10% of the time left (at most 30 s) goes to decision probes on CP-SAT with one worker, "is any
-split 1%, then ``rel_gap``, better than the start?" (:mod:`exactplace.backends.gap_probe`; option
-``gap_probe``). A refutation is a proven bound:
-when it closes ``rel_gap`` the start comes back optimal with ``info["certified_by"] == "gap_probe"``
-and no IP is solved, else it becomes ``L``'s lower bound. A split a probe finds replaces the start.
-``info["gap_probe"]`` and ``timings["gap_probe"]`` say what it gave and took. Where the packing bound cannot
-certify the start (the packing phase is put off) and two threads or more are given, the probe does not wait for the
-polish: it asks from the start in a thread of its own, beside the polish
-(:func:`~exactplace.backends.gap_probe.probe_beside_polish`; a refutation that certifies stops the polish, a polished
-split below the probe's threshold stops the probe, which goes on from the better split): op_resnet50_training to 1%
-in 3.8-5.8 s, against 7.7-9.5 s one after the other (the DP's split is optimal there, the polish's 2.7 s found
-nothing). Both timings then overlap.
+Gap probe: then, when the IP's solver is CP-SAT (``"auto"`` on more than :data:`HIGHS_MAX_ACCELERATORS`
+accelerators) and the packing bound does not already close ``rel_gap``, up to 10% of the time left (at most 30 s)
+goes to decision probes on CP-SAT with one worker, "is any split 1%, then ``rel_gap``, better than the start?"
+(:mod:`exactplace.backends.gap_probe`; option ``gap_probe``). A refutation is a proven bound: when it closes
+``rel_gap`` the start comes back optimal with ``info["certified_by"] == "gap_probe"`` and no IP is solved, else it
+becomes ``L``'s lower bound. A split a probe finds replaces the start. ``info["gap_probe"]`` and
+``timings["gap_probe"]`` say what it gave and took. Where the packing bound cannot certify the start (the packing
+phase is put off) and two threads or more are given, the probe does not wait for the polish: it asks from the start
+in a thread of its own, beside the polish (:func:`~exactplace.backends.gap_probe.probe_beside_polish`; a refutation
+that certifies stops the polish, a polished split below the probe's threshold stops the probe, which goes on from the
+better split). Where the start is already optimal (the DP's split on op_resnet50_training), the certificate then
+comes without waiting for the polish. Both timings then overlap.
 
-Relay (issue 21): with ``solver="auto"`` on more than :data:`HIGHS_MAX_ACCELERATORS` accelerators and
-over :data:`CPSAT_LEG_SECONDS` left when the IP starts, CP-SAT gets that many seconds; when it has not
-closed ``rel_gap`` by then, HiGHS solves the IP for the rest of the time limit, from CP-SAT's best split
-(the warm start) and bound (``L``'s lower bound). CP-SAT is fast to good splits and, on some graphs, to
-proofs; where its bound stays at the LP's (the ResNet-50 layer graphs), HiGHS's branching and cuts move
-it. The result's ``solver`` is then ``"cpsat+highs"``, ``info["relay"]`` says where CP-SAT left off and
-``timings["cpsat_leg"]`` what it took; the trace is one run across both. HiGHS's branch-and-bound keeps
-one core busy; with ``polish`` on and two threads or more, the polish goes on beside it on the other
-(:class:`~exactplace.backends.polish.Alongside`: from CP-SAT's split, doubling its sub-IPs' limit
-whenever a sweep stalls), stopped when HiGHS ends; its split is the result's when better than HiGHS's
-(``info["relay"]["polish"]``, ``"taken"``), HiGHS's bound holds either way. HiGHS finds few splits of its
-own here (on layer_resnet50_inference it kept CP-SAT's 33.3020 for 540 s); with the polish beside it the
-ten-minute gap went 0.355% -> 0.226% there, 0.271% -> 0.167% and 0.286% -> 0.130% on the InceptionV3
-layer graphs, unchanged on layer_resnet50_training (``benchmarks/RESULTS.md``).
+Relay: with ``solver="auto"`` on more than :data:`HIGHS_MAX_ACCELERATORS` accelerators and over
+:data:`CPSAT_LEG_SECONDS` left when the IP starts, CP-SAT gets that many seconds; when it has not closed ``rel_gap``
+by then, HiGHS solves the IP for the rest of the time limit, from CP-SAT's best split (the warm start) and bound
+(``L``'s lower bound). CP-SAT is fast to good splits and, on some graphs, to proofs; where its bound stays at the
+LP's (the ResNet-50 layer graphs), HiGHS's branching and cuts move it. The result's ``solver`` is then
+``"cpsat+highs"``, ``info["relay"]`` says where CP-SAT left off and ``timings["cpsat_leg"]`` what it took; the trace
+is one run across both. HiGHS's branch-and-bound keeps one core busy; with ``polish`` on and two threads or more, the
+polish goes on beside it on the other (:class:`~exactplace.backends.polish.Alongside`: from CP-SAT's split, doubling
+its sub-IPs' limit whenever a sweep stalls), stopped when HiGHS ends; its split is the result's when better than
+HiGHS's (``info["relay"]["polish"]``, ``"taken"``), HiGHS's bound holds either way. HiGHS finds few splits of its own
+here (on layer_resnet50_inference it can keep CP-SAT's split for most of a ten-minute run), so the polish beside it
+is what narrows the gap on the ResNet-50 inference and InceptionV3 layer graphs.
 
-Set bound (issue 21, ``set_bound``, on by default): in the relay, between CP-SAT's leg and HiGHS's,
-:data:`SET_BOUND_FRACTION` of the time left goes to the device-set relaxation (:mod:`exactplace.backends.set_bound`;
-identical accelerators on one machine, plain loads): column generation over whole device sets, whose loads charge
-communication exactly where the assignment IP's LP charges none, with the polish beside it. It aims at ``U (1 -
-rel_gap)`` for the best split ``U`` so far (CP-SAT's, then the polish's), branching beyond the relaxation's limit (a
-split the branching finds is taken when better, ``info["set_bound"]["split"]``): refuted, the best split comes back
-optimal (``info["certified_by"] == "set_bound"``, no HiGHS leg); else its highest refuted threshold becomes ``L``'s
-lower bound for HiGHS's leg (a split found later within ``rel_gap`` of it, say the polish's at the end of that leg,
-comes back optimal, ``info["certified_by"]`` naming the bound's prover); when not even its first threshold is decided
-within a quarter of its time it gives up and HiGHS gets the rest. ``info["set_bound"]`` and ``timings["set_bound"]`` say
-what it gave and took. Ten minutes, before -> after: layer_resnet50_training 0.304% -> 0.086% (its limit 76.2009;
-HiGHS's bound 76.031), layer_resnet50_inference 0.226% -> 0.110% (limit 33.2187, HiGHS's 33.147), the held-out BERT-12
-operator graph 14.9% -> certified in 234 s; on the InceptionV3 layer graphs and BERT-12 training it proved nothing
-(``benchmarks/RESULTS.md``). With branching, layer_resnet50_inference's bound passes the limit (33.22202); the
-branching at ``L / (1 - rel_gap)`` meets a split within it by its dive (column fixing) seconds after it starts
-(33.2222 with the polish off, certified in 286-294 s; layer_resnet50_training's 76.2083 in 222 s). The polish
-beside the bound restarts from roundings of the bound's master solutions (``offer``;
-``info["relay"]["polish"]["starts"]``): the splits that certify lie there, where CP-SAT's split led the polish to
-33.2474 and 76.455 (0.076%, 0.332% left); with them both ResNet-50 layer graphs were certified to 1e-4 in each
-ten-minute run (``benchmarks/RESULTS.md``).
+Set bound (``set_bound``, on by default): in the relay, between CP-SAT's leg and HiGHS's, :data:`SET_BOUND_FRACTION`
+of the time left goes to the device-set relaxation (:mod:`exactplace.backends.set_bound`; identical accelerators on
+one machine, plain loads): column generation over whole device sets, whose loads charge communication exactly where
+the assignment IP's LP charges none, with the polish beside it. It aims at ``U (1 - rel_gap)`` for the best split
+``U`` so far (CP-SAT's, then the polish's), branching beyond the relaxation's limit (a split the branching finds is
+taken when better, ``info["set_bound"]["split"]``): refuted, the best split comes back optimal
+(``info["certified_by"] == "set_bound"``, no HiGHS leg); else its highest refuted threshold becomes ``L``'s lower
+bound for HiGHS's leg (a split found later within ``rel_gap`` of it, say the polish's at the end of that leg, comes
+back optimal, ``info["certified_by"]`` naming the bound's prover); when not even its first threshold is decided
+within a quarter of its time it gives up and HiGHS gets the rest. ``info["set_bound"]`` and ``timings["set_bound"]``
+say what it gave and took. It narrows the ten-minute gap on the ResNet-50 layer graphs (its limit lies above HiGHS's
+bound there) and certifies the held-out BERT-12 operator graph; on the InceptionV3 layer graphs and BERT-12 training
+it proves nothing. With
+branching, the bound can pass the relaxation's limit, and the branching at ``L / (1 - rel_gap)`` meets a split within
+it by its dive (column fixing) seconds after it starts. The polish beside the bound restarts from roundings of the
+bound's master solutions (``offer``; ``info["relay"]["polish"]["starts"]``): on the ResNet-50 layer graphs the splits
+that certify lie there, not where CP-SAT's split leads the polish.
 
-``L``'s lower bound in the IP (issue 21): CP-SAT takes it as ``L``'s variable bound, which helps its search. HiGHS
-does not (``Capabilities.objective_floor``): with the floor every node's LP sits at it until the node's loads pass
-it, its pseudocosts and strong branching see no change, and its bound never leaves the floor
-(LayerGraphs_inceptionv3_inference's relay: 51.0363 for HiGHS's 360 s with it, 51.0647 without; op_bert6_inference's
-IP, four seeds: 51-71 s to 1% without, 66 s to over 150 s with). So HiGHS solves the IP without it, stopped once its
-split is within ``rel_gap`` of the bound (the split is then certified by the bound, as the polish's is), except in a
-race, whose sides stop each other only when one decides.
+``L``'s lower bound in the IP: CP-SAT takes it as ``L``'s variable bound, which helps its search. HiGHS does not
+(``Capabilities.objective_floor``): with the floor every node's LP sits at it until the node's loads pass it, its
+pseudocosts and strong branching see no change, and its bound never leaves the floor (it left HiGHS's bound lower on
+LayerGraphs_inceptionv3_inference's relay, and op_bert6_inference's IP slower to 1%). So HiGHS solves the IP without
+it, stopped once its split is within ``rel_gap`` of the bound (the split is then certified by the bound, as the
+polish's is), except in a race, whose sides stop each other only when one decides.
 
 How a formulation plugs in: build a ``Model`` in ``formulations/`` with ``decode`` /
 ``encode`` / ``bound_slack`` as :class:`~exactplace.formulations.throughput.ThroughputIP` and
@@ -181,21 +162,16 @@ SOLVER_NAMES = ("auto", "highs", "cpsat", "scip", "cbc", "gurobi")
 MAX_NONZEROS = 2_000_000
 
 #: ``solver="auto"`` runs the non-contiguous IP on HiGHS when the cluster has at most this many
-#: accelerators, else on CP-SAT (benchmarks/RESULTS.md, issue 21): on the three-accelerator graphs
-#: HiGHS's cuts lift the bound where CP-SAT's stays at the LP's (op_bert6_inference proven in 28.6 s
-#: against 10.2% left at 60 s; bert_l-6_training 7.3% against 11.5% at 60 s; op_bert3_* within 0.5 s
-#: of CP-SAT's 2 s); on six, CP-SAT is ahead where both were run (op_resnet50_training proven in 23 s
-#: against HiGHS's 15%, layer_gnmt_training to 1e-4 in 8 s against 35 s, the ResNet-50 layer graphs
-#: to 1% in 8 s against 9 s). One exception measured: bert_l-12_inference (6), 18.2% vs HiGHS's 15.5%.
+#: accelerators, else on CP-SAT: on the three-accelerator graphs HiGHS's cuts lift the bound where CP-SAT's
+#: stays at the LP's (op_bert6_inference, bert_l-6_training); on six, CP-SAT is ahead on nearly every graph
+#: where both were run (op_resnet50_training, layer_gnmt_training, the ResNet-50 layer graphs; the one
+#: exception seen is bert_l-12_inference).
 HIGHS_MAX_ACCELERATORS = 3
 
 #: ``solver="auto"`` on more than :data:`HIGHS_MAX_ACCELERATORS` accelerators, with more time than this
 #: left when the IP starts, gives CP-SAT the IP's first this many seconds and then hands its split and bound
-#: to HiGHS for the rest (benchmarks/RESULTS.md, issue 21): CP-SAT's wins on six accelerators come within
-#: them (op_resnet50_training to 1e-4 in 23-43 s, layer_gnmt_training in 8 s, the ResNet-50 layer graphs to
-#: 1% in 8 s), and after them its bound stays at the LP's on the ResNet-50 layer graphs, where HiGHS's
-#: branching and cuts move it (gap after 10 minutes, CP-SAT alone -> relay: layer_resnet50_inference
-#: 0.833% -> 0.564%, layer_resnet50_training 0.842% -> 0.429%).
+#: to HiGHS for the rest: CP-SAT's wins on six accelerators come within them, and after them its bound stays
+#: at the LP's on the ResNet-50 layer graphs, where HiGHS's branching and cuts still move it.
 CPSAT_LEG_SECONDS = 60.0
 
 #: At most this many seconds go to the packing relaxation's bound before a non-contiguous solve.
@@ -211,13 +187,12 @@ POLISH_SECONDS = 30.0
 POLISH_FRACTION = 0.1
 
 #: ... or this fraction where ``L``'s lower bound is proven already: the polish, one search per thread, ends once its
-#: split is certified by that bound, so the time is spent only where it has not got there (layer_resnet50_training,
-#: two searches from the DP's split: 1% of the packing bound within 15 s in 9 of 10 runs, within 5.9 s in 2).
+#: split is certified by that bound, so the time is spent only where it has not got there.
 POLISH_BOUNDED_FRACTION = 0.25
 
 #: In the relay, after CP-SAT's leg, this fraction of the time left goes to the device-set relaxation's bound
-#: (HiGHS's leg, with the polish beside it, gets the rest): on layer_resnet50_inference it needs 169-208 s alone to
-#: reach its limit, 33.2187, where HiGHS's bound on the assignment IP is 33.147 after ten minutes.
+#: (HiGHS's leg, with the polish beside it, gets the rest): on the ResNet-50 layer graphs it needs minutes to reach
+#: its limit, which lies above what HiGHS's bound on the assignment IP reaches in ten minutes.
 SET_BOUND_FRACTION = 0.85
 
 #: At most this many seconds go to the gap probe after the polish ...
@@ -572,7 +547,7 @@ class MIP(Method):
                     for point in before:
                         shown(point)
                 if warm is not None and _lower_certifies(problem, load_of(warm), lower):
-                    # Certified already: the solver would only say so, 1.5-3 s later.
+                    # Certified already: the solver would only say so, seconds later.
                     return MethodResult(warm, Status.OPTIMAL, bound=lower, solver=get_solver(solver).name,
                                         space=Space.ANY, trace=best_known(before), timings=timings,
                                         info={**info, "certified_by": lower_by})
@@ -618,7 +593,7 @@ class MIP(Method):
                     return run(ip, on, solver, warm, cancel, workers, racer, listen)
                 except ExactplaceError as error:
                     # A solver can end in an error status (HiGHS 1.x, kSolveError in its postsolve, when L's lower
-                    # bound sat a hair below the optimum: 4 of 500 brute-force cases): solve again without it.
+                    # bound sat a hair below the optimum; rare, seen in the brute-force tests): solve again without it.
                     if floor is None or "error status" not in str(error):
                         raise
                     (info if racer is None else racer.info)["lower_bound"] = f"{lower!r} (dropped: {error})"
@@ -900,10 +875,10 @@ class MIP(Method):
         """The polish (:func:`~exactplace.backends.polish.polish`), then the gap probe (:meth:`_gap_probe`), from the
         warm start; with ``threads`` two or more and ``deferred`` (a start the packing bound cannot certify), both at
         once on two cores (:func:`~exactplace.backends.gap_probe.probe_beside_polish`): there only the probe can prove
-        before the solver, and a probe that certifies the start needs no polish (op_resnet50_training to 1%:
-        7.9-9.5 s -> 3.8-5.8 s). Elsewhere the polished split with the packing bound is the road, and a probe
-        beside the polish would take CPU from it for a question the polish answers (the time-limited polish of
-        layer_resnet50_training ended at 76.60-76.72 with it, 76.47 without): there one search per thread polishes
+        before the solver, and a probe that certifies the start needs no polish (op_resnet50_training's case).
+        Elsewhere the polished split with the packing bound is the road, and a probe beside the polish would take
+        CPU from it for a question the polish answers (the time-limited polish of layer_resnet50_training ended
+        higher with it than without): there one search per thread polishes
         (``searches``), until a split is certified by ``L``'s lower bound (``enough``). Returns what ran (the probe's
         split is the better of the two) and their points on the trace."""
         from exactplace.backends.gap_probe import probe_beside_polish

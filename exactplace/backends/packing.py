@@ -1,4 +1,4 @@
-"""The packing relaxation's proven lower bound on the non-contiguous max load (issue 21).
+"""The packing relaxation's proven lower bound on the non-contiguous max load.
 
 The relaxation (communication and memory dropped, classes whole, accelerator support and speeds
 kept) and why its bound is valid for every split: :mod:`exactplace.formulations.throughput_bounds`.
@@ -46,10 +46,10 @@ def packing_bound(data: object, cluster: Cluster, *, gpipe: bool = False, time_l
     First the relaxation is optimized for a third of the time, at least a second (its dual bound, and its best
     placement ``P``); then a bisection of decision probes "is there a placement with max load
     at most ``T``?" between the bound and ``P`` (each at most a fifth of the time): a proof of
-    infeasibility raises the bound to ``T`` (measured: on layer_gnmt_inference the optimizing
-    solver's bound crawls to 31.15 in 10 s while "at most 31.37" is refuted in 5-6 s, by CP-SAT
-    and HiGHS alike; refutations get harder near the relaxation's optimum: "at most 31.6" took
-    30 s); a placement found lowers ``P``; a probe left undecided is retried halfway below.
+    infeasibility raises the bound to ``T`` (on layer_gnmt_inference a probe, by CP-SAT and HiGHS
+    alike, refutes in seconds a threshold the optimizing solver's bound only crawls towards;
+    refutations get harder near the relaxation's optimum); a placement found lowers ``P``; a probe
+    left undecided is retried halfway below.
     A CP-SAT refutation is taken at the threshold minus the adapter's worst coefficient rounding
     (its scaled rows are not exact), so the bound stays valid for the unscaled relaxation.
 
@@ -75,8 +75,8 @@ def _bisect(data: object, cluster: Cluster, gpipe: bool, time_limit: float, thre
     if not y.size:
         return PackingBound(0.0, True, 0, time.monotonic() - clock)
     solver = get_solver(solver).name
-    # CP-SAT in this process: it looks at its stop flag and clock throughout, and a child's start (1.1-1.5 s) is
-    # about the first third of this phase's usual budget (5% of a minute).
+    # CP-SAT in this process: it looks at its stop flag and clock throughout, and a child's start would take about
+    # the first third of this phase's usual budget (5% of a minute).
     isolate = False if solver == "cpsat" else None
     # (At least a second, as each probe below gets: on a loaded machine half a second saw no placement, no bound.)
     out = solve_model(model, solver, Request(deadline=clock + max(time_limit / 3, min(1.0, time_limit)), rel_gap=0.0,

@@ -1,4 +1,4 @@
-"""A primal improvement phase ("polish") for the non-contiguous max-load IP (issue 21).
+"""A primal improvement phase ("polish") for the non-contiguous max-load IP.
 
 The non-contiguous IP (:func:`~exactplace.formulations.throughput.noncontiguous_ip`) proves good
 bounds quickly on the layer graphs, but its solver finds good placements late: with two workers
@@ -43,30 +43,27 @@ proves there is none. Every sub-IP has at most :data:`SUB_SECONDS`; a sweep that
 the search (``"local optimum"`` when every sub-IP was decided, else ``"stalled"``), as does
 ``time_limit``. With ``escalate`` a stalled sweep is not the end: the sweep starts again with twice the
 sub-IP limit, until ``time_limit`` or a local optimum. That is for a search with a core of its own and
-minutes to spend (the companion of HiGHS's leg in :mod:`exactplace.backends.mip`): from the stalled
-33.2632 on layer_resnet50_inference the next sweep (0.3 s each) found 33.2391 in 9 s, below every split
-this project had (2 shared cores, load 2). With ``searches``, as many searches run from the start at once, each on a
+minutes to spend (the companion of HiGHS's leg in :mod:`exactplace.backends.mip`): from a stalled search
+on layer_resnet50_inference, the sweeps with longer sub-IPs go on to find splits the short ones cannot. With
+``searches``, as many searches run from the start at once, each on a
 core of its own (the sub-IPs release the interpreter lock) with its own solver seed, the best of them kept; with
 ``enough``, all end once one has a split that low (one a proven bound certifies). The result is re-scored by the
 evaluator (:func:`~exactplace.evaluators.max_load.device_loads`), never taken from a sub-IP's objective.
 
-Choices, measured on layer_resnet50_{inference,training} from the DP's optimum (33.7747, 78.6318; the
-1% bars above the packing bound are 33.355 and 76.558), 2 shared cores, load 2-3:
+Choices, measured on layer_resnet50_{inference,training} from the DP's optimum, against the time to
+reach 1% of the packing bound:
 
-* HiGHS, not CP-SAT, for the sub-IPs: the bars after 0.5-0.9 s and 1.7-2.1 s of polish (CP-SAT, one
-  worker: 1.2-4.3 s and 5.7-10 s);
-* short sub-IPs: 0.15 s each beat 0.3, 0.5 and 1 s (training bar at 1.7 s, against 2.1, 3.0 and
-  3.1 s); doubling the limit after a failed sweep found little more and spent up to 10 s proving a
-  local optimum (layer_gnmt_training, op_resnet50_inference);
+* HiGHS, not CP-SAT, for the sub-IPs: it gets there several times sooner than CP-SAT with one worker;
+* short sub-IPs (:data:`SUB_SECONDS`) beat longer ones; doubling the limit after every failed sweep found
+  little more and spent seconds proving a local optimum (layer_gnmt_training, op_resnet50_inference), so
+  it is left to ``escalate``;
 * no hint: with the current placement as a (then feasible) hint and ``L`` at most the current load,
-  HiGHS reached the inference bar only after 5.5 s;
+  HiGHS got there several times later;
 * identical devices of ``S`` are interchangeable in the sub-IP: the rank fixings of the full IP
   (its docstring proves them valid) are applied to them.
 
 GPipe's objective (max forward + max backward load) does not decompose this way: ``method="mip"``
 does not polish under ``gpipe``.
-
-End-to-end measurements: ``benchmarks/RESULTS.md``, "Non-contiguous IP: polished start (issue 21)".
 """
 
 from __future__ import annotations
@@ -163,9 +160,8 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
         Called with the new max load after each improvement (from the thread the search runs in).
     searches : int
         Searches from ``device`` at once, each on a core of its own with its own solver seed: the best of them
-        is returned. Where a search ends depends on which undecided sub-IP found what, so two land apart (on
-        layer_resnet50_training within 12 s: 1% of the packing bound reached by 4-5 of 8 single searches, by 7 of 8
-        pairs of them; ``benchmarks/RESULTS.md``).
+        is returned. Where a search ends depends on which undecided sub-IP found what, so two land apart, and
+        the better of two reaches 1% of the packing bound on layer_resnet50_training far more often than one.
     enough : float, optional
         Stop every search once one has a max load at most this (``ended == "enough"``): say, a value a proven
         bound certifies.

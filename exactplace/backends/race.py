@@ -3,12 +3,11 @@
 :func:`race`: two solves of one IP that differ only by the solver's seed. :func:`beside_bound`: the solve and a bound
 prover that aims at the solver's best split (the device-set relaxation, :mod:`exactplace.backends.mip`).
 
-Why (issue 21): HiGHS's branch-and-bound runs on one core whatever threads it is given, and its time to close a gap
-swings with its seed. op_bert6_inference to 1% from its optimum, HiGHS on one core, two seeds at a time: 64 and 70 s,
-43 and 44 s, 100 and 60 s (``benchmarks/RESULTS.md``). Where nothing else runs beside the solver (no lower bound of
-``L`` for the polish to aim at: :class:`~exactplace.backends.polish.Alongside`), a second seed on the idle core gets
-the sooner of two draws. Both solves are of the same IP: the result takes the better split (by the evaluator) and the
-higher bound; one certifying (or proving the IP infeasible) decides it.
+Why: HiGHS's branch-and-bound runs on one core whatever threads it is given, and its time to close a gap swings
+widely with its seed (op_bert6_inference's to 1% from its optimum, for one). Where nothing else runs beside the
+solver (no lower bound of ``L`` for the polish to aim at: :class:`~exactplace.backends.polish.Alongside`), a second
+seed on the idle core gets the sooner of two draws. Both solves are of the same IP: the result takes the better split
+(by the evaluator) and the higher bound; one certifying (or proving the IP infeasible) decides it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A proven lower bound on the non-contiguous max load by column generation over device sets (issue 21).
+"""A proven lower bound on the non-contiguous max load by column generation over device sets.
 
 The relaxation and why a refutation is a proof: :mod:`exactplace.formulations.device_sets`; the pricing
 dynamic program: ``dp_native/set_pricing.hpp`` (:class:`Pricer`). :func:`set_bound` refutes thresholds ``T``, "no split
@@ -11,13 +11,13 @@ always feasible; the refutation never rests on it, only on Farley's bound, which
 duals and the two exact pricings. So the master may first *cover* the classes (rows ``>= 1``: a split's sets are a
 cover too) and hand over to the partition (rows ``= 1``) only near ``k`` (:data:`COVERING_FIRST`): a cover's solutions
 improve by overlapping sets, a partition's only by sets that fit together exactly, and on the held-out BERT-12
-training graph that made a threshold's generation 28 times faster (729 s -> 26 s at 350).
+training graph that made a threshold's generation many times faster.
 
 First (:func:`heaviest_bound`): one accelerator of any split holds at least its share of the accelerator time, and
 the least load of a set that heavy, communication included (a MIP), is a bound every split reaches; it is the
-threshold to start from where being that heavy costs communication (the held-out BERT-12 training graph: 338.84,
-where the packing bound is 313.02); its MIP stops once it meets a set that heavy within the bound given (0.03-3 s on
-the shared layer graphs, 8-22 s on the held-out InceptionV3 graphs, where it proves nothing).
+threshold to start from where being that heavy costs communication (on the held-out BERT-12 training graph it lies
+well above the packing bound); its MIP stops once it meets a set that heavy within the bound given (seconds on the
+shared layer graphs, longer on the held-out InceptionV3 graphs, where it proves nothing).
 
 Thresholds: while the target (``U (1 - rel_gap)`` for the best split ``U``: its refutation certifies ``U``)
 is more than :data:`APPROACH` above the highest refuted threshold, halfway between them (each a bound
@@ -39,49 +39,32 @@ to the other); children start from their parent's duals; a node still undecided 
 time is put off until the others are decided.
 Diving (:func:`_dive`): at a tree's first fractional node, before its children, the master's columns are fixed one
 device at a time (the largest fractional column with every column of value 1; the next largest where that fails) and
-the generation run again, until a master is integral: a split within the threshold, found in seconds where the
-pairs' branching took minutes (``benchmarks/bench_dive.py``, layer_resnet50_inference at 33.22534 from the DP's split:
-a split of 33.22446 in 48 s, 2 nodes and 14 dive generations, where the pairs alone met none in 600 s, 62 nodes; in
-another run they met 33.22361 after 45 nodes, 479 s). A failed dive proves nothing.
+the generation run again, until a master is integral: a split within the threshold, often found in seconds where the
+pairs' branching takes minutes or meets none (``benchmarks/bench_dive.py``, layer_resnet50_inference). A failed dive
+proves nothing.
 Starts for a local search (``offer``): each converged master solution, at the root and in the branches, rounded to
 a legal split (:func:`_rounded_split`); the relay's polish beside the bound restarts from them.
 Columns carry over: all of them up a threshold, those within it down. Duals are smoothed (Wentges: a
 weight on the duals of the best Farley bound so far), with the master's own duals when the smoothed
 ones price out nothing; the weight adapts after each pricing (:func:`_adapted_weight`, Pessoa et al.'s automatic
-smoothing). Against a fixed weight 1/2 (``benchmarks/bench_smoothing.py``: one threshold's generation from the DP's
-split): 1.52-1.64x faster on both ResNet-50 layer graphs, refuting below the relaxation's limit or converging above it;
-on LayerGraphs_inceptionv3_inference at 51.095, Farley's bound 5.91 against 5.77 after 150 s.
+smoothing), which beats a fixed weight 1/2 on the ResNet-50 layer graphs (``benchmarks/bench_smoothing.py``).
 A generation's first center is the packing bound's duals (:func:`_work_center`, its Farley bound known
-without an accelerator pricing), not the first master's (``bench_smoothing.py --against center``, one threshold from
-the DP's split: 1.40x and 1.88x faster refuting 33.2 and 76.1 on the ResNet-50 layer graphs, 1.25x and 1.06x
-converging at their limits; on LayerGraphs_inceptionv3_inference at 51.1515 Farley's bound 5.9867 after 314 s where
-the first master's duals had 5.9777 after 668 s). Except where a CPU core's pricing near that point runs past its cap
-(:data:`LEAVE_PACKING_CENTER`): its values there are accelerator times over ``T``, and on the operator graphs, whose
-CPU times are 23 times the accelerator's, the knapsack keeps every subset sum, no bound beats the point's and every
-pricing near it is slow; the master's duals take over (``--against keep``: op_bert6_inference at 28.0811 refuted in
-7.1 s instead of 34.8 s, the ResNet-50 layer graphs unchanged). Every pricing gets the generation's deadline (its DP
-stops there), a pricing at smoothed duals at most :data:`SMOOTHED_PRICING_SLACK` times the last one (then the master's
-duals are priced).
+without an accelerator pricing), not the first master's (``bench_smoothing.py --against center``): a generation
+refutes or converges sooner from it on the layer graphs. Except where a CPU core's pricing near that point runs past
+its cap (:data:`LEAVE_PACKING_CENTER`): its values there are accelerator times over ``T``, and on the operator graphs,
+whose CPU times are many times the accelerator's, the knapsack keeps every subset sum, no bound beats the point's and
+every pricing near it is slow; the master's duals take over (``--against keep``: much faster on op_bert6_inference,
+the ResNet-50 layer graphs unchanged). Every pricing gets the generation's deadline (its DP stops there), a pricing at
+smoothed duals at most :data:`SMOOTHED_PRICING_SLACK` times the last one (then the master's duals are priced).
 While an exact pricing costs more than :data:`GREEDY_WHEN` master solves (branchy graphs), a
 greedy cover (:meth:`Pricer.cover`: up to ``k`` disjoint sets, each greedy on the classes the others left) joins the
 DP's best sets, and up to :data:`GREEDY_ROUNDS` masters in a row are priced by the cover alone (no bound from those:
-Farley's needs the exact maximum). Measured on LayerGraphs_inceptionv3_inference
-(326 classes, 6 accelerators; a threshold's generation from singletons and one split over it): the master fell from
-161 to 10 sets in 25 solves, where the DP's ten best sets a pricing took some 120; after 115 s its value was 6.12
-against 59 before.
+Farley's needs the exact maximum); on LayerGraphs_inceptionv3_inference (326 classes, 6 accelerators) the master's
+value then falls far faster than from the DP's best sets alone.
 
-Measured (layer_resnet50_inference, one thread, the DP's split as the only seed, no other load): the
-relaxation's limit is 33.2187 (0.011% below the best split known, 33.2222), where HiGHS's bound on the
-assignment IP reaches 33.147 after ten minutes. Aimed at 33.2189 from the packing bound 33.0246, the limit
-(33.21869 refuted / 33.21871 converged) took 374 s with the Python pricing and HiGHS's default simplex,
-208 s with the C++ pricing and primal simplex; aimed at 33.3987 (far above the limit) from CP-SAT's bound
-33.0711, 169 s once a threshold is given up as soon as the master is at ``k`` without artificials.
-On layer_resnet50_training the limit is 76.2009 (HiGHS: 76.031 after ten minutes).
-Branching there (one thread, from the limit): 33.21888 refuted in 3 nodes (10 s), 33.22202 (``L / (1 - 1e-4)``) in 15
-nodes (90 s); from 33.22202, a split of 33.2231 found at 33.22534 in 41 nodes (230 s): certified to 0.0033%. In the
-ten-minute relay the gap went 0.110% -> 0.008% in one run, 0.076% in another (no split found in time; the polish's
-incumbent 33.2474); with the polish restarting from the offered roundings, certified to 1e-4 in each run, and
-layer_resnet50_training too (the split 76.2036, the bound 76.20084 after 19 nodes), ``benchmarks/RESULTS.md``.
+Where it pays: on the ResNet-50 layer graphs the relaxation's limit lies just below the best split known and above
+what HiGHS's bound on the assignment IP reaches in ten minutes; with branching, and the relay's polish restarting
+from the offered roundings, both are certified to 1e-4 within a ten-minute relay.
 """
 
 from __future__ import annotations
@@ -108,8 +91,8 @@ SMOOTHING = 0.5
 #: The most the smoothing's weight rises to (at 1 the pricing would be asked at the center again and again).
 SMOOTHING_CAP = 0.99
 
-#: The share of the time limit :func:`set_bound`'s first step, :func:`heaviest_bound`, may take (its MIP: 20-26 s on
-#: OperatorGraphs_bert_L-12_training, at most 7 s on the shared workloads, one thread).
+#: The share of the time limit :func:`set_bound`'s first step, :func:`heaviest_bound`, may take (its MIP takes tens of
+#: seconds on OperatorGraphs_bert_L-12_training, a few at most on the shared workloads).
 HEAVIEST_SHARE = 0.1
 
 #: :func:`heaviest_bound` takes HiGHS's dual bound ``b`` this much lower, times ``1 + |b|`` (relative, and absolute
@@ -118,23 +101,21 @@ HEAVIEST_SHARE = 0.1
 HEAVIEST_MARGIN = 1e-6
 
 #: A generation's first center is the packing bound's point of the dual (:func:`_work_center`); False: the first
-#: master's duals, as before stop 39 (``benchmarks/bench_smoothing.py --against center`` compares the two).
+#: master's duals (``benchmarks/bench_smoothing.py --against center`` compares the two).
 PACKING_CENTER = True
 
 #: The packing bound's point is given up as the center once a CPU core's pricing near it runs past its cap
-#: (:func:`_refute`); False: it stays the center, as before stop 50 (``benchmarks/bench_smoothing.py --against keep``
-#: compares the two).
+#: (:func:`_refute`); False: it stays the center (``benchmarks/bench_smoothing.py --against keep`` compares the two).
 LEAVE_PACKING_CENTER = True
 
 #: A generation's master covers the classes (rows ``>= 1``, duals ``>= 0``) until its value nears ``k``
 #: (:data:`COVER_ROOM`) or no column prices out, then partitions them (rows ``= 1``: the relaxation itself) from
-#: the columns met; False: it partitions from the start, as before stop 44 (``benchmarks/bench_smoothing.py
-#: --against partition`` compares the two). Why: Farley's bound holds at any duals, and a split's sets are a cover
+#: the columns met; False: it partitions from the start (``benchmarks/bench_smoothing.py --against partition``
+#: compares the two). Why: Farley's bound holds at any duals, and a split's sets are a cover
 #: too, so the covering master's duals refute as soundly, and its solutions are far easier to improve (a set near the
 #: threshold may overlap another, where a partition needs the rest of that set as its own column, within the
-#: threshold, communication included). On OperatorGraphs_bert_L-12_training at 350 (seeded with five splits) the
-#: partitioning master descended 141 -> 11 devices in 170 s and refuted only at its convergence (6.5) after 729 s; the
-#: covering one refuted at 6.5 after 26 s, 54 pricings.
+#: threshold, communication included). On OperatorGraphs_bert_L-12_training the partitioning master refuted a
+#: threshold only at its convergence, many times later than the covering one.
 COVERING_FIRST = True
 
 #: The covering master hands over to the partitioning one once its value is within this of ``k`` (relative; at once
@@ -143,16 +124,15 @@ COVER_ROOM = 0.01
 
 #: Bytes one pricing's DP may hold (its fronts and their trace back), then it stops as at its deadline: duals of
 #: nearly one value per time leave its fronts unpruned, and on the held-out OperatorGraphs_bert_l-6_training a pricing
-#: at the smoothed duals outgrew 11 GB within 25-50 s (some 250 MB a second; the process was killed for memory at
-#: 24 GB), where the slowest pricings that end, LayerGraphs_inceptionv3_inference's near its relaxation's limit
-#: (3.5 s each), hold 0.5-0.75 GB (14 of 42 over 488 MiB, none over 732 MiB).
+#: at the smoothed duals grew until the process was killed for memory, where the slowest pricings that end
+#: (LayerGraphs_inceptionv3_inference's near its relaxation's limit) hold under a gigabyte.
 PRICING_MEMORY = 2 * 2**30
 
 #: A pricing at the smoothed duals may take this many times the last exact pricing (at least a second; the very
 #: first pricing is at the master's own duals), then the weight falls to 0 and the master's own duals are priced: near
 #: the packing bound's duals (the first center) values nearly proportional to times leave the DP's fronts unpruned
-#: (OperatorGraphs_bert_L-12_training: one such pricing not done after 300 s, where the master's duals price in about
-#: half a second).
+#: (OperatorGraphs_bert_L-12_training: one such pricing ran for minutes, where the master's duals price in under a
+#: second).
 SMOOTHED_PRICING_SLACK = 10.0
 
 #: At smoothed duals the CPU cores' exact pricing gets this many seconds, then their fractional knapsack stands in
@@ -205,9 +185,8 @@ RESOLUTION = 1e-6
 
 #: A threshold's generation is left undecided after this share of the time limit; the next thresholds lie below it.
 #: When not even the first threshold is decided by then, the bound gives up (the relay's HiGHS leg gets the time).
-#: (Measured in the relay, 460 s for the bound: the first threshold still undecided at the end on
-#: OperatorGraphs_bert_L-12_training and LayerGraphs_inceptionv3_inference; on LayerGraphs_inceptionv3_training four
-#: thresholds below one another, each undecided after 115 s: nothing proven, HiGHS's leg the poorer for it.)
+#: (In the relay, on OperatorGraphs_bert_L-12_training and the InceptionV3 layer graphs, thresholds stay undecided
+#: however long they run: without this, nothing is proven and HiGHS's leg is the poorer for it.)
 PATIENCE = 0.25
 
 #: The target itself is tried once the highest refuted threshold is within this of it (relative); until then,
@@ -868,10 +847,9 @@ def heaviest_bound(sets: SetRelaxation, target: float, *, lower: float | None = 
     whose dual bound (a stopped solve's too) is lowered by :data:`HEAVIEST_MARGIN`. (The set relaxation's Farley bound
     at the duals ``acc / A(T)``, ``A(T)`` the heaviest set within ``T``, decides the same thresholds one at a time.)
     Where a split's sets must pay communication to be that heavy, this is what the packing bound misses: on
-    OperatorGraphs_bert_L-12_training (2,012 operators on 6 accelerators) it proves 338.84 in 20 s, where the packing
-    bound is 313.02 and HiGHS's bound on the assignment IP 320.5 after ten minutes (the set relaxation's generation,
-    with a partitioning master, decided no threshold in ten minutes; with the covering one first it refutes 350 in
-    26 s and the thresholds start here). Elsewhere a set that heavy needs little communication: the MIP stops at its
+    OperatorGraphs_bert_L-12_training (2,012 operators on 6 accelerators) it proves in seconds a bound well above the
+    packing bound and above what HiGHS's bound on the assignment IP reaches in ten minutes, and the thresholds start
+    there. Elsewhere a set that heavy needs little communication: the MIP stops at its
     first set that heavy within ``lower``.
     Ctrl-C (or ``cancel``) during the MIP raises :class:`KeyboardInterrupt`.
     """

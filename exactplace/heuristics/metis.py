@@ -124,8 +124,8 @@ class Metis(Method):
                 break
             except RuntimeError as error:  # pymetis's report of METIS_ERROR
                 # While METIS runs, its GKlib takes SIGTERM for its own error signal (gk_sigtrap): a SIGTERM then
-                # fails the partition and never reaches Python (seen: a traceback in 4 of 12 SIGTERMs to
-                # `solve --method metis` on a 30,000-node DAG).
+                # fails the partition and never reaches Python (seen with `solve --method metis` on a 30,000-node
+                # DAG).
                 raise ExactplaceError(f"Method 'metis': METIS failed ({error}); a SIGTERM while METIS runs ends "
                                       "it so") from None
             if best is None or value < best[0]:

@@ -12,7 +12,7 @@ branches into a path; here:
    without compute time (inputs, masks, shape nodes: one attention mask feeds every BERT
    layer, one encoder state every GNMT decoder layer) do not make branches. This reading of
    "contracting branches" reproduces the published ``pipedream`` values of all six layer
-   workloads within 0.4% (``benchmarks/RESULTS.md``); finer variants (forks and joins left
+   workloads within half a percent; finer variants (forks and joins left
    out of the branch) beat the published resnet50 value by 7%. The path nodes are intervals of
    a topological order, so every stage is contiguous and the stages form a chain.
 3. PipeDream's DP over that path: ``best[a][c][j]`` = the least possible slowest stage when the

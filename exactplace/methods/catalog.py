@@ -28,7 +28,7 @@ BUILTIN_METHODS: dict[str, str] = {
 
 AUTO_ORDER: dict[str, tuple[str, ...]] = {
     # Past the DP's ideals, the contiguous IP (warm-started by DPL) certifies branchy graphs the DP
-    # cannot enumerate (PipeDream's InceptionV3 and NASNet profiles in seconds, RESULTS.md); past its
+    # cannot enumerate (PipeDream's InceptionV3 and NASNet profiles in seconds); past its
     # size limit DPL answers alone, with no bound.
     "throughput": ("dp", "mip", "dpl", "greedy"),
     "latency": ("mip", "greedy"),

@@ -2,7 +2,7 @@
 
 ``SOLVERS`` maps a solver name to ``"module:Class"``; the module is imported only when the
 solver is used, and the solver's own package only inside its ``run``. ``AUTO_SOLVER`` is the
-preference order of ``solver="auto"``, from the measurements in ``benchmarks/RESULTS.md``.
+preference order of ``solver="auto"``, fastest first on this project's workloads.
 
 >>> sorted(SOLVERS)
 ['cbc', 'cpsat', 'gurobi', 'highs', 'scip']
@@ -28,7 +28,7 @@ SOLVERS: dict[str, str] = {
     "gurobi": "exactplace.backends.solvers.gurobi:GurobiSolver",
 }
 
-#: ``solver="auto"``: the first installed of these (fastest first, as measured in benchmarks/RESULTS.md).
+#: ``solver="auto"``: the first installed of these (fastest first on this project's workloads).
 AUTO_SOLVER: tuple[str, ...] = ("cpsat", "highs", "scip", "cbc")
 
 

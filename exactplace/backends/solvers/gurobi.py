@@ -2,7 +2,7 @@
 
 Indicator rows become Gurobi indicator constraints; warm start through ``Start``; the
 progress callback reads the incumbent and bound at MIP events; Ctrl-C calls ``terminate``.
-Not exercised by this project's CI (no licence there): see ``benchmarks/RESULTS.md``.
+Not exercised by this project's CI (no licence there).
 """
 
 from __future__ import annotations

@@ -34,9 +34,8 @@ class HighsSolver(Solver):
     module = "highspy"
     install = "highspy"
     # An objective floor blinds its branching: every node's LP sits at the floor until its loads pass it, so
-    # pseudocosts and strong branching see no change (issue 21, benchmarks/RESULTS.md: op_bert6_inference's IP,
-    # four seeds, 51-71 s without against 66-150+ s with; LayerGraphs_inceptionv3_inference's bound never rose above
-    # a floor of 51.0363 in the relay's 360 s, and reached 51.0647 without it).
+    # pseudocosts and strong branching see no change (op_bert6_inference's IP is slower to a gap with it, and
+    # LayerGraphs_inceptionv3_inference's bound in the relay stays at the floor, where it rises without it).
     capabilities = Capabilities(warm_start=True, callbacks=True, interrupt=True, seed=True, serial_search=True,
                                 objective_floor=False)
 

@@ -21,8 +21,8 @@ the last solution it streamed, no bound, and ``Result.failure`` saying how (exit
 
 When (:func:`isolate`): models with at least :data:`ISOLATE_NONZEROS` nonzeros, which is every
 model of a real workload (the smallest shared one, layer_bert24's non-contiguous IP, has
-3,104). Starting the child costs 0.4-0.7 s (numpy, this package and the solver's module:
-measured in ``benchmarks/RESULTS.md``), more than the tiny models of the tests take to solve;
+3,104). Starting the child costs about half a second (numpy, this package and the solver's module),
+more than the tiny models of the tests take to solve;
 they run in the calling process, where Ctrl-C still stops every solver but SCIP promptly.
 """
 
