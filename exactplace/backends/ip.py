@@ -132,7 +132,6 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
         # A solver that failed (its process died, its point broke the model) hands the time left to the next.
         if out.failure is None or request.remaining() <= 0 or (cancel is not None and cancel.is_set()):
             break
-        info.setdefault("solvers_failed", []).append(out.failure)
         cls = other
         out = solve_model(ip.model, cls.name, request)
     out = dataclasses.replace(out, bound=None if out.bound is None else out.bound - slack,

@@ -11,7 +11,6 @@ from exactplace.cli.files import STDIO
 from exactplace.core.errors import ParameterError
 from exactplace.core.io import (
     Workload,
-    parse_json,
     read_bytes,
     with_cluster,
     workload_format,
@@ -19,7 +18,7 @@ from exactplace.core.io import (
 )
 from exactplace.data import shipped_workloads, workload_path
 
-__all__ = ["CLUSTER_FIELDS", "input_path", "load_workload", "read_stdin"]
+__all__ = ["CLUSTER_FIELDS", "input_path", "load_workload", "read_stdin_text"]
 
 # command-line option -> the workload field it overrides
 CLUSTER_FIELDS = {"accelerators": "maxFPGAs", "memory": "maxSizePerFPGA", "cpus": "maxCPUs", "machines": "machines",
@@ -39,11 +38,6 @@ def read_stdin_text(what: str) -> str:
         return sys.stdin.read()
     except UnicodeDecodeError:
         raise ParameterError(f"{what} on standard input is not UTF-8 text.") from None
-
-
-def read_stdin(what: str) -> Any:
-    """Parsed JSON from standard input; ``what`` names it in errors ("Workload", "Split")."""
-    return parse_json(read_stdin_text(what), what, "on standard input")
 
 
 def _stdin_bytes() -> bytes:
