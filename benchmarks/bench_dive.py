@@ -21,7 +21,7 @@ from bench_set_pricing import threshold_cases
 from exactplace.formulations.device_sets import SetRelaxation, frontier_order
 
 from exactplace import Workload, max_load
-from exactplace.backends import set_bound as sb
+from exactplace.bounds import device_sets as sb
 
 
 def branch_and_price(w: Workload, sets: SetRelaxation, seed: np.ndarray, threshold: float, seconds: float,

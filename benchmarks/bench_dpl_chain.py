@@ -45,8 +45,8 @@ def child(n: int, baseline: bool) -> dict:
         placement = solve(graph, cluster, method="dpl")
         value = placement.objective
     else:
-        from exactplace.backends.native import load, request
         from exactplace.core.contraction import contract, linearize
+        from exactplace.native import load, request
 
         c = linearize(contract(graph, cluster.memory_cap))
         out = load().solve(request(

@@ -58,7 +58,7 @@ def pipedream_text(layers: int, seed: int = 0) -> str:
 def workload(kind: str, n: int, folder: str):
     """The (graph, cluster) of one case, read as the command line reads it where it has a file."""
     from exactplace.cli.inputs import load_workload
-    from exactplace.core.io import Workload, workload_to_dict
+    from exactplace.io import Workload, workload_to_dict
 
     if kind == "pipedream":
         path = Path(folder) / "huge.graph.txt"

@@ -1,4 +1,4 @@
-"""The path DP's latency lower bound (``exactplace.backends.latency_bound``) on latency workloads.
+"""The path DP's latency lower bound (``exactplace.bounds.latency_path``) on latency workloads.
 
 One row per workload (default: ``../shared/workloads/latency``; ``--inputs DIR`` for another
 folder, e.g. the reference repository's ``latency-inputs/LayerGraphs``): nodes, the reduced
@@ -30,10 +30,10 @@ import time
 from pathlib import Path
 
 from exactplace import read_workload, solve
-from exactplace.backends.latency_bound import path_bound
-from exactplace.core.io import Workload
+from exactplace.bounds.latency_path import path_bound
 from exactplace.evaluators import check_feasibility
 from exactplace.evaluators.latency import latency
+from exactplace.io import Workload
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "workloads"
 
@@ -48,9 +48,8 @@ def published(reference: dict[str, dict], path: Path) -> str:
 
 def default_start(w: Workload) -> float:
     """The best latency among the latency program's default starts (none of the bound's own)."""
-    from exactplace.backends.latency_starts import warm_start_candidates
-    from exactplace.methods.base import Problem
-
+    from exactplace.core.problem import Problem
+    from exactplace.improvers.latency_starts import warm_start_candidates
     problem = Problem(w.graph, w.cluster, "latency", default_start=True)
     values = []
     for device in warm_start_candidates(problem).values():

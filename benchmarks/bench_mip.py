@@ -98,8 +98,7 @@ def build_times(only: str) -> None:
     from exactplace.formulations.throughput import contiguous_ip
     from ortools.math_opt.python import mathopt
 
-    from exactplace.methods.base import Problem
-
+    from exactplace.core.problem import Problem
     print("| workload | variables | rows | nonzeros | ours (s) | MathOpt (s) | ratio |")
     print("|---|---|---|---|---|---|---|")
     for path in sorted((SHARED / "throughput").glob("*.json")):

@@ -19,7 +19,7 @@ from matplotlib.image import imread
 
 import exactplace as ep
 from exactplace import plot
-from exactplace.core.io import Workload
+from exactplace.io import Workload
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "workloads"
 

@@ -37,7 +37,7 @@ import numpy as np
 from exactplace.formulations.device_sets import SetRelaxation, frontier_order
 
 from exactplace import Workload, read_workload, solve
-from exactplace.backends import set_bound as sb
+from exactplace.bounds import device_sets as sb
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "workloads" / "throughput"

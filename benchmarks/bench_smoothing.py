@@ -26,7 +26,7 @@ import numpy as np
 from bench_set_pricing import threshold_cases
 from exactplace.formulations.device_sets import SetRelaxation
 
-from exactplace.backends import set_bound as sb
+from exactplace.bounds import device_sets as sb
 
 #: The baselines: the row's name, and the module attribute it sets and to what.
 BASELINES = {"weight": ("fixed 1/2", "_adapted_weight", lambda weight, *_: weight),

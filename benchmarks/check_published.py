@@ -16,7 +16,7 @@ the workload JSON, independently of ``exactplace``'s formulations, and asks:
   Gurobi's ``IntFeasTol`` = 1e-6 as the reference sets it) can report for *our* best split, when
   its binaries may sit within that tolerance of 0 and 1: an LP around the split. With
   tolerance 0 it must equal our evaluator's latency (the two models agree). Beside it, the
-  path DP's lower bound (``exactplace.backends.latency_bound``) over every contiguous split:
+  path DP's lower bound (``exactplace.bounds.latency_path``) over every contiguous split:
   when it equals our split's latency, that split is optimal and no lower published value is
   a correct contiguous latency.
 

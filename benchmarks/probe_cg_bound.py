@@ -41,8 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from exactplace import read_workload, solve
-from exactplace.backends.polish import polish
 from exactplace.evaluators.max_load import device_loads
+from exactplace.improvers.polish import polish
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "throughput"
 

@@ -5,7 +5,7 @@ leg, the polish finding nothing better), the bound 338.84 (the heaviest accelera
 where the next work goes. This probe asks the split side, with the product's own pieces:
 
 1. Independent starts (the contiguous DP's optimum, METIS, CP-SAT's first ``--cpsat`` seconds on the assignment IP),
-   each polished (:func:`~exactplace.backends.polish.polish`, pairs and triples of devices re-optimized exactly,
+   each polished (:func:`~exactplace.improvers.polish.polish`, pairs and triples of devices re-optimized exactly,
    ``escalate``) for ``--polish`` seconds: one row each, the evaluator's max loads.
 2. Around the best polished split, the assignment IP (:func:`~exactplace.formulations.throughput.noncontiguous_ip`,
    no symmetry fixings) with each class allowed only on the devices of the classes within ``r`` communication groups
@@ -26,8 +26,8 @@ import numpy as np
 from exactplace.formulations.throughput import UnitData, noncontiguous_ip
 
 from exactplace import Workload, max_load, read_workload, solve
-from exactplace.backends.polish import polish
-from exactplace.backends.solvers import Request, solve_model
+from exactplace.improvers.polish import polish
+from exactplace.solvers import Request, solve_model
 
 
 def starts(workload: Workload, cpsat_seconds: float) -> dict[str, np.ndarray]:

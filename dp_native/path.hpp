@@ -1,4 +1,4 @@
-// The latency path bound (exactplace/backends/latency_bound.py): a shortest-path DP over the
+// The latency path bound (exactplace/bounds/latency_path.py): a shortest-path DP over the
 // ideals of the reduced graph, charging a subgraph step its load and a CPU step its CPU time
 // only where the step meets a given path of the graph.
 //

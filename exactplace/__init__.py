@@ -28,10 +28,10 @@ from exactplace.core.errors import (  # noqa: E402
     TooManyIdealsError,
 )
 from exactplace.core.graph import Graph, Node  # noqa: E402
-from exactplace.core.io import Workload, read_split, read_workload, write_workload  # noqa: E402
 from exactplace.core.placement import Limit, Placement, Space, Status  # noqa: E402
 from exactplace.data import shipped_workloads, workload_path  # noqa: E402
 from exactplace.evaluators import check_feasibility, device_loads, evaluate, is_contiguous, max_load  # noqa: E402
+from exactplace.io import Workload, read_split, read_workload, write_workload  # noqa: E402
 from exactplace.methods import available_methods, solve  # noqa: E402
 from exactplace.methods.compare import compare  # noqa: E402
 
@@ -52,8 +52,8 @@ __all__ = [
 #: Public functions whose modules need heavy imports (the native extension, an LP solver, torch):
 #: loaded on first use, so ``import exactplace`` stays light.
 _LAZY = {
-    "count_ideals": "exactplace.backends.ideals",
-    "sct_relaxation": "exactplace.backends.sct",
+    "count_ideals": "exactplace.methods.ideals",
+    "sct_relaxation": "exactplace.bounds.sct",
     "replay": "exactplace.runtime",
     "from_torch": "exactplace.frontends.torch",
 }

@@ -1,6 +1,6 @@
 """Type stubs of the C++ extension ``exactplace._native`` (built from ``dp_native/``).
 
-Load it through :func:`exactplace.backends.native.load`, which checks ``abi_version``.
+Load it through :func:`exactplace.native.load`, which checks ``abi_version``.
 Arrays are copied in (any numeric dtype convertible to the one shown); the GIL is released
 while C++ runs, and Ctrl-C raises KeyboardInterrupt. Malformed input raises ValueError.
 """

@@ -46,9 +46,9 @@ from typing import Any
 
 from exactplace.core.errors import ExactplaceError, InputFormatError, ParameterError, check_param
 from exactplace.core.interrupt import handled_interrupt
-from exactplace.core.io import load_json, read_split, workload_from_dict
 from exactplace.core.params import Real
 from exactplace.evaluators import evaluate
+from exactplace.io import load_json, read_split, workload_from_dict
 from exactplace.methods.base import usable_cpus
 from exactplace.methods.registry import registered_methods
 from exactplace.regress import finite, markdown_table, solve_job

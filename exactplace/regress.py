@@ -191,7 +191,7 @@ def _read_yaml(path: Path) -> Any:
         import yaml
     except ImportError:
         raise SolverUnavailableError("Suites are YAML: pip install 'exactplace[regress]' (PyYAML).") from None
-    from exactplace.core.io import read_text
+    from exactplace.io import read_text
 
     text = read_text(path, "Suite")  # missing, a directory, unreadable, not UTF-8: one line naming the file
     loader = _suite_loader()(text)
@@ -309,8 +309,7 @@ def _check_options(method: Any, objective: str, options: dict[str, Any], where: 
     from exactplace.core.errors import ExactplaceError
     from exactplace.core.objectives import SCORING_OPTIONS
     from exactplace.core.params import validate_options
-    from exactplace.methods.base import OBJECTIVE_OPTIONS
-
+    from exactplace.core.problem import OBJECTIVE_OPTIONS
     scoring = {k: v for k, v in OBJECTIVE_OPTIONS.items() if k in SCORING_OPTIONS.get(objective, ())}
     for key, value in options.items():
         if key == "rel_gap":
@@ -335,8 +334,8 @@ def _workload_data(reference: str, base: Path, where: str) -> tuple[dict[str, An
     from (None for a shipped workload). Read and checked as the solve reads it: a file of the paper's JSON,
     a PipeDream profile or an ONNX model (the last two converted to the JSON)."""
     from exactplace.core.errors import ExactplaceError
-    from exactplace.core.io import parse_json, read_bytes, workload_format, workload_from_text, workload_to_dict
     from exactplace.data import shipped_workloads, workload_path
+    from exactplace.io import parse_json, read_bytes, workload_format, workload_from_text, workload_to_dict
 
     candidate, source = base / reference, base / reference
     if not os.path.exists(candidate) and reference in shipped_workloads():  # os.path: False for any odd name
@@ -359,7 +358,7 @@ def solve_job(job: dict[str, Any]) -> tuple[dict[str, Any], Placement | None]:
     A solve stopped by Ctrl-C raises KeyboardInterrupt: it stops the whole batch, not only this job.
     """
     from exactplace.core.errors import ExactplaceError
-    from exactplace.core.io import workload_from_dict
+    from exactplace.io import workload_from_dict
     from exactplace.methods import solve
 
     record: dict[str, Any] = {"key": job["key"], "workload": job["workload_name"], "method": job["method"],
@@ -625,7 +624,7 @@ def regress(suite_path: str | Path, *, baseline: str | Path | None = None, repor
         if not os.path.exists(baseline_path):
             raise InputFormatError(f"Baseline {str(baseline_path)!r} does not exist; create it with "
                                    "--update-baseline.")
-        from exactplace.core.io import load_json
+        from exactplace.io import load_json
 
         old = check_baseline(load_json(baseline_path, "Baseline"), baseline_path, suite.name)
         keys = {job["key"] for job in suite.jobs}

@@ -38,8 +38,9 @@ from exactplace.core.errors import ContractError, ExactplaceError
 from exactplace.core.graph import Graph, Node
 from exactplace.core.objectives import OBJECTIVES
 from exactplace.core.placement import Placement, Status
+from exactplace.core.problem import Problem
 from exactplace.evaluators import check_feasibility, evaluate
-from exactplace.methods.base import Method, Problem
+from exactplace.methods.base import Method
 from exactplace.methods.front_door import solve
 from exactplace.methods.registry import register, registered_methods
 

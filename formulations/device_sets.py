@@ -26,7 +26,7 @@ Farley's bound makes the refutation exact whatever the LP solver's accuracy: for
 ``pi`` (one per class), with ``z = max(1, max_{S in A} pi(S))`` and ``z_C = max_{C in C} pi(C)`` (both
 ``>= 0``: the empty set), ``(sum(pi) - l z_C) / z`` is a dual feasible value of the relaxation, hence a
 lower bound on it. Both maxima are computed exactly (a dynamic program, not a MIP: the pricing of
-:mod:`exactplace.backends.set_bound`, in C++ in ``dp_native/set_pricing.hpp``), so a bound above ``k``
+:mod:`exactplace.bounds.device_sets`, in C++ in ``dp_native/set_pricing.hpp``), so a bound above ``k``
 proves the refutation.
 
 The pricing DP runs over the classes in a fixed order, keeping a state per side of each *open*
@@ -267,10 +267,10 @@ def lightest_heavy_set(sets: SetRelaxation, need: float) -> tuple[Model, np.ndar
     with ``x_c = 0`` for a class no accelerator may hold. A group is charged exactly when a member lies on the other
     side from its first one (its members are not all on one side), so the objective at an integral ``x`` is
     :meth:`SetRelaxation.load`; the memory sum is dropped, as in the relaxation. Its use, a lower bound on every
-    split's max load: :func:`exactplace.backends.set_bound.heaviest_bound`.
+    split's max load: :func:`exactplace.bounds.device_sets.heaviest_bound`.
 
     >>> from exactplace import read_workload, workload_path
-    >>> from exactplace.backends.solvers import solve_model
+    >>> from exactplace.solvers import solve_model
     >>> w = read_workload(workload_path("layer_bert24_inference"))
     >>> sets = SetRelaxation.of(w.graph, w.cluster)
     >>> model, x = lightest_heavy_set(sets, need=15.0)

@@ -184,7 +184,7 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
     Examples
     --------
     >>> from exactplace.core.graph import Graph, Node
-    >>> from exactplace.backends.solvers import solve_model
+    >>> from exactplace.solvers import solve_model
     >>> g = Graph([Node(1, 10.0, 4.0), Node(2, 10.0, 1.0, comm=1.0), Node(3, 5.0, None)], [(2, 3)])
     >>> ip = latency_ip(g, Cluster(1, cpus=8), q=2)
     >>> values = solve_model(ip.model, "highs").values

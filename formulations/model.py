@@ -14,7 +14,7 @@ A :class:`Model` holds
   bound propagation would be weaker);
 * a linear objective to minimize (with a constant offset).
 
-Solver adapters (``exactplace.backends.solvers``) translate it; :meth:`Model.csr` gives the
+Solver adapters (``exactplace.solvers``) translate it; :meth:`Model.csr` gives the
 compressed rows they pass on (HiGHS takes the arrays as they are).
 
 Why not OR-Tools MathOpt: MathOpt builds a model one Python object per variable and per
@@ -28,7 +28,7 @@ with a builder ``build(...) -> Model`` that creates its variables with :meth:`Mo
 (keeping the index arrays it needs for decoding), adds each constraint family with one
 :meth:`Model.add_rows` / :meth:`Model.add_indicators` call, sets :meth:`Model.minimize`,
 and a decoder from the solution values to a device array (and, for warm starts, an
-encoder from a device array to values). ``exactplace.backends.solvers.solve_model`` then
+encoder from a device array to values). ``exactplace.solvers.solve_model`` then
 solves it on any solver.
 
 Examples

@@ -7,7 +7,7 @@ renamed so). Sizes are rounded *down* and capacities *up* to integers at ``2**30
 largest, so every solver decides exactly, "infeasible" is a proof for the real sizes, and a
 packing found must be checked against the real sizes (:func:`packs`).
 
->>> from exactplace.backends.solvers import solve_model
+>>> from exactplace.solvers import solve_model
 >>> model, x = packing(np.array([3.0, 3.0, 2.0]), np.array([5.0, 5.0]))
 >>> out = solve_model(model, "highs")
 >>> out.status.value, sorted(np.bincount(np.argmax(out.values[x], axis=1), minlength=2).tolist())

@@ -644,7 +644,7 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     measurements). ``lower_bound``: a proven lower bound on the objective (e.g.
     :func:`~.throughput_bounds.packing_bound`), added as a row. ``at_most``: the decision version,
     objective at most that (``L``'s upper bound; a row on ``LF + LB`` with ``gpipe``), for
-    :mod:`exactplace.backends.gap_probe`; it must not be below ``lower_bound``.
+    :mod:`exactplace.bounds.gap_probe`; it must not be below ``lower_bound``.
 
     >>> from exactplace import read_workload, workload_path
     >>> w = read_workload(workload_path("layer_bert24_inference"))

@@ -33,7 +33,7 @@ The packing relaxation
     handling, and far faster than with the load-sorting rows, by CP-SAT and HiGHS alike.
 
 The bound itself (the relaxation solved, then a bisection of decision probes) is computed by
-:func:`exactplace.backends.packing.packing_bound`.
+:func:`exactplace.bounds.packing.packing_bound`.
 
 It is *not* a bound from the DP (the DP's chain optimum is an upper bound of any split; it
 is used only as a warm start).

@@ -1,6 +1,6 @@
 """The contiguous max-load IP on a two-level cluster (paper Appendix C.3; PipeDream's hierarchical split).
 
-The space is the two-level DP's (:mod:`exactplace.backends.two_level`): a chain of ideals in
+The space is the two-level DP's (:mod:`exactplace.methods.two_level`): a chain of ideals in
 which each machine takes consecutive accelerator stages and CPU stages lie between machines.
 The chain's positions are therefore laid out in advance, and only the ideals are variables::
 

@@ -1,6 +1,6 @@
 """Test oracle: the latency path bound's pure-Python DP, as exactplace shipped it before the native one.
 
-``exactplace.backends.latency_bound`` now runs the DP in C++ (``dp_native/path.cpp``); this is
+``exactplace.bounds.latency_path`` now runs the DP in C++ (``dp_native/path.cpp``); this is
 the Python version it replaced (commit 41a022c, verbatim but for the native ideal-count
 pre-check and the node reductions, which it now takes from the package's ``reductions``: the
 brute-force tests check them), kept only so that tests can check the native bound against it. See the package
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from exactplace.backends.latency_bound import reductions
+from exactplace.bounds.latency_path import reductions
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
 

@@ -1,6 +1,6 @@
 """Test oracle: the device-set pricing DP in pure Python, as exactplace shipped it before the native one.
 
-``exactplace.backends.set_bound`` now prices with the C++ DP (``dp_native/set_pricing.cpp``); this is the
+``exactplace.bounds.device_sets`` now prices with the C++ DP (``dp_native/set_pricing.cpp``); this is the
 Python version it replaced (``formulations/device_sets.py`` at commit 55f53b6, verbatim but for the
 fractional-knapsack room, now measured from the threshold plus its tolerance as in the C++), kept only so
 that tests can check the native DP against it. The algorithm: ``dp_native/set_pricing.hpp``.

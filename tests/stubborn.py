@@ -16,8 +16,8 @@ import time
 
 from exactplace.formulations.model import Model
 
-from exactplace.backends.solvers.base import Capabilities, Request, Result, Solver, Trace
 from exactplace.core.placement import Status
+from exactplace.solvers.base import Capabilities, Request, Result, Solver, Trace
 
 
 class StubbornSolver(Solver):

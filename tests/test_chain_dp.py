@@ -22,7 +22,7 @@ from exactplace.core.contraction import contract, dfs_topological_order, lineari
 
 pytest.importorskip("exactplace._native")
 
-from exactplace.backends.native import load, request
+from exactplace.native import load, request
 
 
 def _both(graph: Graph, cluster: Cluster, overlap: bool = False) -> tuple[object, object]:

@@ -392,9 +392,9 @@ def test_api_errors_are_exactplace_errors() -> None:
 
 def test_time_limit_with_nothing_to_show_falls_back_to_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
     """A method stopped by its time limit before it has a placement: greedy's, status feasible, limit time."""
+    from exactplace.core.problem import MethodResult, Problem
     from exactplace.methods import registry
-    from exactplace.methods.base import Method, MethodResult, Problem
-
+    from exactplace.methods.base import Method
     class NothingYet(Method):
         name = "nothing-yet-test-method"
         objectives = ("throughput",)

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from strategies import any_graphs, dags
 
 from exactplace import Cluster, Graph, Node, ParameterError
-from exactplace.backends.ideals import count_ideals, count_unit_ideals
 from exactplace.core.contraction import Contraction, contract, dfs_topological_order, linearize
 from exactplace.evaluators import device_loads
+from exactplace.methods.ideals import count_ideals, count_unit_ideals
 
 native = pytest.importorskip("exactplace._native")
 

@@ -48,10 +48,10 @@ from exactplace import (
     solve,
     workload_path,
 )
-from exactplace.backends import dp as dp_module
-from exactplace.backends.ideals import count_ideals
 from exactplace.core.contraction import contract
-from exactplace.methods.base import Problem
+from exactplace.core.problem import Problem
+from exactplace.methods import dp as dp_module
+from exactplace.methods.ideals import count_ideals
 from exactplace.methods.registry import registered_methods
 
 pytest.importorskip("exactplace._native")
@@ -202,7 +202,7 @@ def test_too_many_ideals_is_raised_before_solving() -> None:
         solve(parallel_chains(branches=4, length=12), HARD, method="dpl", memory_budget=2**12)
     assert "method='dpl'" not in str(error.value)
     # Enough budget for the ideals' tables but not for the lattice's edges as well.
-    from exactplace.backends.native import load
+    from exactplace.native import load
 
     _native = load()
     contraction = contract(graph)
@@ -251,7 +251,7 @@ def test_dpl_refuses_a_heterogeneous_cluster_that_dp_takes(cluster: Cluster) -> 
 
 
 def test_auto_prefers_dp_then_mip_then_dpl_then_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
-    from exactplace.backends import mip as mip_module
+    from exactplace.methods import mip as mip_module
 
     graph = parallel_chains(branches=2, length=3)
     assert solve(graph, HARD).method == "dp"
@@ -468,14 +468,14 @@ def _native_args(**changes: object) -> dict:
     ],
 )
 def test_native_solve_rejects_malformed_instances(changes: dict, message: str) -> None:
-    from exactplace.backends.native import load, request
+    from exactplace.native import load, request
 
     with pytest.raises(ValueError, match=message):
         load().solve(request(**_native_args(**changes)))
 
 
 def test_native_solve_limits_ideals_and_accepts_unsupported_infinite_times() -> None:
-    from exactplace.backends.native import load, request
+    from exactplace.native import load, request
 
     _native = load()
     with pytest.raises(_native.TooManyIdeals) as error:
@@ -491,8 +491,7 @@ def test_native_solve_limits_ideals_and_accepts_unsupported_infinite_times() -> 
 
 def test_native_status_is_an_enum_and_a_stale_build_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     """The binding reports its status as an enum, and a module of another ABI version is refused clearly."""
-    from exactplace import _native
-    from exactplace.backends import native
+    from exactplace import _native, native
     from exactplace.core.errors import SolverUnavailableError
 
     assert {s.name for s in _native.Status.__members__.values()} == {"optimal", "infeasible", "time", "interrupt"}

@@ -19,9 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exactplace import Cluster, Graph, Node, Status, solve
-from exactplace.backends import dp as dp_module
-from exactplace.backends.native import load, request
 from exactplace.core.contraction import contract
+from exactplace.methods import dp as dp_module
+from exactplace.native import load, request
 
 pytest.importorskip("exactplace._native")
 

@@ -1,4 +1,4 @@
-"""The gap probe of the non-contiguous IP (``exactplace/backends/gap_probe.py``).
+"""The gap probe of the non-contiguous IP (``exactplace/bounds/gap_probe.py``).
 
 * Against brute force over all splits: a refuted probe's bound never exceeds the optimum and closes
   the asked gap on the start's value; a split a probe finds is legal, re-scored by the evaluator, and
@@ -22,7 +22,7 @@ from signals import ctrl_c_as_each_solve_ends
 from strategies import any_graphs, mixed_clusters, placements
 
 from exactplace import Cluster, Graph, ParameterError, Status, check_feasibility, max_load, solve
-from exactplace.backends.gap_probe import probe_beside_polish, probe_gap
+from exactplace.bounds.gap_probe import probe_beside_polish, probe_gap
 
 SETTINGS = settings(max_examples=int(os.environ.get("NC_EXAMPLES", "30")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -145,7 +145,7 @@ def test_ctrl_c_as_a_probe_proves_its_rung_is_not_lost(monkeypatch: pytest.Monke
     interrupt mark; the probes still end "interrupted" (keeping that rung's bound), and solve() returns at once.
     (Before the probe caught SIGINT itself, a solve Ctrl-C'd there ran on to its time limit, about 1 run in 3.)"""
     from exactplace import Limit, read_workload, workload_path
-    from exactplace.backends import gap_probe
+    from exactplace.bounds import gap_probe
 
     calls: list[Status] = []
     monkeypatch.setattr(gap_probe, "solve_model", ctrl_c_as_each_solve_ends(gap_probe.solve_model, calls))
@@ -163,7 +163,7 @@ def test_ctrl_c_while_the_probe_runs_beside_the_polish_stops_both(monkeypatch: p
     terminal's Ctrl-C as the first probe ends (it reaches the main thread, in the polish or waiting for the probes)
     stops both: the better split so far comes back interrupted, no solver run."""
     from exactplace import Limit, read_workload, workload_path
-    from exactplace.backends import gap_probe
+    from exactplace.bounds import gap_probe
 
     calls: list[Status] = []
     monkeypatch.setattr(gap_probe, "solve_model", ctrl_c_as_each_solve_ends(gap_probe.solve_model, calls))
@@ -179,7 +179,7 @@ def test_ctrl_c_in_the_packing_phase_after_the_solver_keeps_the_solvers_result(
     """Ctrl-C in the packing phase that runs after a solver stopped by its limit: the solver's split and bound come
     back, interrupted (not the start, as for a Ctrl-C before the solver)."""
     from exactplace import Limit, read_workload, workload_path
-    from exactplace.backends import packing
+    from exactplace.bounds import packing
 
     def ctrl_c(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
@@ -200,7 +200,7 @@ def test_ctrl_c_during_the_probe_keeps_the_bound_it_proved(monkeypatch: pytest.M
     import dataclasses
 
     from exactplace import Limit, read_workload, workload_path
-    from exactplace.backends import gap_probe
+    from exactplace.bounds import gap_probe
 
     real = gap_probe.probe_gap
 

@@ -43,8 +43,8 @@ from exactplace import (
     solve,
     workload_path,
 )
-from exactplace.backends.solvers import get_solver
 from exactplace.core.contraction import contract
+from exactplace.solvers import get_solver
 
 pytest.importorskip("exactplace._native")
 

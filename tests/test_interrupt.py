@@ -120,7 +120,7 @@ LONG_SOLVES = [
     pytest.param("mip", "throughput", [], "small", HAS_INCUMBENT, True, id="mip-contiguous"),
     pytest.param("mip", "throughput", ["--option", "contiguous=false"], "small", HAS_INCUMBENT, True,
                  id="mip-any-split"),
-    # Three accelerators: HiGHS with a second seed racing it (exactplace.backends.race), two child processes.
+    # Three accelerators: HiGHS with a second seed racing it (exactplace.improvers.race), two child processes.
     pytest.param("mip", "throughput", ["--option", "contiguous=false"], "small3", HAS_INCUMBENT, True,
                  id="mip-any-split-raced"),
     pytest.param("mip", "latency", [], "small", HAS_INCUMBENT, True, id="mip-latency"),
@@ -242,8 +242,7 @@ from unittest import mock
 import exactplace
 from exactplace.cli import main as cli
 from exactplace.methods import compare, front_door
-from exactplace.methods.base import MethodResult
-
+from exactplace.core.problem import MethodResult
 CTRL_C = "import os, signal; os.kill(os.getpid(), signal.SIGINT); sum(range(9))"
 workload = exactplace.read_workload(exactplace.workload_path("layer_bert24_inference"))
 

@@ -27,7 +27,9 @@ from exactplace import (
     Status,
     solve,
 )
-from exactplace.core.io import (
+from exactplace.core.placement import PLAN_FORMAT_VERSION
+from exactplace.data import shipped_workloads, workload_path
+from exactplace.io import (
     EDGE_FIELDS,
     NODE_FIELDS,
     WORKLOAD_FIELDS,
@@ -42,8 +44,6 @@ from exactplace.core.io import (
     workload_to_dict,
     write_workload,
 )
-from exactplace.core.placement import PLAN_FORMAT_VERSION
-from exactplace.data import shipped_workloads, workload_path
 
 
 def canonical(graph: Graph) -> Graph:

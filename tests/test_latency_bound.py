@@ -1,4 +1,4 @@
-"""The path DP's lower bound on contiguous latency (exactplace/backends/latency_bound.py).
+"""The path DP's lower bound on contiguous latency (exactplace/bounds/latency_path.py).
 
 Against brute force on tiny random DAGs (valid for every placement, with the reductions' zero
 times made frequent and with unequal accelerators; exact on chains), on the shared layer
@@ -27,7 +27,7 @@ from oracle import latency_subgraph_optimum
 from strategies import clusters, dags
 
 from exactplace import Cluster, Graph, Node, Status, evaluate, read_workload, solve
-from exactplace.backends.latency_bound import path_bound
+from exactplace.bounds.latency_path import path_bound
 from exactplace.evaluators import check_feasibility
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "workloads"
@@ -158,7 +158,7 @@ def test_a_certified_start_is_logged_and_shown_as_progress(capsys: pytest.Captur
 def test_ctrl_c_in_the_bound_returns_the_best_start(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("ortools")
     from exactplace import Limit
-    from exactplace.backends import latency_bound
+    from exactplace.bounds import latency_path as latency_bound
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt

@@ -20,8 +20,8 @@ from oracle import fits_only_on_the_slack, latency_subgraph_optimum
 from strategies import clusters, dags
 
 from exactplace import Cluster, Graph, Node, Space, Status, check_feasibility, read_split, read_workload, solve
-from exactplace.core.io import workload_from_dict
 from exactplace.evaluators.latency import contiguous_pieces, latency
+from exactplace.io import workload_from_dict
 
 pytest.importorskip("ortools")
 
@@ -173,7 +173,7 @@ def test_model_schedule_of_published_splits_is_the_evaluators(split: str, publis
     model's optimal latency is the split's, up to its rounding to units."""
     from exactplace.formulations.latency import latency_ip
 
-    from exactplace.backends.solvers import Request, get_solver
+    from exactplace.solvers import Request, get_solver
 
     workload = split.removeprefix("latency_").rsplit("_", 1)[0].removesuffix("_maxload")
     w = read_workload(SHARED / "latency" / f"{workload}.json")
@@ -215,9 +215,9 @@ def test_shipped_example_reaches_its_optimum() -> None:
 def test_linear_latency_splits_are_contiguous_and_never_deadlock(graph: Graph, cluster: Cluster) -> None:
     """The DP warm starts lie in the contiguous class (so they are valid hints for any q)."""
     from exactplace import check_feasibility
-    from exactplace.backends.latency_starts import linear_latency_splits
     from exactplace.core.contraction import contract
     from exactplace.evaluators.feasibility import Guarantees
+    from exactplace.improvers.latency_starts import linear_latency_splits
 
     for device in linear_latency_splits(graph, cluster, contract(graph, cluster.memory_cap), orders=3):
         assert check_feasibility(graph, cluster, device, guarantees=Guarantees()) == []
@@ -226,7 +226,7 @@ def test_linear_latency_splits_are_contiguous_and_never_deadlock(graph: Graph, c
 
 
 def _installed_solvers() -> list[str]:
-    from exactplace.backends.solvers import SOLVERS, get_solver
+    from exactplace.solvers import SOLVERS, get_solver
 
     names = []
     for name in SOLVERS:

@@ -40,10 +40,10 @@ from exactplace import (
     solve,
     workload_path,
 )
-from exactplace.backends.solvers import SOLVERS, get_solver
-from exactplace.backends.solvers.statuses import STATUS_TABLE, Outcome, interpret
 from exactplace.core.contraction import contract
 from exactplace.core.placement import Limit
+from exactplace.solvers import SOLVERS, get_solver
+from exactplace.solvers.statuses import STATUS_TABLE, Outcome, interpret
 
 pytest.importorskip("exactplace._native")
 
@@ -134,7 +134,7 @@ def test_every_installed_solver_finds_the_same_optimum(contiguous: bool) -> None
 def test_auto_solver_of_the_noncontiguous_ip_follows_the_accelerator_count() -> None:
     """solver='auto': HiGHS for contiguous=False on at most HIGHS_MAX_ACCELERATORS accelerators, else the
     first of AUTO_SOLVER; the contiguous IP always the latter. The same optimum either way."""
-    from exactplace.backends.mip import HIGHS_MAX_ACCELERATORS
+    from exactplace.methods.mip import HIGHS_MAX_ACCELERATORS
 
     graph = Graph([Node(i, 2.0 + i % 3, 1.0 + (i % 2), comm=0.5, memory=1.0) for i in range(6)],
                   [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (3, 5)])
@@ -156,7 +156,7 @@ def test_relay_from_cpsat_to_highs_keeps_the_optimum(graph: Graph, cluster: Clus
     """solver='auto' on more than HIGHS_MAX_ACCELERATORS accelerators hands CP-SAT's split and bound to HiGHS
     after CPSAT_LEG_SECONDS (here none): the optimum is still brute force's, whichever leg proved it. With a
     start (the DP's), CP-SAT's leg hands HiGHS a split, and polish runs beside HiGHS (two threads)."""
-    from exactplace.backends import mip
+    from exactplace.methods import mip
 
     optima = brute_force_optima(graph, cluster, "throughput")
     with patch.object(mip, "CPSAT_LEG_SECONDS", 0.0):
@@ -172,7 +172,7 @@ def test_relay_from_cpsat_to_highs_keeps_the_optimum(graph: Graph, cluster: Clus
 def test_relay_hands_cpsats_split_and_bound_to_highs() -> None:
     """A CP-SAT leg that runs out of time: HiGHS goes on from its split and bound within the time limit, the
     result says both solvers, and the trace is one run (incumbents falling, bounds rising)."""
-    from exactplace.backends import mip
+    from exactplace.methods import mip
 
     graph, cluster = banded_graph(), Cluster(4, cpus=1)
     with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05):
@@ -272,8 +272,8 @@ def test_ctrl_c_returns_the_incumbent(solver: str) -> None:
 
 def test_progress_line_keeps_the_incumbent_known_through_points_without_one(
         capsys: pytest.CaptureFixture[str]) -> None:
-    from exactplace.backends.ip import progress_printer
     from exactplace.core.placement import TracePoint
+    from exactplace.solvers.program import progress_printer
 
     show = progress_printer(start=12.0)  # the warm start's objective
     show(TracePoint(0.5, None, 9.0))
@@ -344,7 +344,7 @@ def test_log_streams_the_solver_log_to_stderr(solver: str, marker: str, capfd: p
 
 @pytest.mark.shared
 def test_cbc_does_not_cut_off_the_optimum(shared_workloads: Path) -> None:
-    # CBC 2.10.3 with two-step MIR cuts claimed the DP's 17.7899 optimal here (see backends/solvers/cbc.py);
+    # CBC 2.10.3 with two-step MIR cuts claimed the DP's 17.7899 optimal here (see solvers/cbc.py);
     # the non-contiguous optimum is 17.7147 (HiGHS, SCIP and CP-SAT prove it).
     w = read_workload(shared_workloads / "throughput" / "layer_bert24_inference.json")
     p = solve(w, method="mip", solver="cbc", contiguous=False, rel_gap=1e-4, time_limit=5)
@@ -356,7 +356,7 @@ def test_cbc_does_not_cut_off_the_optimum(shared_workloads: Path) -> None:
 def test_a_point_that_breaks_the_model_is_dropped() -> None:
     from exactplace.formulations.model import Kind, Model
 
-    from exactplace.backends.solvers.base import Request, Result, Solver
+    from exactplace.solvers.base import Request, Result, Solver
 
     model = Model()
     x = model.add_vars(2, ub=1, kind=Kind.INTEGER)
@@ -400,9 +400,8 @@ def test_a_bound_within_rel_gap_after_the_solver_stopped_certifies(short_by: flo
     of each other: the result is optimal within rel_gap, says what certified it, and hit no limit; further apart it
     stays feasible at the time limit. (The relay met this: the polish's split taken at the end, 1.9e-5 above the set
     bound, reported feasible.)"""
-    from exactplace.backends import mip
-    from exactplace.methods.base import MethodResult
-
+    from exactplace.core.problem import MethodResult
+    from exactplace.methods import mip
     graph = Graph([Node(i, 3.0, 1.0, comm=0.25) for i in range(5)], [(0, 1), (1, 2), (2, 3), (3, 4)])
     cluster = Cluster(2, cpus=1)
     optimum = brute_force_optima(graph, cluster, "throughput").any
@@ -428,7 +427,7 @@ def test_highs_takes_the_ip_without_a_floor_and_the_bound_still_holds() -> None:
     still at least the bound handed on."""
     from exactplace.formulations import throughput
 
-    from exactplace.backends import mip
+    from exactplace.methods import mip
 
     built = throughput.noncontiguous_ip
     floors: list[float | None] = []
@@ -454,10 +453,9 @@ def test_a_solve_stops_at_an_incumbent_a_bound_outside_the_ip_certifies() -> Non
     import time
 
     from exactplace import workload_path
-    from exactplace.backends.ip import solve_ip
     from exactplace.core.interrupt import sets_at_most
-    from exactplace.methods.base import Problem
-
+    from exactplace.core.problem import Problem
+    from exactplace.solvers.program import solve_ip
     w = read_workload(workload_path("layer_bert24_inference"))
     ip = noncontiguous_ip(w.graph, w.cluster)
     start = solve(w, method="dp").device
@@ -503,7 +501,7 @@ def test_cpsat_declines_a_model_it_would_round_past_the_gap_and_auto_takes_anoth
 
 @pytest.mark.parametrize("name", ["layer_bert24_inference", "layer_bert24_training", "op_bert3_inference"])
 def test_cpsat_declines_neither_ip_of_a_shipped_workload(name: str) -> None:
-    from exactplace.backends.solvers import Request
+    from exactplace.solvers import Request
 
     w = read_workload(workload_path(name))
     start = solve(w, method="greedy").device

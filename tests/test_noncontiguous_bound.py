@@ -5,7 +5,7 @@
   bound row, reaches the brute-force optimum over all splits, on homogeneous and heterogeneous
   clusters, with CPUs (0-2), memory caps, unsupported nodes and training graphs.
 * The packing relaxation's bound (``formulations/throughput_bounds.py``, solved by
-  ``exactplace/backends/packing.py``) never exceeds that
+  ``exactplace/bounds/packing.py``) never exceeds that
   optimum, for plain, ``overlap`` and ``gpipe`` loads, and neither does the IP's own bound.
 * ``encode`` renames a placement so that it satisfies the fixings (a warm start the solver keeps).
 
@@ -26,10 +26,10 @@ from oracle import brute_force_optima
 from strategies import brute_force_graphs, mixed_clusters, placements
 
 from exactplace import Cluster, Graph, Status, check_feasibility, max_load, solve
-from exactplace.backends.mip import _packing_short
-from exactplace.backends.packing import packing_bound
-from exactplace.backends.solvers import get_solver
+from exactplace.bounds.packing import packing_bound
 from exactplace.core.graph import Node
+from exactplace.methods.mip import _packing_short
+from exactplace.solvers import get_solver
 
 EXAMPLES = int(os.environ.get("NC_EXAMPLES", "30"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

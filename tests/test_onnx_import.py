@@ -18,8 +18,8 @@ torch = pytest.importorskip("torch")
 import exactplace as ep  # noqa: E402
 from exactplace.cli.main import main  # noqa: E402
 from exactplace.core.errors import InputFormatError, ParameterError  # noqa: E402
-from exactplace.core.io import workload_format  # noqa: E402
-from exactplace.core.onnx_import import node_flops, onnx_to_dict  # noqa: E402
+from exactplace.frontends.onnx import node_flops, onnx_to_dict  # noqa: E402
+from exactplace.io import workload_format  # noqa: E402
 
 helper, T = onnx.helper, onnx.TensorProto
 FLOAT = 4  # bytes per float32 element

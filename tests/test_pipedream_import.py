@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from exactplace.core.errors import ExactplaceError, InputFormatError, ParameterError, PlacementError
-from exactplace.core.io import read_workload
-from exactplace.core.pipedream import check_stage_file
+from exactplace.frontends.pipedream import check_stage_file
+from exactplace.io import read_workload
 
 SHARED = Path("/work/shared/workloads/pipedream")
 
@@ -270,7 +270,7 @@ def test_edge_line_first_is_read_as_a_profile(tmp_path: Path) -> None:
 
 def test_every_reader_of_a_split_refuses_another_graphs_stage_file(tmp_path: Path) -> None:
     """Not only evaluate: the library's split reader (which compare --split and replay use) refuses it too."""
-    from exactplace.core.io import read_split_file
+    from exactplace.io import read_split_file
 
     profile = _write(tmp_path, GOOD)
     stage_file = tmp_path / "partitioned.txt"

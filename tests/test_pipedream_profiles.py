@@ -83,7 +83,7 @@ def _partitioned(text: str, stage_of: dict[str, int]) -> str:
 @pytest.mark.parametrize("model", MODELS)
 def test_stage_ids_read_as_the_split(shared_workloads: Path, tmp_path: Path, model: str) -> None:
     """A DP split written as PipeDream stage_ids reads back as the same devices, on the library and the CLI."""
-    from exactplace.core.io import read_split_file
+    from exactplace.io import read_split_file
 
     profile = shared_workloads / "pipedream" / f"{model}.graph.txt"
     w = read_workload(profile, accelerators=4)
@@ -103,7 +103,7 @@ def test_stage_ids_read_as_the_split(shared_workloads: Path, tmp_path: Path, mod
 def test_stage_ids_misuse_named(shared_workloads: Path, tmp_path: Path) -> None:
     """A node without a stage names its line; a stage past the accelerators names the node."""
     from exactplace.core.errors import InputFormatError, PlacementError
-    from exactplace.core.io import read_split_file
+    from exactplace.io import read_split_file
 
     profile = shared_workloads / "pipedream" / "vgg16.graph.txt"
     w = read_workload(profile, accelerators=2)

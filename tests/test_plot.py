@@ -20,9 +20,9 @@ pytest.importorskip("matplotlib")
 import exactplace as ep
 from exactplace import plot
 from exactplace.cli.main import main
-from exactplace.core.io import Workload
 from exactplace.evaluators.latency import latency_schedule
 from exactplace.evaluators.makespan import simulate
+from exactplace.io import Workload
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -225,7 +225,7 @@ def test_overview_and_placement_plot(tmp_path) -> None:
     w = ep.read_workload(ep.workload_path("layer_bert24_inference"))
     p = ep.solve(w)
     assert len(plot.overview(w, p).axes) == 3
-    fig = p.plot()
+    fig = plot.placement_graph(None, p)
     assert fig.axes[0].get_title(loc="left").startswith("placement: throughput")
     _saved(fig, tmp_path, "plot")
 

@@ -1,4 +1,4 @@
-"""The polish phase of the non-contiguous IP (``exactplace/backends/polish.py``).
+"""The polish phase of the non-contiguous IP (``exactplace/improvers/polish.py``).
 
 * A polished placement is legal (classes together, memory and support respected), never worse than
   its start, and its value is the evaluator's, for plain and ``overlap`` loads, on homogeneous and
@@ -24,8 +24,8 @@ from signals import ctrl_c_as_each_solve_ends
 from strategies import any_graphs, banded_graph, clusters, mixed_clusters, placements
 
 from exactplace import Cluster, Graph, Node, ParameterError, Status, check_feasibility, max_load, solve
-from exactplace.backends import polish as polish_module
-from exactplace.backends.polish import Alongside, polish
+from exactplace.improvers import polish as polish_module
+from exactplace.improvers.polish import Alongside, polish
 
 SETTINGS = settings(max_examples=int(os.environ.get("NC_EXAMPLES", "30")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -260,9 +260,9 @@ def test_a_split_the_polish_finds_beside_the_solver_ends_the_solve_certified(
     import threading
 
     from exactplace import read_workload, workload_path
-    from exactplace.backends import mip
-    from exactplace.backends.solvers import Result
     from exactplace.core.placement import Limit
+    from exactplace.methods import mip
+    from exactplace.solvers import Result
 
     stopped: list[bool] = []
 

@@ -1,4 +1,4 @@
-"""Two seeds of one IP racing, and a solve with a bound beside it (``exactplace.backends.race``): who stops whom,
+"""Two seeds of one IP racing, and a solve with a bound beside it (``exactplace.improvers.race``): who stops whom,
 what the result keeps, and both inside ``method="mip"`` against brute force."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from oracle import brute_force_optima
 from strategies import any_graphs, clusters
 
 from exactplace import Cluster, Graph, Node, solve
-from exactplace.backends.race import RACE_SEED, beside_bound, race
 from exactplace.core.placement import Limit, Space, Status, TracePoint
+from exactplace.core.problem import MethodResult
 from exactplace.evaluators import max_load
-from exactplace.methods.base import MethodResult
+from exactplace.improvers.race import RACE_SEED, beside_bound, race
 
 
 def split(value: float) -> np.ndarray:
@@ -225,7 +225,7 @@ def test_the_bound_beside_certifies_a_split_the_solver_never_decides(graph: Grap
     optima = brute_force_optima(graph, cluster, "throughput")
     if optima.any is None or optima.any == 0.0 or not cluster.is_homogeneous:
         return  # (nothing to aim at: a zero optimum comes back from the start; the relaxation needs one machine type)
-    with mock.patch("exactplace.backends.mip.solve_ip", _never_deciding):
+    with mock.patch("exactplace.methods.mip.solve_ip", _never_deciding):
         p = solve(graph, cluster, method="mip", solver="highs", contiguous=False, rel_gap=rel_gap, threads=2,
                   packing_bound=False, time_limit=5)
     assert p.bound is None or p.bound <= optima.any * (1 + 1e-6) + 1e-9

@@ -163,7 +163,7 @@ def test_a_bad_suite_is_one_line_naming_it_and_exit_2_before_any_run(tmp_path, c
 
 
 def test_a_suite_may_share_options_through_an_alias_and_read_a_pipedream_profile(tmp_path, monkeypatch) -> None:
-    from exactplace.core.io import read_workload
+    from exactplace.io import read_workload
 
     profile = tmp_path / "graph.txt"
     profile.write_text("node1 -- Input -- forward_compute_time=1.0, backward_compute_time=0.0, "

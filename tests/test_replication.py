@@ -23,9 +23,9 @@ from oracle import brute_force_replicated, is_unit_chain
 from strategies import clusters, dags, node_values, training_graphs
 
 from exactplace import Cluster, Graph, Node, ParameterError, PlacementError, Status, check_feasibility, max_load, solve
-from exactplace.backends.solvers import get_solver
-from exactplace.core.io import split_file_from_dict
 from exactplace.evaluators import device_loads
+from exactplace.io import split_file_from_dict
+from exactplace.solvers import get_solver
 
 pytest.importorskip("exactplace._native")
 

@@ -1,4 +1,4 @@
-"""The device-set relaxation (formulations/device_sets.py) and its column-generation bound (backends/set_bound.py).
+"""The device-set relaxation (formulations/device_sets.py) and its column-generation bound (bounds/device_sets.py).
 
 The pricing dynamic program (C++) against every subset of classes and against the pure-Python DP it replaced
 (``set_pricing_oracle``) on the shared workloads; the bound against brute force's optimum (a
@@ -30,8 +30,8 @@ from set_pricing_oracle import Pricer as PythonPricer
 from strategies import any_graphs, banded_graph, brute_force_graphs, clusters, dags
 
 from exactplace import Cluster, Status, check_feasibility, max_load, read_workload, solve, workload_path
-from exactplace.backends import set_bound as set_bound_module
-from exactplace.backends.set_bound import (
+from exactplace.bounds import device_sets as set_bound_module
+from exactplace.bounds.device_sets import (
     APPROACH,
     HEAVIEST_MARGIN,
     SMOOTHING,
@@ -183,7 +183,7 @@ def test_the_work_center_is_a_point_of_the_dual(graph: Graph, cluster: Cluster, 
 def test_the_lightest_heavy_set_is_the_best_subset(graph: Graph, share: float) -> None:
     """The MIP's optimum is, by enumeration, the least load of a class set holding ``need`` accelerator time (classes
     no accelerator may hold left out; within the solver's tolerance on ``need``), and its set is one such."""
-    from exactplace.backends.solvers import Request, solve_model
+    from exactplace.solvers import Request, solve_model
 
     sets = SetRelaxation.of(graph, Cluster(2, memory=1e9, cpus=1))
     assume(sets.classes <= 9)
@@ -492,7 +492,7 @@ def test_applies_only_to_plain_loads_on_identical_accelerators() -> None:
 def test_relay_runs_the_set_bound_after_cpsats_leg() -> None:
     """In the relay, the set bound runs between CP-SAT's leg and HiGHS's, says what it did, and its bound holds
     in the result; with set_bound=False it does not run."""
-    from exactplace.backends import mip
+    from exactplace.methods import mip
 
     graph, cluster = banded_graph(), Cluster(4, cpus=1)
     with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05):
@@ -542,8 +542,8 @@ def test_aim_lowers_the_target_during_the_run() -> None:
 
 def _relayed_with(stand_in: object) -> object:
     """``method="mip"``'s relay on a banded graph (CP-SAT's leg cut to 0.05 s) with ``stand_in`` for the set bound."""
-    from exactplace.backends import mip
-    from exactplace.backends import set_bound as module
+    from exactplace.bounds import device_sets as module
+    from exactplace.methods import mip
 
     graph, cluster = banded_graph(), Cluster(4, cpus=1)
     with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05), patch.object(module, "set_bound", stand_in):
@@ -557,7 +557,7 @@ def _relayed_with(stand_in: object) -> object:
 def test_relay_interrupted_in_the_set_bound_keeps_what_it_knows() -> None:
     """Ctrl-C while the set bound runs (its outcome "interrupted"): the relay returns its best split, feasible,
     limit interrupt, with the bound proven so far."""
-    from exactplace.backends.set_bound import SetBound
+    from exactplace.bounds.device_sets import SetBound
     from exactplace.core.placement import Limit
 
     def interrupted(*args: object, **kwargs: object) -> SetBound:
@@ -574,7 +574,7 @@ def test_relay_interrupted_in_the_set_bound_keeps_what_it_knows() -> None:
 def test_relay_certified_by_the_set_bound_says_so() -> None:
     """A refuted target (here handed over by a stand-in for the bound, at the target the relay asks) returns the
     relay's best split optimal, certified by the set bound, with what the bound reported."""
-    from exactplace.backends.set_bound import SetBound
+    from exactplace.bounds.device_sets import SetBound
 
     def refuted(*args: object, target: float, **kwargs: object) -> SetBound:
         return SetBound(value=target, ceiling=None, outcome="target refuted", trace=((0.0, target),), thresholds=1,
@@ -588,7 +588,7 @@ def test_relay_certified_by_the_set_bound_says_so() -> None:
 def test_a_better_split_found_while_branching_settles_it() -> None:
     """The target lowered below the proven bound while the branch-and-price runs (a better split found beside it)
     ends the branching before its next node: the target is refuted, by the bound already proven."""
-    from exactplace.backends import set_bound as module
+    from exactplace.bounds import device_sets as module
 
     real, began = module._branch_and_price, []
 
@@ -608,7 +608,7 @@ def test_a_better_split_found_while_branching_settles_it() -> None:
 def test_relay_takes_the_split_branching_found() -> None:
     """A split the set bound's branching found (stood in for: a longer solve's, beforehand) becomes the relay's split
     when better than its start, and the refuted target then certifies it."""
-    from exactplace.backends.set_bound import SetBound
+    from exactplace.bounds.device_sets import SetBound
 
     best = solve(banded_graph(), Cluster(4, cpus=1), method="mip", contiguous=False, rel_gap=0.0, time_limit=20)
 
@@ -665,7 +665,7 @@ def test_merged_classes_keep_every_load() -> None:
 def test_an_undecided_threshold_sends_the_next_ones_below_it() -> None:
     """A generation out of patience (stood in for: every threshold above 17.5 "stopped") leaves its threshold
     undecided; the bound still climbs below it, to 17.5 within the resolution, never above."""
-    from exactplace.backends import set_bound as module
+    from exactplace.bounds import device_sets as module
 
     real = module._refute
 
@@ -684,7 +684,7 @@ def test_an_undecided_threshold_sends_the_next_ones_below_it() -> None:
 def test_it_gives_up_when_not_even_the_first_threshold_is_decided() -> None:
     """Every generation out of patience (stood in for): after the first, the bound gives up, nothing proven beyond
     what the heaviest accelerator proved first."""
-    from exactplace.backends import set_bound as module
+    from exactplace.bounds import device_sets as module
 
     calls: list[float] = []
 
@@ -727,7 +727,7 @@ def test_a_pricing_past_its_memory_budget_stops_as_at_its_deadline() -> None:
     """A pricing whose fronts would outgrow ``PRICING_MEMORY`` stops and raises TimeoutError saying so (before, one
     such pricing took a held-out graph's process past 24 GB); within the budget, the same maximum. A generation whose
     pricings all outgrow it ends "stopped", not in an error."""
-    from exactplace.backends import set_bound as module
+    from exactplace.bounds import device_sets as module
 
     sets = SetRelaxation.of(banded_graph(40), Cluster(4, cpus=1))
     pricer = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, frontier_order(sets))

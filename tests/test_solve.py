@@ -40,9 +40,10 @@ from exactplace import (
 from exactplace.core.errors import ContractError
 from exactplace.core.params import Integer, Option
 from exactplace.core.placement import Limit, Space
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.evaluators.feasibility import Guarantees
 from exactplace.methods import registry
-from exactplace.methods.base import Method, MethodResult, Problem
+from exactplace.methods.base import Method
 from exactplace.methods.catalog import AUTO_ORDER, BUILTIN_METHODS
 from exactplace.testing import check_method
 
@@ -520,9 +521,9 @@ def test_cyclic_quotient_is_not_a_chain() -> None:
 
 def test_import_loads_no_solver(tmp_path: Path) -> None:
     """``import exactplace`` and listing methods import no solver module (availability uses find_spec);
-    the import itself enters neither the backends nor pandas."""
-    heavy = ("highspy", "ortools", "pulp", "exactplace._native", "torch", "pandas", "exactplace.backends", "onnx",
-             "onnxruntime")
+    the import itself enters neither the solver adapters, the bounds, the exact methods nor pandas."""
+    heavy = ("highspy", "ortools", "pulp", "exactplace._native", "torch", "pandas", "exactplace.solvers",
+             "exactplace.bounds", "exactplace.methods.mip", "exactplace.methods.dp", "onnx", "onnxruntime")
     code = (
         "import sys, exactplace; before = sorted(m for m in HEAVY if m in sys.modules); "
         "exactplace.available_methods(); after = sorted(m for m in HEAVY[:5] if m in sys.modules); "

@@ -1,4 +1,4 @@
-"""The solver runner (exactplace/backends/solvers/isolated.py): a solve in a child process ends on
+"""The solver runner (exactplace/solvers/isolated.py): a solve in a child process ends on
 time and on Ctrl-C whatever the solver does, keeps the last solution it streamed, leaves no
 process behind, and answers what the same solve in this process answers."""
 
@@ -19,10 +19,10 @@ from processes import CHECKOUT
 from stubborn import StubbornSolver
 
 from exactplace import read_workload, solve, workload_path
-from exactplace.backends.solvers import Request, get_solver, isolated, solve_model
-from exactplace.backends.solvers.isolated import GRACE, child_command, isolate, solve_isolated
 from exactplace.core.errors import ExactplaceError
 from exactplace.core.placement import Limit, Status
+from exactplace.solvers import Request, get_solver, isolated, solve_model
+from exactplace.solvers.isolated import GRACE, child_command, isolate, solve_isolated
 
 TESTS = Path(__file__).resolve().parent
 
@@ -107,8 +107,8 @@ def _script(tmp_path: Path, body: str) -> Path:
         sys.path.insert(0, {str(TESTS)!r})
         from stubborn import StubbornSolver
         from test_solver_runner import knapsack
-        from exactplace.backends.solvers import Request
-        from exactplace.backends.solvers.isolated import solve_isolated
+        from exactplace.solvers import Request
+        from exactplace.solvers.isolated import solve_isolated
         {body}
     """))
     return script
@@ -224,7 +224,7 @@ def test_stdout_discarded_by_two_threads_at_once_comes_back() -> None:
     """HiGHS in two threads at once (polish beside HiGHS's leg of the relay) each point file descriptor 1 at
     the null device while they run: in the order first in, second in, first out, second out, the program's
     stdout must be where it was (two unguarded save-and-restore pairs left it on the null device for good)."""
-    from exactplace.backends.solvers.highs import _stdout_discarded
+    from exactplace.solvers.highs import _stdout_discarded
 
     def where() -> tuple[int, int]:
         status = os.fstat(1)

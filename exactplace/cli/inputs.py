@@ -9,14 +9,14 @@ from typing import Any
 
 from exactplace.cli.files import STDIO
 from exactplace.core.errors import ParameterError
-from exactplace.core.io import (
+from exactplace.data import shipped_workloads, workload_path
+from exactplace.io import (
     Workload,
     read_bytes,
     with_cluster,
     workload_format,
     workload_from_text,
 )
-from exactplace.data import shipped_workloads, workload_path
 
 __all__ = ["CLUSTER_FIELDS", "input_path", "load_workload", "read_stdin_text"]
 

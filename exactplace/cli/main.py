@@ -35,8 +35,8 @@ from exactplace.core.graph import Graph
 from exactplace.core.interrupt import handled_interrupt, stop_as_ctrl_c
 from exactplace.core.objectives import OBJECTIVES
 from exactplace.core.params import Constraint, Integer, Real
+from exactplace.core.problem import DEFAULT_REL_GAP
 from exactplace.data import shipped_workloads
-from exactplace.methods.base import DEFAULT_REL_GAP
 
 EXIT_NO_RESULT = 1
 EXIT_INPUT_ERROR = 2
@@ -159,9 +159,9 @@ def _command_evaluate(args: argparse.Namespace) -> int:
     """Score a split and judge it by the rules of the objective it is scored under (see ``check_feasibility``)."""
     from pathlib import Path
 
-    from exactplace.core.io import read_text, split_file_from_text
     from exactplace.core.objectives import SCORING_OPTIONS
     from exactplace.evaluators import check_feasibility, summarize_violations
+    from exactplace.io import read_text, split_file_from_text
 
     source, split = input_path(args.workload), args.split
     if source == STDIO and split == STDIO:
@@ -285,7 +285,7 @@ def _command_info(args: argparse.Namespace) -> int:
 
 def _ideals_text(graph: Graph, cluster: Cluster, limit: int) -> str:
     try:
-        from exactplace.backends.ideals import count_ideals
+        from exactplace.methods.ideals import count_ideals
     except ImportError:  # the native extension is not built
         return "unknown (native extension not available)"
     count = count_ideals(graph, limit, cluster=cluster)  # the limit was checked by the parser

@@ -9,7 +9,7 @@ from typing import Any
 
 def _command_replay(args: argparse.Namespace) -> int:
     from exactplace.cli.inputs import load_workload
-    from exactplace.core.io import read_split_file
+    from exactplace.io import read_split_file
     from exactplace.runtime import replay
 
     workload = load_workload(args.workload)

@@ -229,15 +229,6 @@ class Placement:
             columns.update(replicas=per_device[self.device], sync=g.sync)
         return pd.DataFrame(columns).set_index("id")
 
-    def plot(self, **options: Any) -> Any:
-        """The placement drawn on its graph: :func:`exactplace.plot.placement_graph` (a matplotlib Figure).
-
-        Needs matplotlib (``pip install exactplace[plot]``); ``options`` go to ``placement_graph``.
-        """
-        from exactplace.plot import placement_graph  # the one arrow up from here: a convenience, as DataFrame.plot
-
-        return placement_graph(None, self, **options)
-
     def to_dict(self) -> dict[str, Any]:
         """The versioned plan (see :meth:`to_json`)."""
         def number(x: float | None) -> float | None:

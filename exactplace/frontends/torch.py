@@ -24,7 +24,7 @@ import numpy as np
 from exactplace.core.errors import GraphError, ParameterError, check_param
 from exactplace.core.graph import Graph, Node
 from exactplace.core.params import Real, brief
-from exactplace.runtime.kernels import move_to
+from exactplace.frontends.torch_support import move_to
 
 __all__ = ["TorchGraph", "fit_bandwidth", "from_torch"]
 
@@ -72,7 +72,7 @@ class TorchGraph(Graph):
 
 
 def _torch() -> Any:
-    from exactplace.runtime.kernels import require_torch
+    from exactplace.frontends.torch_support import require_torch
 
     return require_torch()
 
@@ -217,7 +217,7 @@ def _capture(torch: Any, module: Any, example_inputs: Sequence[Any], training: b
         traced = torch.fx.symbolic_trace(module)
     except Exception as error:  # torch raises TraceError, TypeError, ... for untraceable code
         raise GraphError(f"from_torch could not trace {type(module).__name__} with torch.fx: {error}") from None
-    from exactplace.runtime.kernels import one_thread_per_op
+    from exactplace.frontends.torch_support import one_thread_per_op
 
     traced.eval() if not training else traced.train()
     with one_thread_per_op():  # a CPU node's time is its time on one core

@@ -47,8 +47,9 @@ import numpy as np
 from exactplace.core.errors import ExactplaceError
 from exactplace.core.params import Integer, Option, Real
 from exactplace.core.placement import Limit
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.heuristics.scheduling import Memory, TaskGraph, finish, schedule_order, unit_task_graph
-from exactplace.methods.base import Method, MethodResult, Problem
+from exactplace.methods.base import Method
 
 __all__ = ["Celeritas", "CeleritasOrderPlace", "cpd_topo_order", "optimal_fusion"]
 

@@ -40,8 +40,9 @@ import time
 import numpy as np
 
 from exactplace.core.placement import Limit
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.heuristics.scheduling import CO_PLACEMENT, Memory, TaskGraph, finish, schedule_order, task_graph
-from exactplace.methods.base import Method, MethodResult, Problem
+from exactplace.methods.base import Method
 
 __all__ = ["FastT", "critical_path", "upward_rank"]
 

@@ -32,9 +32,10 @@ from exactplace.core.dag import strong_components, topological_order
 from exactplace.core.errors import InvocationCycleError
 from exactplace.core.graph import Graph
 from exactplace.core.placement import Status
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.evaluators.latency import invocation_blocks
 from exactplace.heuristics.memory import settle_memory
-from exactplace.methods.base import Method, MethodResult, Problem
+from exactplace.methods.base import Method
 
 __all__ = ["Greedy", "greedy_blocks"]
 

@@ -37,9 +37,10 @@ import numpy as np
 from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.params import Integer, Option
 from exactplace.core.placement import Limit, Status
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.evaluators.max_load import max_load
 from exactplace.heuristics.memory import settle_memory
-from exactplace.methods.base import Method, MethodResult, Problem
+from exactplace.methods.base import Method
 
 __all__ = ["SEED", "LoadState", "LocalSearch", "descend"]
 

@@ -32,8 +32,9 @@ import heapq
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.heuristics.scheduling import CO_PLACEMENT, FUSION, Memory, TaskGraph, finish, schedule_order, task_graph
-from exactplace.methods.base import Method, MethodResult, Problem
+from exactplace.methods.base import Method
 
 __all__ = ["METF", "etf_schedule"]
 

@@ -34,9 +34,10 @@ from __future__ import annotations
 import dataclasses
 
 from exactplace.core.placement import Limit
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.heuristics.m_etf import etf_schedule
 from exactplace.heuristics.scheduling import CO_PLACEMENT, FUSION, Memory, finish, schedule_order, task_graph
-from exactplace.methods.base import Method, MethodResult, Problem
+from exactplace.methods.base import Method
 
 __all__ = ["MSCT"]
 
@@ -51,7 +52,7 @@ class MSCT(Method):
     options = {"co_placement": CO_PLACEMENT, "fusion": FUSION}
 
     def run(self, problem: Problem) -> MethodResult:
-        from exactplace.backends.sct import sct_relaxation
+        from exactplace.bounds.sct import sct_relaxation
 
         graph, cluster = problem.graph, problem.cluster
         # Half the time for the LP: the schedule after it takes about as long on large graphs.

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.heuristics.scheduling import CO_PLACEMENT, FUSION, Memory, finish, task_graph
-from exactplace.methods.base import Method, MethodResult, Problem
+from exactplace.methods.base import Method
 
 __all__ = ["MTopo"]
 

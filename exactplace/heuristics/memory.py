@@ -21,8 +21,8 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.graph import Graph
 from exactplace.core.placement import Limit, Status
+from exactplace.core.problem import MethodResult
 from exactplace.evaluators.feasibility import accelerator_memory, memory_summary
-from exactplace.methods.base import MethodResult
 
 __all__ = ["repair_memory", "settle_memory"]
 
@@ -70,8 +70,8 @@ def repair_memory(graph: Graph, cluster: Cluster, device: np.ndarray) -> int:
 def _pack_classes(graph: Graph, cluster: Cluster, deadline: float | None) -> tuple[str, np.ndarray | None]:
     """Exact bin packing of the colour classes into the accelerators' memory (no CPU): ("fits", device),
     ("infeasible", None) or ("unknown", None) at the deadline."""
-    from exactplace.backends.solvers import Request, solve_model
     from exactplace.formulations.packing import packing, packs
+    from exactplace.solvers import Request, solve_model
 
     class_memory = np.bincount(graph.color, weights=graph.memory)
     model, x = packing(class_memory, cluster.memory_limit)

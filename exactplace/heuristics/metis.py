@@ -48,11 +48,12 @@ from exactplace.core.errors import ExactplaceError
 from exactplace.core.graph import Graph
 from exactplace.core.params import Integer, Option
 from exactplace.core.placement import Limit
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.evaluators.feasibility import accelerator_memory
 from exactplace.evaluators.max_load import max_load
 from exactplace.heuristics.local_search import SEED, LoadState, descend
 from exactplace.heuristics.memory import repair_memory, settle_memory
-from exactplace.methods.base import Method, MethodResult, Problem
+from exactplace.methods.base import Method
 
 __all__ = ["Metis"]
 

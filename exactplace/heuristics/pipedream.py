@@ -52,10 +52,11 @@ from exactplace.core.contraction import Contraction
 from exactplace.core.dag import topological_order
 from exactplace.core.errors import ExactplaceError, check_param
 from exactplace.core.placement import Limit, Status
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.evaluators.feasibility import Guarantees
 from exactplace.evaluators.max_load import max_load
 from exactplace.heuristics.memory import settle_memory
-from exactplace.methods.base import Method, MethodResult, Problem
+from exactplace.methods.base import Method
 
 __all__ = ["PipeDream", "path_contraction"]
 

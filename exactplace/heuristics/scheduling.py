@@ -33,8 +33,8 @@ from exactplace.core.contraction import Contraction
 from exactplace.core.errors import ExactplaceError
 from exactplace.core.graph import Graph
 from exactplace.core.params import Boolean, Option
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.heuristics.memory import settle_memory
-from exactplace.methods.base import MethodResult, Problem
 
 __all__ = [
     "CO_PLACEMENT", "FUSION", "Memory", "TaskGraph", "finish", "schedule_order", "task_graph", "transfer",

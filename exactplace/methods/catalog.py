@@ -11,10 +11,10 @@ from __future__ import annotations
 __all__ = ["AUTO_ORDER", "BUILTIN_METHODS"]
 
 BUILTIN_METHODS: dict[str, str] = {
-    "dp": "exactplace.backends.dp:DP",
-    "dpl": "exactplace.backends.dp:DPL",
+    "dp": "exactplace.methods.dp:DP",
+    "dpl": "exactplace.methods.dp:DPL",
     "greedy": "exactplace.heuristics.greedy:Greedy",
-    "mip": "exactplace.backends.mip:MIP",
+    "mip": "exactplace.methods.mip:MIP",
     "m-topo": "exactplace.heuristics.m_topo:MTopo",
     "m-etf": "exactplace.heuristics.m_etf:METF",
     "m-sct": "exactplace.heuristics.m_sct:MSCT",

@@ -14,12 +14,12 @@ from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, ParameterError, PlacementError, check_param
 from exactplace.core.graph import Graph
 from exactplace.core.interrupt import handled_interrupt
-from exactplace.core.io import Workload, read_placement
 from exactplace.core.objectives import OBJECTIVES
 from exactplace.core.params import Real, brief
 from exactplace.core.placement import Limit
 from exactplace.core.placement_array import as_device_array
 from exactplace.evaluators import evaluate
+from exactplace.io import Workload, read_placement
 from exactplace.methods.front_door import solve
 from exactplace.methods.registry import available_methods, registered_methods
 

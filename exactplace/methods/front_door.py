@@ -23,14 +23,15 @@ from exactplace.core.errors import (
 from exactplace.core.failures import failures_during
 from exactplace.core.graph import Graph
 from exactplace.core.interrupt import handled_interrupt
-from exactplace.core.io import Workload
 from exactplace.core.objectives import OBJECTIVES, SCORE_ONLY, SCORING_OPTIONS
 from exactplace.core.params import Real, brief, validate_options
 from exactplace.core.placement import Limit, Placement, Status
 from exactplace.core.placement_array import as_device_array, as_replicas_array, as_subgraph_array
+from exactplace.core.problem import DEFAULT_REL_GAP, OBJECTIVE_OPTIONS, MethodResult, Problem
 from exactplace.evaluators import check_feasibility, evaluate
 from exactplace.evaluators.feasibility import Guarantees, check_fits
-from exactplace.methods.base import DEFAULT_REL_GAP, OBJECTIVE_OPTIONS, Method, MethodResult, Problem
+from exactplace.io import Workload
+from exactplace.methods.base import Method
 from exactplace.methods.catalog import AUTO_ORDER
 from exactplace.methods.registry import get_method, registered_methods
 
@@ -206,7 +207,7 @@ def solve(
 
     Examples
     --------
-    >>> from exactplace.core.io import read_workload
+    >>> from exactplace.io import read_workload
     >>> from exactplace.data import workload_path
     >>> w = read_workload(workload_path("layer_bert24_inference"))
     >>> p = solve(w, method="greedy")

@@ -15,7 +15,8 @@ import numpy as np
 from exactplace.core.errors import ExactplaceError, ParameterError
 from exactplace.core.objectives import OBJECTIVES, SCORE_ONLY
 from exactplace.core.placement import Limit
-from exactplace.methods.base import Method, Problem
+from exactplace.core.problem import Problem
+from exactplace.methods.base import Method
 from exactplace.methods.catalog import BUILTIN_METHODS
 
 __all__ = ["available_methods", "get_method", "register", "registered_methods", "start_from"]
@@ -73,7 +74,7 @@ def start_from(name: str, problem: Problem) -> np.ndarray | None:
 
     None when the method is not installed, refuses the problem or does not suit its size
     (as ``method="auto"`` judges), fails, or finds nothing. This is how a method uses another
-    as its warm start without importing it (backends never import a placer).
+    as its warm start without importing it (bounds and exact methods never import a placer).
     A Ctrl-C that method handled (its result says ``Limit.INTERRUPT``) is raised again, as KeyboardInterrupt:
     it stops the method that asked, not only its start.
     """

@@ -5,8 +5,7 @@ a notebook displays the figure it gets, a script saves it (``fig.savefig("split.
 drawn with the Agg backend's defaults, sized for the page (about 10 inches wide at 100 dpi), and
 read the same at 1,000 nodes as at 30.
 
-- :func:`placement_graph`: the graph coloured by device, in layers from left to right (also
-  ``Placement.plot()``);
+- :func:`placement_graph`: the graph coloured by device, in layers from left to right;
 - :func:`load_bars`: each device's load split into compute and communication (forward and
   backward for training), memory against capacity, the bottleneck marked;
 - :func:`gantt`: one sample's schedule under the latency evaluator or the step simulator;

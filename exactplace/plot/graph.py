@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from exactplace.core.graph import Graph
-from exactplace.core.io import Workload
 from exactplace.core.placement import Placement
 from exactplace.evaluators import device_loads
+from exactplace.io import Workload
 from exactplace.plot.style import WIDTH, Drawn, device_colors, drawn, human_bytes, new_figure
 
 if TYPE_CHECKING:

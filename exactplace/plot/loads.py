@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from exactplace.core.graph import Graph
-from exactplace.core.io import Workload
 from exactplace.core.placement import Placement
 from exactplace.evaluators import device_loads
+from exactplace.io import Workload
 from exactplace.plot.graph import draw_placement_graph, graph_height, layered_layout
 from exactplace.plot.style import WIDTH, Drawn, drawn, human_bytes, label_devices, new_figure
 

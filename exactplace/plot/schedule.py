@@ -8,10 +8,10 @@ import numpy as np
 
 from exactplace.core.errors import check_param
 from exactplace.core.graph import Graph
-from exactplace.core.io import Workload
 from exactplace.core.placement import Placement
 from exactplace.evaluators.latency import latency_schedule
 from exactplace.evaluators.makespan import simulate
+from exactplace.io import Workload
 from exactplace.plot.style import WIDTH, Drawn, device_colors, drawn, label_devices, new_figure
 
 if TYPE_CHECKING:

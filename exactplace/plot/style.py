@@ -12,10 +12,10 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ParameterError, SolverUnavailableError
 from exactplace.core.graph import Graph
-from exactplace.core.io import Workload
 from exactplace.core.placement import Placement
 from exactplace.core.placement_array import as_device_array
 from exactplace.evaluators import evaluate
+from exactplace.io import Workload
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -9,9 +9,9 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ParameterError
 from exactplace.core.graph import Graph
-from exactplace.core.io import Workload
 from exactplace.core.placement import Placement
 from exactplace.core.placement_array import as_device_array, as_replicas_array
+from exactplace.io import Workload
 from exactplace.runtime.engine import parse_devices
 from exactplace.runtime.result import MODES, ReplayResult
 

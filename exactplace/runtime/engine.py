@@ -60,14 +60,14 @@ def parse_devices(devices: str, needed: int, why: str = "") -> tuple[str, int]:
     check_param(isinstance(devices, str), "devices", "replay", "'auto', 'cpu', 'cpu:N', 'cuda' or 'cuda:N'", devices)
     kind, _, count_text = devices.partition(":")
     if kind == "auto":
-        from exactplace.runtime.kernels import require_torch
+        from exactplace.frontends.torch_support import require_torch
 
         kind = "cuda" if require_torch().cuda.is_available() else "cpu"
         count_text = ""
     check_param(kind in ("cpu", "cuda") and (count_text == "" or count_text.isdigit()), "devices", "replay",
                 "'auto', 'cpu', 'cpu:N', 'cuda' or 'cuda:N'", devices)
     if kind == "cuda":
-        from exactplace.runtime.kernels import require_torch
+        from exactplace.frontends.torch_support import require_torch
 
         available = require_torch().cuda.device_count()
         if available == 0:
@@ -140,7 +140,8 @@ def replay_synthetic(
 
         return replay_cuda(graph, cluster, dev, mode=mode, samples=samples, repeats=repeats, time_unit=time_unit,
                            predicted=predicted, expected=expected, replicas=count)
-    from exactplace.runtime.kernels import CpuKernels, one_thread_per_op
+    from exactplace.frontends.torch_support import one_thread_per_op
+    from exactplace.runtime.kernels import CpuKernels
 
     runs = []
     with one_thread_per_op():

@@ -97,7 +97,7 @@ def replay_module(graph: Any, cluster: Cluster, dev: np.ndarray, *, devices: str
 
     from exactplace.evaluators import device_loads, max_load
     from exactplace.evaluators.latency import latency
-    from exactplace.runtime.kernels import move_to, one_thread_per_op
+    from exactplace.frontends.torch_support import move_to, one_thread_per_op
 
     check_param(mode in MODES, "mode", "replay", f"one of {list(MODES)}", mode)
     check_param(isinstance(samples, int) and samples >= 1, "samples", "replay", "a positive integer", samples)

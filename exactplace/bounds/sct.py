@@ -73,8 +73,8 @@ def sct_relaxation(graph: Graph, cluster: Cluster | None = None, threshold: floa
     >>> sct_relaxation(g, Cluster(2, cpus=1)).bound
     2.5
     """
-    from exactplace.backends.solvers import Request, solve_model
     from exactplace.formulations.sct import edge_delays, favorite_children, sct_lp
+    from exactplace.solvers import Request, solve_model
 
     check_param(isinstance(graph, Graph), "graph", "sct_relaxation", "a Graph", type(graph).__name__)
     check_param(cluster is None or isinstance(cluster, Cluster), "cluster", "sct_relaxation", "a Cluster or None",

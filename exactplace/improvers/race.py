@@ -1,11 +1,11 @@
 """A one-core solve and a second search on the core it leaves idle; the first to decide stops the other.
 
 :func:`race`: two solves of one IP that differ only by the solver's seed. :func:`beside_bound`: the solve and a bound
-prover that aims at the solver's best split (the device-set relaxation, :mod:`exactplace.backends.mip`).
+prover that aims at the solver's best split (the device-set relaxation, :mod:`exactplace.methods.mip`).
 
 Why: HiGHS's branch-and-bound runs on one core whatever threads it is given, and its time to close a gap swings
 widely with its seed (op_bert6_inference's to 1% from its optimum, for one). Where nothing else runs beside the
-solver (no lower bound of ``L`` for the polish to aim at: :class:`~exactplace.backends.polish.Alongside`), a second
+solver (no lower bound of ``L`` for the polish to aim at: :class:`~exactplace.improvers.polish.Alongside`), a second
 seed on the idle core gets the sooner of two draws. Both solves are of the same IP: the result takes the better split
 (by the evaluator) and the higher bound; one certifying (or proving the IP infeasible) decides it.
 """
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from exactplace.core.placement import Status, TracePoint
-from exactplace.methods.base import MethodResult
+from exactplace.core.problem import MethodResult
 
 __all__ = ["RACE_SEED", "Racer", "beside_bound", "race"]
 

@@ -16,7 +16,7 @@ greedy split that is not a chain) is dropped and ``info["warm_start"]`` says so.
 ``warm_start=None`` starts from nothing.
 
 Non-contiguous bound: before the IP, up to 5% of the time (at most 30 s) goes to the packing relaxation's proven
-bound (:mod:`exactplace.backends.packing`; option ``packing_bound``), which becomes ``L``'s lower bound;
+bound (:mod:`exactplace.bounds.packing`; option ``packing_bound``), which becomes ``L``'s lower bound;
 ``info["packing_bound"]`` and ``timings["packing_bound"]`` say what it gave and took. When the start's compute-only
 max load shows that bound cannot certify it (it is a placement of the relaxation, so the bound is at most that load:
 ``_packing_short``) and the gap probe runs, the packing phase waits until after the probe and is skipped when the
@@ -26,7 +26,7 @@ certify, its bound then joining the solver's: as ``L``'s lower bound it slows Hi
 certifies its time would be lost. The DP's chain optimum is only the warm start, never a bound of any split.
 
 Polished start: then up to 10% of the time left (at most 30 s) goes to improving the warm start by exact re-optimization
-of device pairs and triples (:mod:`exactplace.backends.polish`; option ``polish``), one search per thread: the IP's
+of device pairs and triples (:mod:`exactplace.improvers.polish`; option ``polish``), one search per thread: the IP's
 solver finds good splits late (CP-SAT with two workers runs no neighbourhood search of its own), while the polished
 start reaches 1% of the packing bound within seconds on the ResNet-50 layer graphs. ``info["polish"]`` (start, value,
 neighbourhoods solved and improved, why it ended) and ``timings["polish"]`` say what it gave and took; the polished
@@ -39,16 +39,16 @@ and they end as soon as the bound certifies the best split (``info["polish"]["en
 lands depends on which undecided sub-IP found what, so several searches that escalate reach a certificate far more often
 than a single one that gives up. The result is still the evaluator's. Where no relay runs, a lower bound of ``L`` is
 proven (the packing bound, the probe's) and two threads or more are given, the polish goes on beside the solver
-(:class:`~exactplace.backends.polish.Alongside`, the solver on one thread fewer), and its split within ``rel_gap`` of
+(:class:`~exactplace.improvers.polish.Alongside`, the solver on one thread fewer), and its split within ``rel_gap`` of
 that bound stops the solve: the split comes back certified by the bound (``info["beside_solver"]["polish"]``).
 
 Race (option ``race``): where HiGHS solves the IP with nothing beside it (no relay; no lower bound of ``L`` for the
 polish to aim at) and two threads or more are given, a second HiGHS with another seed solves it on the core HiGHS's
-branch-and-bound leaves idle (:mod:`exactplace.backends.race`): the first to certify stops the other, the result
+branch-and-bound leaves idle (:mod:`exactplace.improvers.race`): the first to certify stops the other, the result
 keeps the better split and the higher bound, ``info["race"]`` says what the second did. HiGHS's time to a gap swings
 widely with its seed (op_bert6_inference's, for one), so the sooner of two seeds is often well ahead of one.
 Where the set bound applies (option ``set_bound``; identical accelerators on one machine, plain loads) and the start
-gives it a split to aim at, it takes that core instead (:func:`~exactplace.backends.race.beside_bound`): column
+gives it a split to aim at, it takes that core instead (:func:`~exactplace.improvers.race.beside_bound`): column
 generation over device sets aimed at ``U (1 - rel_gap)`` for HiGHS's best split ``U`` as HiGHS reports it, with all
 the time left; its refutation stops HiGHS, whose split it certifies (``info["certified_by"] == "set_bound"``), and
 its bound joins HiGHS's either way (``info["set_bound"]["beside"] == "solver"``). On op_bert6_inference the
@@ -58,12 +58,12 @@ so the set bound certifies there well before HiGHS or the race would.
 Gap probe: then, when the IP's solver is CP-SAT (``"auto"`` on more than :data:`HIGHS_MAX_ACCELERATORS`
 accelerators) and the packing bound does not already close ``rel_gap``, up to 10% of the time left (at most 30 s)
 goes to decision probes on CP-SAT with one worker, "is any split 1%, then ``rel_gap``, better than the start?"
-(:mod:`exactplace.backends.gap_probe`; option ``gap_probe``). A refutation is a proven bound: when it closes
+(:mod:`exactplace.bounds.gap_probe`; option ``gap_probe``). A refutation is a proven bound: when it closes
 ``rel_gap`` the start comes back optimal with ``info["certified_by"] == "gap_probe"`` and no IP is solved, else it
 becomes ``L``'s lower bound. A split a probe finds replaces the start. ``info["gap_probe"]`` and
 ``timings["gap_probe"]`` say what it gave and took. Where the packing bound cannot certify the start (the packing
 phase is put off) and two threads or more are given, the probe does not wait for the polish: it asks from the start
-in a thread of its own, beside the polish (:func:`~exactplace.backends.gap_probe.probe_beside_polish`; a refutation
+in a thread of its own, beside the polish (:func:`~exactplace.bounds.gap_probe.probe_beside_polish`; a refutation
 that certifies stops the polish, a polished split below the probe's threshold stops the probe, which goes on from the
 better split). Where the start is already optimal (the DP's split on op_resnet50_training), the certificate then
 comes without waiting for the polish. Both timings then overlap.
@@ -75,14 +75,14 @@ by then, HiGHS solves the IP for the rest of the time limit, from CP-SAT's best 
 LP's (the ResNet-50 layer graphs), HiGHS's branching and cuts move it. The result's ``solver`` is then
 ``"cpsat+highs"``, ``info["relay"]`` says where CP-SAT left off and ``timings["cpsat_leg"]`` what it took; the trace
 is one run across both. HiGHS's branch-and-bound keeps one core busy; with ``polish`` on and two threads or more, the
-polish goes on beside it on the other (:class:`~exactplace.backends.polish.Alongside`: from CP-SAT's split, doubling
+polish goes on beside it on the other (:class:`~exactplace.improvers.polish.Alongside`: from CP-SAT's split, doubling
 its sub-IPs' limit whenever a sweep stalls), stopped when HiGHS ends; its split is the result's when better than
 HiGHS's (``info["relay"]["polish"]``, ``"taken"``), HiGHS's bound holds either way. HiGHS finds few splits of its own
 here (on layer_resnet50_inference it can keep CP-SAT's split for most of a ten-minute run), so the polish beside it
 is what narrows the gap on the ResNet-50 inference and InceptionV3 layer graphs.
 
 Set bound (``set_bound``, on by default): in the relay, between CP-SAT's leg and HiGHS's, :data:`SET_BOUND_FRACTION`
-of the time left goes to the device-set relaxation (:mod:`exactplace.backends.set_bound`; identical accelerators on
+of the time left goes to the device-set relaxation (:mod:`exactplace.bounds.device_sets`; identical accelerators on
 one machine, plain loads): column generation over whole device sets, whose loads charge communication exactly where
 the assignment IP's LP charges none, with the polish beside it. It aims at ``U (1 - rel_gap)`` for the best split
 ``U`` so far (CP-SAT's, then the polish's), branching beyond the relaxation's limit (a split the branching finds is
@@ -109,7 +109,7 @@ polish's is), except in a race, whose sides stop each other only when one decide
 How a formulation plugs in: build a ``Model`` in ``formulations/`` with ``decode`` /
 ``encode`` / ``bound_slack`` as :class:`~exactplace.formulations.throughput.ThroughputIP` and
 :class:`~exactplace.formulations.latency.LatencyIP` do, then call
-:func:`exactplace.backends.ip.solve_ip`: it runs the solver with the problem's deadline, gap,
+:func:`exactplace.solvers.program.solve_ip`: it runs the solver with the problem's deadline, gap,
 threads, log and progress, and turns the solver's result into a :class:`MethodResult`.
 
 Examples
@@ -130,27 +130,28 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from exactplace.backends.ip import progress_printer, solve_ip
-from exactplace.backends.race import Racer, beside_bound, race
-from exactplace.backends.solvers import get_solver
 from exactplace.core.errors import ExactplaceError, TooLargeError, check_param
 from exactplace.core.interrupt import sets_at_most
 from exactplace.core.params import Boolean, Choice, Integer, Option
 from exactplace.core.placement import Limit, Space, Status, TracePoint
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.evaluators import max_load
 from exactplace.evaluators.feasibility import Guarantees, check_feasibility
 from exactplace.evaluators.max_load import device_loads
-from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
+from exactplace.improvers.race import Racer, beside_bound, race
+from exactplace.methods.base import THREADS, Method, usable_cpus
 from exactplace.methods.registry import start_from
+from exactplace.solvers import get_solver
+from exactplace.solvers.program import progress_printer, solve_ip
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from exactplace.backends.gap_probe import Probe
-    from exactplace.backends.polish import Alongside, Polished
-    from exactplace.backends.set_bound import SetBound
+    from exactplace.bounds.device_sets import SetBound
+    from exactplace.bounds.gap_probe import Probe
     from exactplace.core.cluster import Cluster
     from exactplace.core.graph import Graph
+    from exactplace.improvers.polish import Alongside, Polished
 
 __all__ = ["DEFAULT_TIME_LIMIT", "MIP", "default_start", "with_default_limit"]
 
@@ -340,7 +341,7 @@ def _set_bound_points(began: float, found: SetBound) -> list[TracePoint]:
 
 class MIP(Method):
     """The max-load IP, contiguous (chain of ideals) or not, and the latency program (paper §4,
-    :mod:`exactplace.backends.latency_mip`), on HiGHS, CP-SAT, SCIP, CBC or Gurobi."""
+    :mod:`exactplace.methods.latency_mip`), on HiGHS, CP-SAT, SCIP, CBC or Gurobi."""
 
     name = "mip"
     objectives = ("throughput", "latency")
@@ -368,17 +369,17 @@ class MIP(Method):
                                 "communication, no memory) for up to 5% of the time, and add it as a row"),
         "polish": Option("polish", Boolean(), True,
                          "contiguous=False: first improve the warm start by exact re-optimization of device pairs "
-                         "and triples (exactplace.backends.polish), one search per thread, for up to 10% of the time "
+                         "and triples (exactplace.improvers.polish), one search per thread, for up to 10% of the time "
                          "(25% where the packing bound is proven: it ends once that bound certifies), and go on "
                          "beside HiGHS's leg of the relay (two threads or more)"),
         "gap_probe": Option("gap_probe", Boolean(), True,
                             "contiguous=False on CP-SAT: then ask whether any split is 1%, then rel_gap, better "
-                            "than the start (exactplace.backends.gap_probe) for up to 10% of the time; a refutation "
+                            "than the start (exactplace.bounds.gap_probe) for up to 10% of the time; a refutation "
                             "is a bound"),
         "set_bound": Option("set_bound", Boolean(), True,
                             "contiguous=False, in the relay (solver='auto', more than 3 accelerators, over 60 s): "
                             "after CP-SAT's leg, bound by column generation over device sets "
-                            "(exactplace.backends.set_bound) for 85% of the time left; where HiGHS runs alone (two "
+                            "(exactplace.bounds.device_sets) for 85% of the time left; where HiGHS runs alone (two "
                             "threads or more), beside it on the idle core instead of a second seed (option race); a "
                             "refuted target certifies"),
         "race": Option("race", Boolean(), True,
@@ -403,7 +404,7 @@ class MIP(Method):
                     "'throughput' with replication=True (the latency and makespan simulators run one device per stage)",
                     problem.objective)
         if problem.objective == "latency":
-            from exactplace.backends.latency_mip import check_latency
+            from exactplace.methods.latency_mip import check_latency
 
             check_latency(problem.options)
             for name, role in (("packing_bound", "bounds"), ("polish", "improves the start of"),
@@ -451,7 +452,7 @@ class MIP(Method):
         info: dict[str, Any] = {}
         problem = with_default_limit(problem, info)
         if problem.objective == "latency":
-            from exactplace.backends.latency_mip import solve_latency
+            from exactplace.methods.latency_mip import solve_latency
 
             q = int(self.setting(problem, "q"))
             result = solve_latency(problem, q=q, solver=self.setting(problem, "solver"),
@@ -557,7 +558,7 @@ class MIP(Method):
                     racer: Racer | None = None,
                     heard: Callable[[float], None] | None = None) -> tuple[MethodResult, Any]:
                 """Solve a built IP by ``on``'s deadline (on ``workers`` threads, default all; as ``racer`` says, in a
-                race; ``heard``: :func:`~exactplace.backends.ip.solve_ip`'s); the result carries the replicas of its
+                race; ``heard``: :func:`~exactplace.solvers.program.solve_ip`'s); the result carries the replicas of its
                 solution."""
                 said, clocks = (info, timings) if racer is None else (racer.info, racer.timings)
                 said.update(variables=ip.model.num_vars, rows=ip.model.num_rows, units=ip.data.units)
@@ -746,7 +747,7 @@ class MIP(Method):
         return True
 
     def _races(self, problem: Problem, solver: str, threads: int) -> bool:
-        """Whether a second seed races the solve (:mod:`exactplace.backends.race`): option ``race``, two threads or
+        """Whether a second seed races the solve (:mod:`exactplace.improvers.race`): option ``race``, two threads or
         more, and a solver whose search runs on one core and takes a seed (HiGHS)."""
         capabilities = get_solver(solver).capabilities
         return (bool(self.setting(problem, "race")) and threads >= 2 and capabilities.seed
@@ -755,7 +756,7 @@ class MIP(Method):
     def _bound_beside(self, problem: Problem, warm: np.ndarray | None, overlap: bool, gpipe: bool) -> bool:
         """Whether the set bound takes the core a one-core solve leaves idle (instead of a second seed): option
         ``set_bound``, a start to aim at, and an instance the device-set relaxation applies to."""
-        from exactplace.backends.set_bound import set_bound_applies
+        from exactplace.bounds.device_sets import set_bound_applies
 
         return (bool(self.setting(problem, "set_bound")) and warm is not None
                 and set_bound_applies(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe) is None)
@@ -765,10 +766,10 @@ class MIP(Method):
                           solve: Callable[[threading.Event, Callable[[float], None]], tuple[MethodResult, Any]]
                           ) -> tuple[MethodResult, Any, SetBound | None, float]:
         """``solve(stop, heard)`` (the IP on one core fewer) with the device-set bound on the other, aimed at the
-        solver's best split within ``rel_gap`` and given all the time (:func:`~exactplace.backends.race.beside_bound`):
+        solver's best split within ``rel_gap`` and given all the time (:func:`~exactplace.improvers.race.beside_bound`):
         its refutation stops the solve, whose split it certifies. Returns the solve's result and raw output, what the
         bound found (None when it failed; ``info["set_bound"]`` says why) and when it began (trace seconds)."""
-        from exactplace.backends.set_bound import set_bound
+        from exactplace.bounds.device_sets import set_bound
 
         start = max_load(problem.graph, problem.cluster, warm)
         began = time.monotonic() - problem.started
@@ -791,9 +792,9 @@ class MIP(Method):
     def _alongside(self, problem: Problem, warm: np.ndarray | None, overlap: bool, gpipe: bool, threads: int,
                    heard: Callable[[float], None] | None = None) -> Alongside | None:
         """The polish that runs beside a solve (HiGHS's leg of the relay, on the core HiGHS leaves idle; the solver
-        where no relay runs) (:class:`~exactplace.backends.polish.Alongside`, with ``heard``): when ``polish`` is
+        where no relay runs) (:class:`~exactplace.improvers.polish.Alongside`, with ``heard``): when ``polish`` is
         on, two threads or more are allowed, not GPipe, and the start is a legal split; else None."""
-        from exactplace.backends.polish import Alongside
+        from exactplace.improvers.polish import Alongside
 
         if (not self.setting(problem, "polish") or threads < 2 or gpipe or warm is None
                 or check_feasibility(problem.graph, problem.cluster, warm)):
@@ -826,9 +827,9 @@ class MIP(Method):
 
     def _packing_bound(self, problem: Problem, gpipe: bool, solver: str, info: dict, timings: dict,
                        budget: float | None) -> float | None:
-        """The packing relaxation's proven bound (:mod:`exactplace.backends.packing`) within ``budget`` seconds
+        """The packing relaxation's proven bound (:mod:`exactplace.bounds.packing`) within ``budget`` seconds
         (None: no time for it), on ``solver``."""
-        from exactplace.backends.packing import packing_bound
+        from exactplace.bounds.packing import packing_bound
         from exactplace.formulations.throughput import unit_data
 
         if budget is None:
@@ -849,10 +850,10 @@ class MIP(Method):
     @staticmethod
     def _set_bound(problem: Problem, warm: np.ndarray | None, lower: float | None, overlap: bool, gpipe: bool,
                    info: dict, timings: dict, companion: Alongside | None) -> SetBound | None:
-        """The device-set relaxation's bound (:mod:`exactplace.backends.set_bound`), aimed at certifying the
+        """The device-set relaxation's bound (:mod:`exactplace.bounds.device_sets`), aimed at certifying the
         best split within ``rel_gap`` (the start's, then the ``companion``'s as it improves), for
         :data:`SET_BOUND_FRACTION` of the time left; None when it does not apply."""
-        from exactplace.backends.set_bound import set_bound, set_bound_applies
+        from exactplace.bounds.device_sets import set_bound, set_bound_applies
 
         why_not = set_bound_applies(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe)
         if why_not is not None or warm is None:
@@ -872,17 +873,17 @@ class MIP(Method):
     def _polish_and_probe(self, problem: Problem, warm: np.ndarray, lower: float | None, overlap: bool, gpipe: bool,
                           polishing: bool, probing: bool, deferred: bool, threads: int, info: dict,
                           timings: dict) -> tuple[Polished | None, Probe | None, list[TracePoint]]:
-        """The polish (:func:`~exactplace.backends.polish.polish`), then the gap probe (:meth:`_gap_probe`), from the
+        """The polish (:func:`~exactplace.improvers.polish.polish`), then the gap probe (:meth:`_gap_probe`), from the
         warm start; with ``threads`` two or more and ``deferred`` (a start the packing bound cannot certify), both at
-        once on two cores (:func:`~exactplace.backends.gap_probe.probe_beside_polish`): there only the probe can prove
+        once on two cores (:func:`~exactplace.bounds.gap_probe.probe_beside_polish`): there only the probe can prove
         before the solver, and a probe that certifies the start needs no polish (op_resnet50_training's case).
         Elsewhere the polished split with the packing bound is the road, and a probe beside the polish would take
         CPU from it for a question the polish answers (the time-limited polish of layer_resnet50_training ended
         higher with it than without): there one search per thread polishes
         (``searches``), until a split is certified by ``L``'s lower bound (``enough``). Returns what ran (the probe's
         split is the better of the two) and their points on the trace."""
-        from exactplace.backends.gap_probe import probe_beside_polish
-        from exactplace.backends.polish import polish
+        from exactplace.bounds.gap_probe import probe_beside_polish
+        from exactplace.improvers.polish import polish
 
         began = time.monotonic() - problem.started
         polish_budget = self._polish_budget(problem, warm, gpipe, lower is not None, info) if polishing else None
@@ -917,7 +918,7 @@ class MIP(Method):
     @staticmethod
     def _polish_budget(problem: Problem, warm: np.ndarray, gpipe: bool, bounded: bool, info: dict) -> float | None:
         """Seconds for polishing the warm start by exact re-optimization of device pairs and triples
-        (:mod:`exactplace.backends.polish`): 10% of the time left (25% when ``L``'s lower bound is ``bounded``, proven
+        (:mod:`exactplace.improvers.polish`): 10% of the time left (25% when ``L``'s lower bound is ``bounded``, proven
         already: the polish then ends once that bound certifies its split), at most :data:`POLISH_SECONDS`; None when
         it does not apply (GPipe, a start that is not a legal split, no time)."""
         if gpipe:
@@ -940,9 +941,9 @@ class MIP(Method):
     def _gap_probe(self, problem: Problem, warm: np.ndarray, lower: float | None, overlap: bool, gpipe: bool,
                    info: dict, timings: dict) -> Probe | None:
         """Decision probes "is any split 1%, then ``rel_gap``, better than the start?"
-        (:mod:`exactplace.backends.gap_probe`) on CP-SAT with one worker, within :func:`_probe_budget`; None when
+        (:mod:`exactplace.bounds.gap_probe`) on CP-SAT with one worker, within :func:`_probe_budget`; None when
         they do not apply."""
-        from exactplace.backends.gap_probe import probe_gap
+        from exactplace.bounds.gap_probe import probe_gap
 
         start = max_load(problem.graph, problem.cluster, warm, overlap=overlap, gpipe=gpipe)
         budget = _probe_budget(problem, start, lower)
@@ -969,7 +970,7 @@ class MIP(Method):
         """
         value = max_load(problem.graph, problem.cluster, result.device, overlap=overlap, gpipe=gpipe,
                          replicas=result.replicas)
-        # CP-SAT's coefficients are rounded at about 2**-20 of the largest one (backends/solvers/cpsat.py).
+        # CP-SAT's coefficients are rounded at about 2**-20 of the largest one (solvers/cpsat.py).
         tol = 1e-5 * max(1.0, abs(value))
         if not value <= out.objective + tol:
             raise ExactplaceError(

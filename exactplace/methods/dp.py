@@ -64,7 +64,7 @@ per unit (a single unit may run on every accelerator).
 Two-level clusters (``dp`` only, ``Cluster.machines`` with ``inter_machine_cost > 1``; paper Appendix
 C.3): a stage's communication then depends on which machine its partners are on, so the native
 DP's per-stage loads do not apply. ``dp`` runs the two-level DP of
-:mod:`exactplace.backends.two_level` instead (blocks of consecutive stages per machine, in Python,
+:mod:`exactplace.methods.two_level` instead (blocks of consecutive stages per machine, in Python,
 for lattices of at most ``two_level.MAX_IDEALS`` ideals); ``dpl`` refuses such clusters.
 
 Examples
@@ -86,16 +86,17 @@ import time
 
 import numpy as np
 
-from exactplace.backends.ideals import count_unit_ideals
-from exactplace.backends.two_level import StageTable, stage_table, two_level_dp
 from exactplace.core.cluster import Cluster
 from exactplace.core.contraction import Contraction, dfs_topological_order
 from exactplace.core.errors import ExactplaceError, ParameterError, TooManyIdealsError, check_param
 from exactplace.core.params import Boolean, Option, Real
 from exactplace.core.placement import Limit, Space, Status
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.evaluators import check_feasibility, max_load
 from exactplace.evaluators.feasibility import Guarantees, contiguity_violations, memory_summary
-from exactplace.methods.base import THREADS, Method, MethodResult, Problem, usable_cpus
+from exactplace.methods.base import THREADS, Method, usable_cpus
+from exactplace.methods.ideals import count_unit_ideals
+from exactplace.methods.two_level import StageTable, stage_table, two_level_dp
 
 __all__ = ["AUTO_DP_SECONDS", "DEFAULT_MEMORY_BUDGET", "DP", "DPL", "PAIRS_PER_IDEAL", "SECONDS_PER_PAIR",
            "TRIAL_FRACTION", "AcceleratorTypes", "accelerator_types", "dp_seconds", "ideal_capacity"]
@@ -128,7 +129,7 @@ _NATIVE_MAX_IDEALS = 2**30 - 1
 
 #: The native core's name, as ``Placement.solver`` reports it.
 SOLVER = "native-dp"
-#: The two-level DP runs in Python (:mod:`exactplace.backends.two_level`).
+#: The two-level DP runs in Python (:mod:`exactplace.methods.two_level`).
 TWO_LEVEL_SOLVER = "python-two-level-dp"
 
 MEMORY_BUDGET = Option(
@@ -196,7 +197,7 @@ def replicated_cluster(cluster: Cluster, units: int) -> Cluster:
 
 def _estimate(units: int, cluster: Cluster, ideals: int, covers: int, replication: bool = False) -> int:
     """Bytes the native DP allocates for ``ideals`` ideals and ``covers`` covers on ``cluster``."""
-    from exactplace.backends.native import load
+    from exactplace.native import load
 
     if replication:  # value, choice and a 2-byte replica count per layer: 14 bytes where the plain DP has 12
         used = replicated_cluster(cluster, units)
@@ -364,7 +365,7 @@ class _NativeDP(Method):
 
     def _budget(self, problem: Problem, contraction: Contraction) -> tuple[int, int]:
         """(ideals, covers), or TooManyIdealsError before anything big is allocated."""
-        from exactplace.backends.native import load
+        from exactplace.native import load
 
         _native = load()
         budget = float(self.setting(problem, "memory_budget"))
@@ -413,7 +414,7 @@ class _NativeDP(Method):
         return ideals, covers
 
     def run(self, problem: Problem) -> MethodResult:
-        from exactplace.backends.native import load, request
+        from exactplace.native import load, request
 
         _native = load()
         graph, cluster = problem.graph, problem.cluster
@@ -611,7 +612,7 @@ class DPL(_NativeDP):
     @classmethod
     def unsuited(cls, problem: Problem) -> str | None:
         """The chain DP's tables beyond the memory budget."""
-        from exactplace.backends.native import load
+        from exactplace.native import load
 
         units = len(np.unique(problem.graph.color))  # an upper bound on the number of units
         cpus = min(problem.cluster.cpus, units)
@@ -632,7 +633,7 @@ def _two_level_table(problem: Problem) -> StageTable:
 
 
 def _run_two_level(problem: Problem) -> MethodResult:
-    """Method "dp" on a two-level cluster: the Python DP of :mod:`exactplace.backends.two_level`."""
+    """Method "dp" on a two-level cluster: the Python DP of :mod:`exactplace.methods.two_level`."""
     graph, cluster = problem.graph, problem.cluster
     overlap = bool(problem.option("overlap"))
     clock = time.perf_counter()

@@ -73,7 +73,7 @@ import exactplace
 if exactplace.__file__ != package:
     sys.exit(f"the solver process imported exactplace from {exactplace.__file__}, not {package}")
 sys.path[:] = path
-from exactplace.backends.solvers.child import main
+from exactplace.solvers.child import main
 main()
 """
 

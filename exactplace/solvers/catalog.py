@@ -21,11 +21,11 @@ from .base import Solver
 __all__ = ["AUTO_SOLVER", "SOLVERS", "get_solver"]
 
 SOLVERS: dict[str, str] = {
-    "highs": "exactplace.backends.solvers.highs:HighsSolver",
-    "cpsat": "exactplace.backends.solvers.cpsat:CpSatSolver",
-    "scip": "exactplace.backends.solvers.scip:ScipSolver",
-    "cbc": "exactplace.backends.solvers.cbc:CbcSolver",
-    "gurobi": "exactplace.backends.solvers.gurobi:GurobiSolver",
+    "highs": "exactplace.solvers.highs:HighsSolver",
+    "cpsat": "exactplace.solvers.cpsat:CpSatSolver",
+    "scip": "exactplace.solvers.scip:ScipSolver",
+    "cbc": "exactplace.solvers.cbc:CbcSolver",
+    "gurobi": "exactplace.solvers.gurobi:GurobiSolver",
 }
 
 #: ``solver="auto"``: the first installed of these (fastest first on this project's workloads).

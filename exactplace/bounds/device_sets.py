@@ -257,7 +257,7 @@ class Pricer:
     def __init__(self, time: np.ndarray, allowed: np.ndarray, group_cost: np.ndarray,
                  members: tuple[np.ndarray, ...] | list[np.ndarray], order: np.ndarray,
                  apart: tuple[tuple[int, int], ...] = ()) -> None:
-        from exactplace.backends.native import load
+        from exactplace.native import load
 
         self._native = load().SetPricer(**_native_instance(time, allowed, group_cost, members, order, apart))
         self._time, self._allowed = np.asarray(time, dtype=np.float64), np.asarray(allowed, dtype=bool)
@@ -853,7 +853,7 @@ def heaviest_bound(sets: SetRelaxation, target: float, *, lower: float | None = 
     first set that heavy within ``lower``.
     Ctrl-C (or ``cancel``) during the MIP raises :class:`KeyboardInterrupt`.
     """
-    from exactplace.backends.solvers import Request, solve_model
+    from exactplace.solvers import Request, solve_model
 
     if cancel is not None and cancel.is_set():
         raise KeyboardInterrupt

@@ -43,7 +43,7 @@ proves there is none. Every sub-IP has at most :data:`SUB_SECONDS`; a sweep that
 the search (``"local optimum"`` when every sub-IP was decided, else ``"stalled"``), as does
 ``time_limit``. With ``escalate`` a stalled sweep is not the end: the sweep starts again with twice the
 sub-IP limit, until ``time_limit`` or a local optimum. That is for a search with a core of its own and
-minutes to spend (the companion of HiGHS's leg in :mod:`exactplace.backends.mip`): from a stalled search
+minutes to spend (the companion of HiGHS's leg in :mod:`exactplace.methods.mip`): from a stalled search
 on layer_resnet50_inference, the sweeps with longer sub-IPs go on to find splits the short ones cannot. With
 ``searches``, as many searches run from the start at once, each on a
 core of its own (the sub-IPs release the interpreter lock) with its own solver seed, the best of them kept; with
@@ -86,8 +86,7 @@ from exactplace.evaluators import check_feasibility
 from exactplace.evaluators.max_load import device_loads
 from exactplace.formulations.model import Kind, Model
 from exactplace.formulations.throughput import UnitData, fits_accelerator, unit_data
-
-from .solvers import Request, solve_model
+from exactplace.solvers import Request, solve_model
 
 __all__ = ["IMPROVEMENT", "RESTART_SECONDS", "SUB_SECONDS", "Alongside", "Polished", "polish"]
 
@@ -109,7 +108,7 @@ class Polished:
     every neighbourhood proven without an improving placement; ``"stalled"``: a sweep found none within
     :data:`SUB_SECONDS` each; ``"time"``; ``"enough"``: :func:`polish`'s ``enough`` reached; ``"interrupted"``:
     Ctrl-C or ``cancel``; ``"stopped"``: the gap probe
-    beside it proved the gap, :func:`~exactplace.backends.gap_probe.probe_beside_polish`), and its seconds."""
+    beside it proved the gap, :func:`~exactplace.bounds.gap_probe.probe_beside_polish`), and its seconds."""
 
     device: np.ndarray
     value: float

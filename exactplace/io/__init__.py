@@ -9,7 +9,7 @@ Workload format (the paper's published instances)::
      "edges": [{"sourceId", "destId", "cost", "size"?}]}
 
 Booleans may be JSON booleans or 0/1. :func:`read_workload` also reads PipeDream profiles
-(:mod:`exactplace.core.pipedream`) and ONNX models (:mod:`exactplace.core.onnx_import`). Split format::
+(:mod:`exactplace.frontends.pipedream`) and ONNX models (:mod:`exactplace.frontends.onnx`). Split format::
 
     {"maxLoad": float, "cpus": [{"nodes": [ids], "load": float}], "fpgas": [...]}
 """
@@ -35,11 +35,11 @@ import numpy as np
 from exactplace.core.cluster import MAX_INTER_MACHINE_COST, Cluster
 from exactplace.core.errors import InputFormatError, ParameterError, PlacementError
 from exactplace.core.graph import MAX_SUM, Graph, Node
-from exactplace.core.onnx_import import onnx_to_dict, parse_model
 from exactplace.core.params import Boolean, Integer, Option, Real, brief, validate_options
-from exactplace.core.pipedream import check_stage_file, looks_like_pipedream, pipedream_stages, pipedream_to_dict
 from exactplace.core.placement import Space
 from exactplace.core.placement_array import as_replicas_array
+from exactplace.frontends.onnx import onnx_to_dict, parse_model
+from exactplace.frontends.pipedream import check_stage_file, looks_like_pipedream, pipedream_stages, pipedream_to_dict
 
 __all__ = [
     "SplitFile",
@@ -451,8 +451,8 @@ def read_workload(path: PathLike, format: str | None = None, **options: Any) -> 
 
     The format is detected from the file (see :func:`workload_format`); ``format="json"``,
     ``format="pipedream"`` or ``format="onnx"`` forces it. ``options`` go to
-    :func:`exactplace.core.pipedream.pipedream_to_dict` (``training``, ``bandwidth``, ``accelerators``,
-    ``memory``, ``cpus``) or :func:`exactplace.core.onnx_import.onnx_to_dict` (``bandwidth``,
+    :func:`exactplace.frontends.pipedream.pipedream_to_dict` (``training``, ``bandwidth``, ``accelerators``,
+    ``memory``, ``cpus``) or :func:`exactplace.frontends.onnx.onnx_to_dict` (``bandwidth``,
     ``accelerators``, ``memory``, ``cpus``, ``accelerator_rate``, ``cpu_rate``, ``dims``, ``profile``,
     ``runs``).
 
@@ -793,7 +793,7 @@ def split_from_stages(stages: Mapping[str, int], graph: Graph, cluster: Cluster,
 def split_file_from_text(text: str, graph: Graph, cluster: Cluster, *, where: str = "The split",
                          source: str = "on standard input") -> SplitFile:
     """A split in any format: JSON (see :func:`split_file_from_dict`) or a PipeDream profile partitioned
-    by its optimizer (``stage_id=K`` on every node, see :func:`exactplace.core.pipedream.pipedream_stages`).
+    by its optimizer (``stage_id=K`` on every node, see :func:`exactplace.frontends.pipedream.pipedream_stages`).
 
     ``where`` names the split in errors about its content, ``source`` where its text came from.
     """

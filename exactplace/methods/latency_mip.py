@@ -2,15 +2,15 @@
 
 It runs :mod:`exactplace.formulations.latency` (paper Fig. 3 with ``q=1``, Fig. 4 with ``q``
 subgraphs per accelerator) on any solver of the catalog through
-:func:`exactplace.backends.ip.solve_ip`, as the throughput IP runs. In order:
+:func:`exactplace.solvers.program.solve_ip`, as the throughput IP runs. In order:
 
-1. *Starts* (:func:`exactplace.backends.latency_starts.warm_start_candidates`), each scored once
+1. *Starts* (:func:`exactplace.improvers.latency_starts.warm_start_candidates`), each scored once
    by the evaluator: all-CPU, greedy, the linear latency DP, the max-load DP split and DPL, and
    the user's ``warm_start``; with ``q >= 2`` also the best ``q=1`` placement, from a ``q=1`` run
    on half the time (so a ``q >= 2`` run never ends above what ``q=1`` finds: its space holds
    every ``q=1`` placement).
 2. With ``q=1`` (unless ``path_bound=False``) the path DP's lower bound
-   (:mod:`exactplace.backends.latency_bound`, within a quarter of the time), whose argmin chains
+   (:mod:`exactplace.bounds.latency_path`, within a quarter of the time), whose argmin chains
    give starts of their own (``path_chain``): a start within ``rel_gap`` of it is returned at
    once, optimal, without a solver (``solver == info["certified_by"] == "path_bound"``);
    otherwise it is the program's floor.
@@ -42,13 +42,14 @@ from typing import Any
 
 import numpy as np
 
-from exactplace.backends.ip import progress_printer, solve_ip
 from exactplace.core.errors import ExactplaceError, PlacementError, SolverUnavailableError, check_param
 from exactplace.core.graph import Graph
 from exactplace.core.placement import Limit, Space, Status, TracePoint
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.evaluators.feasibility import memory_summary
 from exactplace.evaluators.latency import contiguous_pieces, latency
-from exactplace.methods.base import MethodResult, Problem, usable_cpus
+from exactplace.methods.base import usable_cpus
+from exactplace.solvers.program import progress_printer, solve_ip
 
 __all__ = ["check_latency", "solve_latency"]
 
@@ -83,9 +84,10 @@ def _most_subgraphs(graph: Graph, accelerators: int, device: np.ndarray, subgrap
 def _starts(problem: Problem, candidates: dict[str, tuple[np.ndarray, np.ndarray | None]], q: int) -> list[Start]:
     """The default and user starts and ``candidates`` the evaluator can run, each scored once, with at
     most ``q`` subgraphs; best first."""
-    from exactplace.backends.latency_starts import warm_start_candidates
+    from exactplace.improvers.latency_starts import warm_start_candidates
+    from exactplace.methods.registry import start_from
 
-    every = {name: (device, None) for name, device in warm_start_candidates(problem).items()}
+    every = {name: (device, None) for name, device in warm_start_candidates(problem, start_from).items()}
     if problem.warm_start is not None:
         every["user"] = (np.asarray(problem.warm_start), problem.warm_subgraph)
     every.update(candidates)
@@ -113,13 +115,13 @@ _NO_BOUND = {"too_many_ideals": "none (more reduced ideals than it enumerates)",
 
 def _path_bound(problem: Problem, deadline: float, info: dict,
                 timings: dict) -> tuple[float | None, dict[str, tuple[np.ndarray, None]]]:
-    """The path DP's lower bound (:mod:`exactplace.backends.latency_bound`), within a quarter of the time
+    """The path DP's lower bound (:mod:`exactplace.bounds.latency_path`), within a quarter of the time
     left, and the placements of its argmin chains as starts (``path_chain``, ``path_chain1``).
 
     A quarter: on ``layer_inceptionv3`` (244 million candidate subgraphs) the DP takes tens of
     seconds, and its bound is worth more than the solver's time (it is several times CP-SAT's own
     bound after minutes)."""
-    from exactplace.backends.latency_bound import path_bound
+    from exactplace.bounds.latency_path import path_bound
 
     clock = time.monotonic()
     details: dict = {}
@@ -198,7 +200,7 @@ def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None,
                 scale=ip.data.scale)
     if start is not None:
         info.update(warm_start=start.name, warm_start_latency=start.latency)
-    from exactplace.backends.solvers import get_solver
+    from exactplace.solvers import get_solver
 
     workers = threads or (CPSAT_WORKERS if get_solver(solver).name == "cpsat" else usable_cpus())
     result, out = solve_ip(problem, ip, solver, warm=None if start is None else start.device, values=values,

@@ -247,7 +247,7 @@ def path_bound(graph: Graph, cluster: Cluster, max_ideals: int = MAX_IDEALS, dea
     SolverUnavailableError
         The native extension is not built.
     """
-    from exactplace.backends.native import load
+    from exactplace.native import load
 
     native = load()
     reduced = _Reduced(graph, cluster)

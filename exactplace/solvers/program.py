@@ -4,7 +4,7 @@ Every formulation's method goes this one way (throughput and latency alike): the
 builds a :class:`~exactplace.formulations.model.Model` with ``decode`` (values -> device array)
 and ``encode`` (device array -> values, the warm start); :func:`solve_ip` runs an adapter from
 the solver catalog with the problem's deadline, gap, threads, log and progress, maps its raw
-status through :mod:`~exactplace.backends.solvers.statuses` (inside the adapter), lowers the
+status through :mod:`~exactplace.solvers.statuses` (inside the adapter), lowers the
 bound by the formulation's ``bound_slack`` (what the model may overstate by its rounding), and
 makes the :class:`~exactplace.methods.base.MethodResult` the referee then checks.
 """
@@ -23,8 +23,8 @@ import numpy as np
 
 from exactplace.core.errors import ExactplaceError
 from exactplace.core.placement import Space, Status, TracePoint
+from exactplace.core.problem import MethodResult, Problem
 from exactplace.evaluators.feasibility import memory_summary
-from exactplace.methods.base import MethodResult, Problem
 
 __all__ = ["progress_printer", "solve_ip"]
 
@@ -32,7 +32,7 @@ __all__ = ["progress_printer", "solve_ip"]
 def _candidates(solver: str, model: Any, request: Any, info: dict) -> list[type]:
     """The adapters to try, in order: the one named; for ``"auto"``, every installed one of the catalog's order
     that does not decline the model (the first that declines none, when all do), saying why in ``info``."""
-    from exactplace.backends.solvers import AUTO_SOLVER, get_solver
+    from exactplace.solvers import AUTO_SOLVER, get_solver
 
     if solver != "auto":
         cls = get_solver(solver)
@@ -88,7 +88,7 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
 
     ``warm``: the start's devices (returned when the solver finds nothing better); its model
     values are ``values`` when the caller encoded it, else ``ip.encode(warm)``. Returns the
-    result and the adapter's raw :class:`~exactplace.backends.solvers.Result` (bound corrected). Both traces
+    result and the adapter's raw :class:`~exactplace.solvers.Result` (bound corrected). Both traces
     are timed from ``problem.started`` (``solve``'s start), so they include what the method did before.
     ``cancel``: set it to stop the solve as Ctrl-C does (the result's limit is then ``INTERRUPT``); ``seed``: the
     solver's random seed (0: its default). ``progress``: print progress lines (:func:`progress_printer`), or the
@@ -96,7 +96,7 @@ def solve_ip(problem: Problem, ip: Any, solver: str, *, warm: np.ndarray | None,
     solver reports (its objective, as the trace has it): say, :func:`~exactplace.core.interrupt.sets_at_most` on
     ``cancel``, to stop at the first a bound proven outside the IP certifies.
     """
-    from exactplace.backends.solvers import Request, solve_model
+    from exactplace.solvers import Request, solve_model
 
     if values is None and warm is not None:
         values = ip.encode(warm)

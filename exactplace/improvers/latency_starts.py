@@ -29,22 +29,24 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from exactplace.core.cluster import Cluster
 from exactplace.core.contraction import Contraction, dfs_topological_order
 from exactplace.core.graph import Graph
-from exactplace.methods.base import Problem
-from exactplace.methods.registry import start_from
+from exactplace.core.problem import Problem
 
 __all__ = ["linear_latency_split", "linear_latency_splits", "warm_start_candidates"]
 
 
-def warm_start_candidates(problem: Problem) -> dict[str, np.ndarray]:
+def warm_start_candidates(problem: Problem,
+                          start_from: Callable[[str, Problem], np.ndarray | None]) -> dict[str, np.ndarray]:
     """Placements to start from, by name: the user's, and (``warm_start="auto"``) all-CPU, greedy,
     the linear latency DP over six DFS orders, the max-load DP split and DPL (those two within a
-    fifth of the time left). Placers come through the registry: backends never import a placer."""
+    fifth of the time left). ``start_from(name, problem)`` runs a registered method
+    (:func:`exactplace.methods.registry.start_from`): improvers never import a method."""
     graph, cluster = problem.graph, problem.cluster
     found: dict[str, np.ndarray] = {}
     if problem.warm_start is not None:

@@ -1,5 +1,5 @@
-"""The child's side of :mod:`~exactplace.backends.solvers.isolated`: run one job, stream what the adapter
-reports, stop when told (started by :func:`~exactplace.backends.solvers.isolated.child_command`; see that module for
+"""The child's side of :mod:`~exactplace.solvers.isolated`: run one job, stream what the adapter
+reports, stop when told (started by :func:`~exactplace.solvers.isolated.child_command`; see that module for
 the protocol)."""
 
 from __future__ import annotations

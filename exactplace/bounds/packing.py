@@ -17,9 +17,8 @@ from exactplace.core.cluster import Cluster
 from exactplace.core.interrupt import ctrl_c_sets
 from exactplace.core.placement import Status
 from exactplace.formulations.throughput_bounds import packing_model
-
-from .solvers import Request, get_solver, solve_model
-from .solvers.cpsat import refutation_margin
+from exactplace.solvers import Request, get_solver, solve_model
+from exactplace.solvers.cpsat import refutation_margin
 
 __all__ = ["TOLERANCE", "PackingBound", "packing_bound"]
 

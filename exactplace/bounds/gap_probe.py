@@ -7,7 +7,7 @@ reaches ``U (1 - g)``, :func:`probe_gap` asks the decision version of the same I
 of max load at most ``T``?", ``T`` a hair above ``U (1 - g)``.
 
 * Refuted: no split has a max load of ``T`` or less, so ``T`` (less the CP-SAT adapter's worst
-  rounding, as in :mod:`~exactplace.backends.packing`) is a lower bound of every split, and ``U``
+  rounding, as in :mod:`~exactplace.bounds.packing`) is a lower bound of every split, and ``U``
   is within ``g`` of the optimum: the method returns it without running the optimizing IP.
 * Found: a split at most ``T`` is ``g`` better than ``U`` (the evaluator re-scores it); it becomes
   the incumbent and the next probe asks below it.
@@ -41,10 +41,9 @@ from exactplace.core.interrupt import ctrl_c_sets
 from exactplace.core.placement import Status
 from exactplace.evaluators.max_load import max_load
 from exactplace.formulations.throughput import noncontiguous_ip
-
-from .polish import Polished, polish
-from .solvers import Request, solve_model
-from .solvers.cpsat import refutation_margin
+from exactplace.improvers.polish import Polished, polish
+from exactplace.solvers import Request, solve_model
+from exactplace.solvers.cpsat import refutation_margin
 
 __all__ = ["HEADROOM", "LADDER", "Probe", "probe_beside_polish", "probe_gap"]
 
@@ -163,7 +162,7 @@ def _ladder(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float, 
 def probe_beside_polish(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float, *, overlap: bool = False,
                         lower_bound: float | None = None, polish_seconds: float,
                         probe_seconds: float) -> tuple[Polished, Probe]:
-    """The polish of ``device`` (:func:`~exactplace.backends.polish.polish`, on this thread) and the probes (CP-SAT
+    """The polish of ``device`` (:func:`~exactplace.improvers.polish.polish`, on this thread) and the probes (CP-SAT
     with one worker, in a thread of their own) at once, on two cores: (the polish, the probes with the better split
     of the two).
 

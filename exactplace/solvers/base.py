@@ -4,11 +4,11 @@ An adapter (one small module per solver in this package) translates a
 :class:`~exactplace.formulations.model.Model`, honours ``deadline``, Ctrl-C and a ``cancel``
 request, takes a warm start, reports progress as (seconds, incumbent, bound) points and its
 improving solutions, and maps its raw status through
-:mod:`~exactplace.backends.solvers.statuses`. Solvers run in a worker thread while the main
+:mod:`~exactplace.solvers.statuses`. Solvers run in a worker thread while the main
 thread waits, so Ctrl-C (KeyboardInterrupt, raised in the main thread) can ask the solver to
 stop and the best solution so far is still returned (:func:`run_interruptibly`).
-:func:`exactplace.backends.solvers.solve_model` runs a model that is not tiny in a child
-process that is stopped on time (:mod:`~exactplace.backends.solvers.isolated`).
+:func:`exactplace.solvers.solve_model` runs a model that is not tiny in a child
+process that is stopped on time (:mod:`~exactplace.solvers.isolated`).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ class Solver(ABC):
 
         A dropped point leaves ``no_solution`` (the caller may still hold its warm start), and
         drops the bound too when the solver called that point optimal: neither can be trusted.
-        It runs in this process; :func:`exactplace.backends.solvers.solve_model` picks a child
+        It runs in this process; :func:`exactplace.solvers.solve_model` picks a child
         process for models that are not tiny.
         """
         return checked(model, self.run(model, request))

@@ -15,7 +15,7 @@ from exactplace.core.cluster import Cluster
 from exactplace.core.contraction import Contraction, contract
 from exactplace.core.errors import check_param
 from exactplace.core.graph import Graph
-from exactplace.core.io import Workload
+from exactplace.io import Workload
 
 __all__ = ["count_ideals", "count_unit_ideals"]
 
@@ -33,7 +33,7 @@ def count_unit_ideals(contraction: Contraction, limit: int | None = None) -> tup
     >>> count_unit_ideals(contract(g))  # {}, {0}, {0,1}, {0,2}, {0,1,2}
     (5, 5)
     """
-    from exactplace.backends.native import load
+    from exactplace.native import load
 
     bound = 2**62 if limit is None else int(limit)
     return load().count_ideals(contraction.num_units, contraction.src, contraction.dst, bound)
@@ -66,7 +66,7 @@ def count_ideals(graph: Graph | Workload, limit: int | None = None, cluster: Clu
 
     Examples
     --------
-    >>> from exactplace.core.io import read_workload
+    >>> from exactplace.io import read_workload
     >>> from exactplace.data import workload_path
     >>> w = read_workload(workload_path("layer_bert24_inference"))
     >>> count_ideals(w.graph, cluster=w.cluster)
