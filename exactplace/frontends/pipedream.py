@@ -5,35 +5,10 @@ PipeDream (msr-fiddle/pipedream, MIT license) profiles a model into a text graph
     node4 -- Conv2d(...) -- forward_compute_time=F, backward_compute_time=B, activation_size=A, parameter_size=P
     \tnode4 -- node5
 
-Mapping choices (each one deliberate):
-
-* Times stay in the profile's unit (milliseconds); CPU and accelerator time are both the profiled time.
-* ``training=True`` (default): every profiled node ``v`` becomes a forward node (time F) and a
-  backward node (time B) sharing one colour class, so both halves land on the same device, as PipeDream's
-  stages do. Forward edges ``u -> v`` are mirrored as backward edges ``bw(v) -> bw(u)`` and each
-  forward node feeds its own backward node. ``training=False`` keeps the forward pass only.
-* Edge cost = bytes / ``bandwidth`` (bytes per second, as PipeDream's ``-b``) in milliseconds, the
-  profile's unit: ``1000 * bytes / bandwidth`` (activation bytes of the source forward, the same bytes
-  of gradient backward); the default ``bandwidth=inf`` makes transfers free, PipeDream's optimizer default.
-* Parameter synchronisation (data-parallel replication, paper Appendix C.2): the forward node's
-  ``Node.sync`` = ``4 P / sync_bandwidth`` (PipeDream's all-reduce model: a stage replicated ``r`` times
-  pays ``4 (r - 1) P / (r B)``), bytes per second again, in milliseconds; ``sync_bandwidth`` defaults to
-  ``bandwidth``, so ``bandwidth=inf`` makes replication free (PipeDream's ``-b 1e30``). PipeDream's
-  optimizer ignores activation transfers (without a compression ratio) but prices the all-reduce:
-  ``bandwidth=inf, sync_bandwidth=B`` is that model.
-* Memory: parameters ``P`` plus the activation ``A`` on the forward node; when training the
-  backward node adds gradients and optimizer state (``2 P``). One version of each: PipeDream's
-  hierarchical optimizer multiplies a stage's activations and parameters by the number of
-  versions in flight (``ceil((K - (m + 1)) / (m + 1))``), which depends on the stage's position and
-  so is no per-node weight; stated budgets must leave room for it.
-* Input sources (``Input*`` modules) are free (zero time, zero memory): the data is already there.
-* ``__getitem__`` nodes without successors are dropped, as PipeDream's optimizer drops them.
-* A list activation ``[a; b]`` is summed.
-* ``stage_id=K`` fields (a profile PipeDream's optimizer partitioned) are ignored by the workload and
-  read as a split by :func:`pipedream_stages`: stage ``K`` runs on accelerator ``K``, a node's backward
-  half with its forward half. A replicated stage is read as one device (the profile does not say how
-  many replicas it has). :func:`check_stage_file` refuses a stage file that is not one of the scored graph
-  (another model's nodes or edges), naming the first node or edge that does not belong.
+:func:`pipedream_to_dict` converts a profile (its docstring states each mapping choice). A profile
+PipeDream's optimizer partitioned (``stage_id=K`` fields) is also a split: :func:`pipedream_stages`
+reads it (stage ``K`` runs on accelerator ``K``), :func:`check_stage_file` refuses one that is not
+of the scored graph.
 
 Malformed files raise :class:`InputFormatError` naming the line number and field; messages name nodes as the
 profile does (``node12 (Conv2d, line 4)``). A UTF-8 byte order mark and Windows line ends are accepted.
@@ -203,8 +178,10 @@ def _check_acyclic(nodes: dict[str, dict[str, Any]], edges: list[tuple[str, str,
 def pipedream_stages(text: str) -> dict[str, int]:
     """The stage of every node of a partitioned profile, by node name (``stage_id=K`` lines).
 
-    Nodes the workload drops (unused ``__getitem__`` sinks) need none; every other node must state
-    one, else :class:`InputFormatError` names its line.
+    Stage ``K`` runs on accelerator ``K``, a node's backward half with its forward half. A replicated
+    stage is read as one device (the profile does not say how many replicas it has). Nodes the workload
+    drops (unused ``__getitem__`` sinks) need none; every other node must state one, else
+    :class:`InputFormatError` names its line.
     """
     return _stages(*parse_pipedream(text))
 
@@ -320,7 +297,34 @@ def pipedream_to_dict(
     text: str, *, training: bool = True, bandwidth: float = math.inf, accelerators: int = 4,
     memory: float = math.inf, cpus: int = 0, sync_bandwidth: float | None = None,
 ) -> dict[str, Any]:
-    """Convert a PipeDream profile to the dnn-partitioning dictionary (see the module docstring).
+    """Convert a PipeDream profile to the dnn-partitioning dictionary.
+
+    The mapping, each choice deliberate:
+
+    * Times stay in the profile's unit (milliseconds); CPU and accelerator time are both the profiled time.
+    * ``training=True`` (default): every profiled node ``v`` becomes a forward node (time F) and a
+      backward node (time B) sharing one colour class, so both halves land on the same device, as PipeDream's
+      stages do. Forward edges ``u -> v`` are mirrored as backward edges ``bw(v) -> bw(u)`` and each
+      forward node feeds its own backward node. ``training=False`` keeps the forward pass only.
+    * Edge cost = bytes / ``bandwidth`` (bytes per second, as PipeDream's ``-b``) in milliseconds, the
+      profile's unit: ``1000 * bytes / bandwidth`` (activation bytes of the source forward, the same bytes
+      of gradient backward); the default ``bandwidth=inf`` makes transfers free, PipeDream's optimizer default.
+    * Parameter synchronisation (data-parallel replication, paper Appendix C.2): the forward node's
+      ``Node.sync`` = ``4 P / sync_bandwidth`` (PipeDream's all-reduce model: a stage replicated ``r`` times
+      pays ``4 (r - 1) P / (r B)``), bytes per second again, in milliseconds; ``sync_bandwidth`` defaults to
+      ``bandwidth``, so ``bandwidth=inf`` makes replication free (PipeDream's ``-b 1e30``). PipeDream's
+      optimizer ignores activation transfers (without a compression ratio) but prices the all-reduce:
+      ``bandwidth=inf, sync_bandwidth=B`` is that model.
+    * Memory: parameters ``P`` plus the activation ``A`` on the forward node; when training the
+      backward node adds gradients and optimizer state (``2 P``). One version of each: PipeDream's
+      hierarchical optimizer multiplies a stage's activations and parameters by the number of
+      versions in flight (``ceil((K - (m + 1)) / (m + 1))``), which depends on the stage's position and
+      so is no per-node weight; stated budgets must leave room for it.
+    * Input sources (``Input*`` modules) are free (zero time, zero memory): the data is already there.
+    * ``__getitem__`` nodes without successors are dropped, as PipeDream's optimizer drops them.
+    * A list activation ``[a; b]`` is summed.
+    * ``stage_id=K`` fields (a profile PipeDream's optimizer partitioned) are ignored: they are a split,
+      read by :func:`pipedream_stages`.
 
     The parameters are checked here, and so are the sums the loader bounds, so that a problem is named as
     the profile (its lines and fields) or the parameter (``bandwidth``, ``--bandwidth`` on the command line)
