@@ -1,56 +1,16 @@
 """The device-set relaxation of the non-contiguous max-load IP, and the class order its pricing runs in.
 
-Why: the assignment IP's LP (:func:`~.throughput.noncontiguous_ip`) spreads every colour class
-evenly over the accelerators, so it charges no communication at all; on the ResNet-50 layer graphs
-its bound is the packing bound ``W / (k + 1/10)`` and every bit of communication a balanced split
-must pay (the whole gap, 0.6%) is left to branching. Here the variables are whole *device sets*,
-whose loads include their communication exactly.
+The assignment IP's LP (:func:`~.noncontiguous.noncontiguous_ip`) spreads every colour class evenly
+over the accelerators, so it charges no communication at all. Here the variables are whole *device
+sets*, whose loads include their communication exactly (:class:`SetRelaxation`, the relaxation and
+why a value above ``k`` refutes a threshold). The pricing DP of :mod:`exactplace.bounds.device_sets`
+runs over the classes in :func:`frontier_order`; :func:`lightest_heavy_set` is a MIP for the least
+load of a heavy set.
 
-The relaxation, for a threshold ``T`` (one machine of ``k`` identical accelerators, ``l`` CPU cores;
-loads are the plain sums of the evaluator, forward plus backward):
-
-.. math::
-
-    \\min \\sum_{S \\in \\mathcal{A}} x_S \\quad\\text{s.t.}\\quad
-    \\sum_{S \\ni c} x_S + \\sum_{C \\ni c} y_C = 1 \\;(\\text{each class } c), \\quad
-    \\sum_{C \\in \\mathcal{C}} y_C \\le l, \\quad x, y \\ge 0
-
-``A``: the class sets one accelerator can hold within ``T``, by :meth:`SetRelaxation.load` (accelerator time
-plus each communication group whose members are not all on one side of ``S``, once: exactly the
-evaluator's charge), every class supported and alone within the memory cap (the memory *sum* is
-dropped: a relaxation). ``C``: the class sets one CPU core runs within ``T``. A split with max load
-``<= T`` gives an integer solution of value ``<= k`` (its accelerators' sets and CPU cores' sets), so a
-value above ``k`` *refutes* ``T``: every split's max load exceeds ``T``.
-
-Farley's bound makes the refutation exact whatever the LP solver's accuracy: for *any* duals
-``pi`` (one per class), with ``z = max(1, max_{S in A} pi(S))`` and ``z_C = max_{C in C} pi(C)`` (both
-``>= 0``: the empty set), ``(sum(pi) - l z_C) / z`` is a dual feasible value of the relaxation, hence a
-lower bound on it. Both maxima are computed exactly (a dynamic program, not a MIP: the pricing of
-:mod:`exactplace.bounds.device_sets`, in C++ in ``dp_native/set_pricing.hpp``), so a bound above ``k``
-proves the refutation.
-
-The pricing DP runs over the classes in a fixed order, keeping a state per side of each *open*
-communication group (some members decided, some not); :func:`frontier_order` is that order, chosen so
-that few groups are open at once, and only the groups a load can tell apart are kept (:func:`_distinct_groups`): at
-most 2 open on both ResNet-50 layer graphs, 3 on both GNMT layer graphs (5 and 10 before zero-cost groups were dropped
-and the training graph's forward and backward groups of an edge made one), 5 on op_bert6_inference, 5 on the
-held-out InceptionV3 layer graphs (7 and 14 with the greedy's first order alone and every group), 8 on the held-out
-BERT-12 training graph (10). The same DP on the pricings of a generation (``benchmarks/bench_set_pricing.py
---instance-against 6cfebcc``), against the greedy's first order and every group: 1.50x on both InceptionV3 graphs,
-3.0x on layer_gnmt_training, 3.8x on the BERT-12 training graph, 1.4-1.5x on op_bert3, 1.0x where the order and the
-groups stayed (ResNet-50, op_bert6_inference), and 0.92x on the held-out BERT-12 inference graph, where the order
-with fewer states priced slower.
-
-Examples
---------
 >>> from exactplace import read_workload, workload_path
 >>> w = read_workload(workload_path("layer_bert24_inference"))
 >>> sets = SetRelaxation.of(w.graph, w.cluster)
->>> order = frontier_order(sets)
->>> sorted(order.tolist()) == list(range(sets.classes))
-True
->>> whole = np.ones(sets.classes, dtype=bool)
->>> bool(sets.load(whole) == sets.acc.sum())  # one accelerator holding everything copies nothing
+>>> sorted(frontier_order(sets).tolist()) == list(range(sets.classes))
 True
 """
 
@@ -67,10 +27,10 @@ from exactplace.core.dag import strong_components
 from exactplace.core.graph import Graph
 
 from .model import Kind, Model
-from .throughput import unit_data
+from .units import unit_data
 
-__all__ = ["LOAD_TOLERANCE", "ORDER_TRIES", "SetRelaxation", "first_node_positions", "frontier_order",
-           "lightest_heavy_set", "order_cost"]
+__all__ = ["DEFAULT_ORDER", "LOAD_TOLERANCE", "OrderSettings", "SetRelaxation", "first_node_positions",
+           "frontier_order", "lightest_heavy_set", "order_cost"]
 
 #: Loads within this of the threshold count as within it (the relaxation only grows: still a bound).
 LOAD_TOLERANCE = 1e-9
@@ -78,7 +38,38 @@ LOAD_TOLERANCE = 1e-9
 
 @dataclass(frozen=True)
 class SetRelaxation:
-    """A homogeneous one-machine instance by colour class: what the relaxation's columns are built from."""
+    """A homogeneous one-machine instance by colour class: what the relaxation's columns are built from.
+
+    The relaxation, for a threshold ``T`` (one machine of ``k`` identical accelerators, ``l`` CPU cores;
+    loads are the plain sums of the evaluator, forward plus backward):
+
+    .. math::
+
+        \\min \\sum_{S \\in \\mathcal{A}} x_S \\quad\\text{s.t.}\\quad
+        \\sum_{S \\ni c} x_S + \\sum_{C \\ni c} y_C = 1 \\;(\\text{each class } c), \\quad
+        \\sum_{C \\in \\mathcal{C}} y_C \\le l, \\quad x, y \\ge 0
+
+    ``A``: the class sets one accelerator can hold within ``T``, by :meth:`load` (accelerator time plus
+    each communication group whose members are not all on one side of ``S``, once: the evaluator's
+    charge), every class supported and alone within the memory cap (the memory *sum* is dropped: a
+    relaxation). ``C``: the class sets one CPU core runs within ``T``. A split with max load ``<= T``
+    gives an integer solution of value ``<= k``, so a value above ``k`` *refutes* ``T``: every split's
+    max load exceeds ``T``.
+
+    Farley's bound makes the refutation exact whatever the LP solver's accuracy: for *any* duals ``pi``
+    (one per class), with ``z = max(1, max_{S in A} pi(S))`` and ``z_C = max_{C in C} pi(C)`` (both
+    ``>= 0``: the empty set), ``(sum(pi) - l z_C) / z`` is a dual feasible value, hence a lower bound on
+    the relaxation. Both maxima are computed exactly (a dynamic program: the pricing of
+    :mod:`exactplace.bounds.device_sets`, in C++ in ``dp_native/set_pricing.hpp``), so a bound above
+    ``k`` proves the refutation.
+
+    >>> from exactplace import read_workload, workload_path
+    >>> w = read_workload(workload_path("layer_bert24_inference"))
+    >>> sets = SetRelaxation.of(w.graph, w.cluster)
+    >>> whole = np.ones(sets.classes, dtype=bool)
+    >>> bool(sets.load(whole) == sets.acc.sum())  # one accelerator holding everything copies nothing
+    True
+    """
 
     acc: np.ndarray         # (U,) accelerator time, forward plus backward
     cpu: np.ndarray         # (U,) CPU time
@@ -152,7 +143,7 @@ def _distinct_groups(members: list[np.ndarray], cost: np.ndarray,
     """The groups a set's load can tell apart: those of one class set made one, their costs summed (a set splits
     all of them or none: a training graph's forward and backward groups of one edge), and those within one class or
     of no cost dropped (they never change a load); as ``(cost, members, incidence)``. The pricing DP keeps a state
-    per side of each open group, so every group dropped is a distinction fewer (module docstring, the ratios)."""
+    per side of each open group, so every group dropped is a distinction fewer and the pricing faster."""
     at: dict[bytes, int] = {}
     kept: list[np.ndarray] = []
     summed: list[float] = []
@@ -172,25 +163,35 @@ def _distinct_groups(members: list[np.ndarray], cost: np.ndarray,
     return np.array(summed, dtype=np.float64), tuple(kept), incidence
 
 
-#: :func:`frontier_order`'s greedy runs with ties broken at random (seeded), beside its two deterministic ones.
-ORDER_TRIES = 14
+@dataclass(frozen=True)
+class OrderSettings:
+    """How :func:`frontier_order` searches."""
+
+    tries: int = 14
+    """Greedy runs with ties broken at random (seeded), beside its two deterministic ones."""
+    stop_every: int = 16
+    """The greedy asks its ``stop`` every this many steps."""
 
 
-def frontier_order(sets: SetRelaxation, stop: Callable[[], bool] | None = None) -> np.ndarray:
+DEFAULT_ORDER = OrderSettings()
+
+
+def frontier_order(sets: SetRelaxation, stop: Callable[[], bool] | None = None,
+                   settings: OrderSettings = DEFAULT_ORDER) -> np.ndarray:
     """The classes in an order that keeps few groups open: the best, by :func:`order_cost`, of a greedy
     (:func:`_greedy_order`) with ties broken by the earliest node position (the input's order), by the most groups
-    closed, and at random (:data:`ORDER_TRIES` seeded draws: the same order each call).
+    closed, and at random (``settings.tries`` seeded draws: the same order each call).
 
     ``stop``: asked as the greedy runs (each try takes time quadratic in the classes: minutes on thousands); once it
     says so, the best of the tries finished is returned, and TimeoutError is raised when none has."""
     first_node = first_node_positions(sets)
     rng = np.random.default_rng(0)
     ties = [(first_node, False), (first_node, True), *((rng.permutation(sets.classes), False)
-                                                        for _ in range(ORDER_TRIES))]
+                                                        for _ in range(settings.tries))]
     best, best_cost = None, math.inf
     for tie, closing_first in ties:
         try:
-            order = _greedy_order(sets, tie, closing_first=closing_first, stop=stop)
+            order = _greedy_order(sets, tie, closing_first=closing_first, stop=stop, stop_every=settings.stop_every)
         except TimeoutError:
             if best is None:
                 raise
@@ -221,12 +222,8 @@ def order_cost(sets: SetRelaxation, order: np.ndarray) -> float:
     return total
 
 
-#: :func:`_greedy_order` asks its ``stop`` every this many steps.
-STOP_EVERY = 16
-
-
 def _greedy_order(sets: SetRelaxation, ties: np.ndarray, *, closing_first: bool,
-                  stop: Callable[[], bool] | None = None) -> np.ndarray:
+                  stop: Callable[[], bool] | None = None, stop_every: int = DEFAULT_ORDER.stop_every) -> np.ndarray:
     """Greedily the class that opens the fewest groups net of those it closes (``closing_first``: then the one that
     closes the most), among the classes sharing an open group when there are any; ties: the lowest ``ties`` (one
     number per class). TimeoutError when ``stop`` says so before the order is complete."""
@@ -236,7 +233,7 @@ def _greedy_order(sets: SetRelaxation, ties: np.ndarray, *, closing_first: bool,
     done = np.zeros(sets.classes, dtype=bool)
     order = []
     for step in range(sets.classes):
-        if stop is not None and step % STOP_EVERY == 0 and stop():
+        if stop is not None and step % stop_every == 0 and stop():
             raise TimeoutError("the class order was stopped")
         live = opened & (undecided > 0)
         touching = np.flatnonzero(incidence[live].any(axis=0) & ~done) if live.any() else np.zeros(0, np.int64)

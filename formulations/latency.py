@@ -1,28 +1,15 @@
 """The latency program (paper §4): Fig. 3 with ``q=1``, Fig. 4 with ``q`` subgraphs per accelerator.
 
 It minimizes the latency of one sample under the evaluator's rules
-(:mod:`exactplace.evaluators.latency`): accelerator ``d`` runs its subgraphs ``(d, 0), ...,
-(d, q-1)`` one after another; a subgraph (a *block* ``b``) is invoked once every input from
-outside it is in RAM, copies each entering communication group in once, computes its nodes,
-copies each leaving group out once, and all its nodes finish together; a CPU node runs as
-soon as its predecessors are done. Its space (``Space.SUBGRAPHS``): any cut of each
-accelerator's nodes into at most ``q`` contiguous subgraphs run in any order the data flow
-allows, memory per accelerator, colour classes on one device, CPU nodes anywhere. The
-program never prescribes how an accelerator's nodes are cut: the solver chooses the blocks
-(the evaluator's default cut is one choice among them).
+(:mod:`exactplace.evaluators.latency`) over its space (``Space.SUBGRAPHS``): any cut of each
+accelerator's nodes into at most ``q`` contiguous subgraphs run in any order the data flow allows,
+memory per accelerator, colour classes on one device, CPU nodes anywhere. The solver chooses the
+subgraphs (the evaluator's default cut is one choice among them).
 
-Reading order: :func:`prepare` (the data in model units), :func:`latency_ip` (variables, one
-block per constraint family with the paper's equation, objective), then
-:class:`LatencyIP`'s ``decode`` (values -> devices and subgraphs) and ``encode`` (a placement ->
-a complete solution, the warm start).
-
-Time is discretized: every duration is rounded *down* to a multiple of ``1/scale`` (a power of
-two, about ``2**-26`` of the latency), so the model never overstates a placement's latency and
-its solutions' times are exact in every solver (CP-SAT's integer scaling included). A block
-lasts at least one unit, so that blocks cannot wait on each other in a cycle at zero cost; the
-bound is lowered by ``bound_slack`` (one unit per block) to stay valid. Memory is an integer row
-too: sizes rounded up and caps down at ``2**40`` units, so the model never returns a placement
-the referee rejects.
+Reading order: :func:`prepare` (the data in model units: times and memory as integers),
+:func:`latency_ip` (variables, one block per constraint family with the paper's equation,
+objective), then :class:`LatencyIP`'s ``decode`` (values -> devices and subgraphs) and ``encode``
+(a placement -> a complete solution, the warm start).
 """
 
 from __future__ import annotations
@@ -39,12 +26,23 @@ from exactplace.evaluators.latency import invocation_blocks
 
 from .model import Kind, Model
 
-__all__ = ["LatencyData", "LatencyIP", "latency_ip", "prepare"]
+__all__ = ["DEFAULT_LATENCY", "LatencyData", "LatencyIP", "LatencySettings", "latency_ip", "prepare"]
 
-#: The latency is about this many model units: rounding costs at most n units of it.
-TIME_RESOLUTION = 2**26
-#: The largest accelerator memory is this many units (sizes rounded up, caps down).
-MEMORY_RESOLUTION = 2**40
+
+@dataclass(frozen=True)
+class LatencySettings:
+    """How :func:`prepare` turns times and memory into the model's integers."""
+
+    time_resolution: int = 2**26
+    """The latency is about this many model units: rounding costs at most ``n`` units of it."""
+    finest_time_log2: int = 40
+    """At most ``2**finest_time_log2`` units per time unit: latencies far below one are noise, and CP-SAT's
+    integers are 64-bit."""
+    memory_resolution: int = 2**40
+    """The largest accelerator memory is this many units (sizes rounded up, caps down)."""
+
+
+DEFAULT_LATENCY = LatencySettings()
 
 
 @dataclass(frozen=True)
@@ -92,9 +90,16 @@ def _heaviest(graph: Graph, weight: np.ndarray, reverse: bool = False) -> np.nda
 
 
 def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = None,
-            lower: float | None = None) -> LatencyData:
+            lower: float | None = None, settings: LatencySettings = DEFAULT_LATENCY) -> LatencyData:
     """The model's data. ``upper``: a known latency (the warm start's) bounding every time window;
-    ``lower``: a known lower bound on the latency over the space (the path bound, ``q=1``)."""
+    ``lower``: a known lower bound on the latency over the space (the path bound, ``q=1``).
+
+    Time is discretized: every duration is rounded *down* to a multiple of ``1/scale`` (a power of
+    two, about ``1 / settings.time_resolution`` of the latency), so the model never overstates a
+    placement's latency and its solutions' times are exact in every solver (CP-SAT's integer scaling
+    included). Memory is integral too: sizes rounded up and caps down at ``settings.memory_resolution``
+    units, so the model never returns a placement the referee rejects.
+    """
     n, k = graph.n, cluster.accelerators
     position = np.empty(n, dtype=np.int64)
     position[graph.topological_order] = np.arange(n)
@@ -108,8 +113,7 @@ def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = No
     total = float(graph.cpu_time.sum() + np.where(np.isfinite(acc), acc, 0).max(axis=1, initial=0).sum()
                   + 2 * graph.group_cost.sum())
     reference = upper if upper is not None and math.isfinite(upper) and upper > 0 else max(total, 1e-300)
-    # (At most 2**40 units per time unit: latencies far below one are noise, and CP-SAT's integers are 64-bit.)
-    scale = 2.0 ** min(40, math.floor(math.log2(TIME_RESOLUTION / reference)))
+    scale = 2.0 ** min(settings.finest_time_log2, math.floor(math.log2(settings.time_resolution / reference)))
 
     def units(values: np.ndarray) -> np.ndarray:
         return np.floor(np.where(np.isfinite(values), values, 0.0) * scale + 1e-9).astype(np.int64)
@@ -125,7 +129,7 @@ def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = No
     limit = cluster.memory_limit
     allowed = supported[:, None] & (class_memory[:, None] <= limit[None, :])
     finite = np.isfinite(limit)
-    mscale = 2.0 ** math.floor(math.log2(MEMORY_RESOLUTION / max(limit[finite].max(initial=1.0), 1e-300)))
+    mscale = 2.0 ** math.floor(math.log2(settings.memory_resolution / max(limit[finite].max(initial=1.0), 1e-300)))
     cap = np.where(finite, np.floor(np.where(finite, limit, 0) * mscale), -1).astype(np.int64)  # -1: no cap
     blocks = k * q
     low = max(int(head.max(initial=0)), math.floor(lower * scale) if lower is not None else 0)
@@ -174,12 +178,32 @@ class LatencyIP:
 
 
 def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = None, lower: float | None = None,
-               *, symmetry: bool = True, path_rows: bool = True) -> LatencyIP:
-    """Build the program (module docstring); ``upper``/``lower``: see :func:`prepare`.
+               *, symmetry: bool = True, path_rows: bool = True,
+               settings: LatencySettings = DEFAULT_LATENCY) -> LatencyIP:
+    """Build the program; ``upper``/``lower``/``settings``: see :func:`prepare`.
 
-    ``symmetry=False`` / ``path_rows=False`` leave out the symmetry rows / the path-work rows
-    (valid inequalities), for measurements. The cluster has an accelerator (without one the
-    only placement puts every node on a CPU: no program is needed).
+    Accelerator ``d`` runs its subgraphs ``b = (d, 0), ..., (d, q-1)`` one after another; a subgraph is
+    invoked once every input from outside it is in RAM, copies each entering communication group in
+    once, computes its nodes, copies each leaving group out once, and all its nodes finish together;
+    a CPU node runs as soon as its predecessors are done. With classes ``c``, nodes ``v``, groups ``g``::
+
+        min  T
+        s.t. sum_d x[c, d] <= 1  (= 1 without CPU cores)           assignment (Fig. 3 (1))
+             sum_p w[v, d, p] = x[cls(v), d]                        one subgraph (Fig. 4; q > 1)
+             sum_c mem_c x[c, d] <= cap_d                            memory (Fig. 3 (3))
+             z_v >= z_u,  z_v >= w_u - w_v  (u -> v),  z_v + w_v <= 1   contiguity (Lemma 4.1)
+             in[g, b] >= w[v, b] - w[u, b],  out[g, b] >= w[u, b] - w[v, b]   copies (Fig. 3 (10))
+             E_b >= S_b + sum_g cost_g (in[g, b] + out[g, b]) + sum_v acc_v w[v, b]   duration (Fig. 3 (11))
+             S_(d,p) >= E_(d,p-1)                                    serial subgraphs (Fig. 4)
+             S_b >= F_src(g)  if in[g, b] = 1                        invocation (Fig. 3 (9))
+             F_v >= E_b  if w[v, b] = 1;  F_v >= F_u + cpu_v (1 - sum_d x[v, d])   finish times
+             T >= F_sink,  T >= E_b                                  latency
+
+    A block lasts at least one time unit when used (``used[b]``), so that blocks cannot wait on each
+    other in a cycle at zero cost; the result's ``bound_slack`` (one unit per block) keeps bounds valid.
+    Valid inequalities: the path-work rows (``path_rows``) and, on identical accelerators, the symmetry
+    rows (``symmetry``); ``False`` leaves them out, for measurements. The cluster has an accelerator
+    (without one the only placement puts every node on a CPU: no program is needed).
 
     Examples
     --------
@@ -192,10 +216,13 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
     ([0, 0, 1], [1, 0, -1])
     """
     check_param(cluster.accelerators > 0, "cluster", "latency_ip", "a cluster with an accelerator", cluster)
-    data = prepare(graph, cluster, q, upper, lower)
+    data = prepare(graph, cluster, q, upper, lower, settings)
     n, k, C, G = graph.n, cluster.accelerators, data.classes, len(data.cost)
     cls, src, dst, group = data.cls, graph.src, graph.dst, graph.edge_group
     unit, H = 1.0 / data.scale, data.high / data.scale  # H: the horizon, also every big-M of the indicators
+    cpu = data.cpu / data.scale
+    acc = np.where(data.allowed[cls], data.acc, 0) / data.scale  # (n, k)
+    cost = data.cost / data.scale
     m = Model(f"latency, q={q}")
 
     # ---- Variables -------------------------------------------------------------------------------
@@ -213,8 +240,17 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
     end = m.add_vars((k, q), ub=H, name="E: end of (d, p)")
     finish = m.add_vars(n, lb=data.head / data.scale, ub=H, name="F: finish of v")
     T = m.add_vars(1, lb=data.low / data.scale, ub=H, name="T: latency")[0]
+    index = {"x": x, "w": w, "z": z, "in": cin, "out": cout, "S": start, "E": end, "F": finish, "T": np.array(T)}
+    if used is not None:
+        index["used"] = used
+    if path_rows:  # C_v: the path work up to v; X[e, d]: the costly edge e crosses accelerator d's boundary
+        costly = np.flatnonzero((cost[group] > 0) & (cls[src] != cls[dst]))
+        index["C"] = m.add_vars(n, lb=data.head / data.scale, ub=H, name="C: path work to v")
+        index["X"] = m.add_vars((len(costly), k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="X: edge crosses acc d")
+        index["costly"] = costly
+    if symmetry and data.identical:  # P[c, d]: accelerator d holds a class <= c
+        index["P"] = m.add_vars((C, k - 1), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="P: acc d holds a class <= c")
     on_acc = x[cls]  # (n, k): the node's accelerator indicators
-    cpu = data.cpu / data.scale
 
     # ---- Assignment (Fig. 3 (1)): each class on at most one accelerator, else a CPU ---------------
     m.add_terms("assignment", (x, 1.0), lb=0.0 if cluster.cpus else 1.0, ub=1.0)
@@ -239,8 +275,6 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
     m.add_terms("copy out: out_g >= w_u - w_v", (cout[group].reshape(-1), 1.0), (ws, -1.0), (wd, 1.0), lb=0.0)
 
     # ---- Duration (Fig. 3 (11)): E >= S + copies in + compute + copies out (+ one unit if used) ----
-    acc = np.where(data.allowed[cls], data.acc, 0) / data.scale  # (n, k)
-    cost = data.cost / data.scale
     blocks = np.arange(k * q)
     m.add_terms("duration", (end.reshape(-1), 1.0), (start.reshape(-1), -1.0),
                 (w.transpose(1, 2, 0).reshape(k * q, n), -np.repeat(acc.T, q, axis=0)),
@@ -285,14 +319,9 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
 
     # ---- Path work (valid inequalities): along any path nodes compute one after another, and each -
     #      device boundary it crosses is copied out and in: C_v >= C_u + work_v + c_uv sum_d |x_ud - x_vd|.
-    index = {"x": x, "w": w, "z": z, "in": cin, "out": cout, "S": start, "E": end, "F": finish, "T": np.array(T)}
-    if used is not None:
-        index["used"] = used
     if path_rows:
-        C_ = m.add_vars(n, lb=data.head / data.scale, ub=H, name="C: path work to v")
-        costly = np.flatnonzero((cost[group] > 0) & (cls[src] != cls[dst]))
+        C_, X, costly = index["C"], index["X"], index["costly"]
         plain = np.setdiff1d(np.arange(len(src)), costly)
-        X = m.add_vars((len(costly), k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="X: edge crosses acc d")
         extra = acc - cpu[:, None]  # work_v = cpu_v + sum_d (acc_vd - cpu_v) x_vd
         m.add_terms("path work: C_v >= work_v", (C_, 1.0), (on_acc, -extra), lb=cpu)
         m.add_terms("path work: C_v >= C_u + work_v", (C_[dst[plain]], 1.0), (C_[src[plain]], -1.0),
@@ -304,13 +333,12 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
             m.add_terms(f"path work: {name}", (X.reshape(-1), 1.0), (on_acc[u].reshape(-1), -sign),
                         (on_acc[v].reshape(-1), sign), lb=0.0)
         m.add_terms("path work: T >= C_v + tail_v", (np.full(n, T), 1.0), (C_, -1.0), lb=data.tail / data.scale)
-        index.update(C=C_, X=X, costly=costly)
 
     # ---- Symmetry (identical accelerators): accelerator d+1 holds a class only if d holds an earlier one
     #      P_cd = 1 when d holds a class <= c:  P_cd >= P_(c-1)d, P_cd >= x_cd, P_cd <= P_(c-1)d + x_cd;
     #      x_c(d+1) <= P_(c-1)d.
-    if symmetry and data.identical:
-        P = m.add_vars((C, k - 1), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="P: acc d holds a class <= c")
+    if "P" in index:
+        P = index["P"]
         m.add_terms("symmetry: P >= x", (P.reshape(-1), 1.0), (x[:, :-1].reshape(-1), -1.0), lb=0.0)
         m.add_terms("symmetry: P rises", (P[1:].reshape(-1), 1.0), (P[:-1].reshape(-1), -1.0), lb=0.0)
         m.add_terms("symmetry: P <= P_prev + x", (P[1:].reshape(-1), 1.0), (P[:-1].reshape(-1), -1.0),
@@ -318,7 +346,6 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
         m.add_terms("symmetry: P_0 <= x_0", (P[0], 1.0), (x[0, :-1], -1.0), ub=0.0)
         m.add_terms("symmetry: x_c(d+1) <= P_(c-1)d", (x[1:, 1:].reshape(-1), 1.0), (P[:-1].reshape(-1), -1.0), ub=0.0)
         m.add_terms("symmetry: class 0 on acc 0 or a CPU", (x[0, 1:], 1.0), ub=0.0)
-        index["P"] = P
 
     # ---- Objective: the latency ---------------------------------------------------------------------
     m.minimize([T], [1.0])

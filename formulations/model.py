@@ -1,44 +1,10 @@
 """The solver-neutral form every formulation is written in: a small sparse-matrix model (cvxpy's way).
 
-A :class:`Model` holds
-
-* variables: lower and upper bounds and a :class:`Kind` each (continuous, integer, or
-  *implied integer*: continuous for LP-based MIP solvers, integer for CP-SAT; use it for
-  a variable that is integral in every solution with integral integer variables, such as
-  the products ``x * c`` a linearization introduces);
-* linear rows ``lb <= A x <= ub``, added a block at a time from coordinate triplets
-  (numpy arrays, so a formulation builds thousands of rows in one call);
-* *indicator* rows: ``lb <= a x <= ub`` enforced only when a binary variable takes a given
-  value. CP-SAT turns them into enforcement literals; MIP solvers into big-M rows with the
-  per-row constants ``big_m`` the formulation supplies (it knows its own bounds, a generic
-  bound propagation would be weaker);
-* a linear objective to minimize (with a constant offset).
-
-Solver adapters (``exactplace.solvers``) translate it; :meth:`Model.csr` gives the
-compressed rows they pass on (HiGHS takes the arrays as they are).
-
-Why not OR-Tools MathOpt: MathOpt builds a model one Python object per variable and per
-linear expression, so the build cost grows with the interpreter, where the triplets here are
-numpy arrays end to end; MathOpt cannot drive CBC, and the CP-SAT translation (scaling to
-integers, hints, enforcement literals) is ours to control. The build times of both forms
-are measured by ``benchmarks/bench_mip.py --build``.
-
-How a formulation plugs in (for another objective): write a module in ``formulations/``
-with a builder ``build(...) -> Model`` that creates its variables with :meth:`Model.add_vars`
-(keeping the index arrays it needs for decoding), adds each constraint family with one
-:meth:`Model.add_rows` / :meth:`Model.add_indicators` call, sets :meth:`Model.minimize`,
-and a decoder from the solution values to a device array (and, for warm starts, an
-encoder from a device array to values). ``exactplace.solvers.solve_model`` then
-solves it on any solver.
-
-Examples
---------
->>> m = Model("knapsack")
->>> x = m.add_vars(3, ub=1, kind=Kind.INTEGER, name="x")
->>> _ = m.add_rows("capacity", 1, ub=[4.0], rows=np.zeros(3, dtype=int), cols=x, vals=[2.0, 3.0, 1.0])
->>> m.minimize(x, [-5.0, -6.0, -2.0])
->>> m.num_vars, m.num_rows, m.csr()[0].tolist()
-(3, 1, [0, 3])
+A :class:`Model` holds variables (bounds and a :class:`Kind` each), linear rows ``lb <= A x <= ub``
+added a block at a time from coordinate triplets (numpy arrays: a formulation builds thousands of
+rows in one call), *indicator* rows enforced only when a binary variable takes a given value, and a
+linear objective to minimize. Solver adapters (``exactplace.solvers``) translate it; the class
+docstring says how a new formulation plugs in.
 """
 
 from __future__ import annotations
@@ -92,7 +58,41 @@ def _array(x: object, n: int, dtype: type = np.float64) -> np.ndarray:
 
 
 class Model:
-    """A minimization MIP in sparse form; see the module docstring."""
+    """A minimization MIP in sparse form.
+
+    * variables: lower and upper bounds and a :class:`Kind` each (continuous, integer, or *implied
+      integer*: continuous for LP-based MIP solvers, integer for CP-SAT; for a variable that is
+      integral in every solution with integral integer variables, such as the products ``x * c`` a
+      linearization introduces);
+    * linear rows ``lb <= A x <= ub`` from triplets, duplicates summed; :meth:`csr` gives the
+      compressed rows adapters pass on (HiGHS takes the arrays as they are);
+    * indicator rows ``lb <= a x <= ub`` enforced only when a binary variable takes a given value.
+      CP-SAT turns them into enforcement literals; MIP solvers into big-M rows with the per-row
+      constants ``big_m`` the formulation supplies (it knows its own bounds, a generic bound
+      propagation would be weaker);
+    * a linear objective to minimize (with a constant offset).
+
+    How a formulation plugs in (for another objective): a module in ``formulations/`` with a builder
+    ``build(...) -> Model`` that creates its variables with :meth:`add_vars` (keeping the index arrays
+    it needs for decoding), adds each constraint family with one :meth:`add_rows` / :meth:`add_terms` /
+    :meth:`add_indicators` call, sets :meth:`minimize`, and a decoder from the solution values to a
+    device array (and, for warm starts, an encoder from a device array to values).
+    ``exactplace.solvers.solve_model`` then solves it on any solver.
+
+    Why not OR-Tools MathOpt: MathOpt builds a model one Python object per variable and per linear
+    expression, so the build cost grows with the interpreter, where the triplets here are numpy arrays
+    end to end; MathOpt cannot drive CBC, and the CP-SAT translation (scaling to integers, hints,
+    enforcement literals) is ours to control (``benchmarks/bench_mip.py --build`` times both forms).
+
+    Examples
+    --------
+    >>> m = Model("knapsack")
+    >>> x = m.add_vars(3, ub=1, kind=Kind.INTEGER, name="x")
+    >>> _ = m.add_rows("capacity", 1, ub=[4.0], rows=np.zeros(3, dtype=int), cols=x, vals=[2.0, 3.0, 1.0])
+    >>> m.minimize(x, [-5.0, -6.0, -2.0])
+    >>> m.num_vars, m.num_rows, m.csr()[0].tolist()
+    (3, 1, [0, 3])
+    """
 
     def __init__(self, name: str = "model") -> None:
         self.name = name

@@ -1,35 +1,51 @@
 """Bin packing of colour classes into the accelerators' memory: does any assignment fit?
 
-Variables ``x[c, d]`` (class ``c`` on accelerator ``d``); each class on exactly one
-accelerator; each accelerator's classes within its memory; no objective (a feasibility
-question). With identical accelerators class 0 goes on the first (any packing can be
-renamed so). Sizes are rounded *down* and capacities *up* to integers at ``2**30`` of the
-largest, so every solver decides exactly, "infeasible" is a proof for the real sizes, and a
-packing found must be checked against the real sizes (:func:`packs`).
-
->>> from exactplace.solvers import solve_model
->>> model, x = packing(np.array([3.0, 3.0, 2.0]), np.array([5.0, 5.0]))
->>> out = solve_model(model, "highs")
->>> out.status.value, sorted(np.bincount(np.argmax(out.values[x], axis=1), minlength=2).tolist())
-('optimal', [1, 2])
+A feasibility question, solved exactly in integers (:func:`packing`); a packing found is checked
+against the real sizes (:func:`packs`). Used to decide whether a placement within memory exists.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from .model import Kind, Model
 
-__all__ = ["packing", "packs"]
-
-#: The largest size or capacity is this many units.
-RESOLUTION = 2**30
+__all__ = ["DEFAULT_PACKING", "PackingSettings", "packing", "packs"]
 
 
-def packing(sizes: np.ndarray, capacities: np.ndarray) -> tuple[Model, np.ndarray]:
-    """The packing model of ``sizes`` (per class) into ``capacities`` (per accelerator), and ``x``'s indices."""
+@dataclass(frozen=True)
+class PackingSettings:
+    """How :func:`packing` scales sizes to integers."""
+
+    resolution: float = 2**30
+    """The largest size or capacity is this many units."""
+
+
+DEFAULT_PACKING = PackingSettings()
+
+
+def packing(sizes: np.ndarray, capacities: np.ndarray,
+            settings: PackingSettings = DEFAULT_PACKING) -> tuple[Model, np.ndarray]:
+    """The packing model of ``sizes`` (per class) into ``capacities`` (per accelerator), and ``x``'s indices::
+
+        sum_d x[c, d] = 1                  each class on exactly one accelerator
+        sum_c size_c x[c, d] <= cap_d      each accelerator's classes within its memory
+        x[0, 0] = 1                        identical accelerators: class 0 on the first (any packing renames so)
+        x binary; no objective
+
+    Sizes are rounded *down* and capacities *up* to integers at ``settings.resolution`` of the largest,
+    so every solver decides exactly and "infeasible" is a proof for the real sizes.
+
+    >>> from exactplace.solvers import solve_model
+    >>> model, x = packing(np.array([3.0, 3.0, 2.0]), np.array([5.0, 5.0]))
+    >>> out = solve_model(model, "highs")
+    >>> out.status.value, sorted(np.bincount(np.argmax(out.values[x], axis=1), minlength=2).tolist())
+    ('optimal', [1, 2])
+    """
     classes, k = len(sizes), len(capacities)
-    scale = RESOLUTION / max(float(capacities.max(initial=0.0)), float(sizes.max(initial=0.0)), 1e-300)
+    scale = settings.resolution / max(float(capacities.max(initial=0.0)), float(sizes.max(initial=0.0)), 1e-300)
     size = np.floor(sizes * scale)
     cap = np.ceil(capacities * scale)
     m = Model("packing")

@@ -1,31 +1,15 @@
 """The LP relaxation of scheduling with small communication times (SCT), as Baechi's m-SCT uses it.
 
-Variables: ``x[e] in [0, 1]`` per edge ``e = (i, j)`` (1: the edge pays its delay; 0: ``j``
-is ``i``'s *favorite child*, run right after ``i`` on the same device), start times
-``s[i] >= 0`` and the makespan ``w``.
-
-* precedence: ``s[i] + p[i] + d[e] * x[e] <= s[j]`` for every edge;
-* one favorite child: ``sum_j x[i, j] >= outdeg(i) - 1``;
-* one favorite parent: ``sum_i x[i, j] >= indeg(j) - 1``;
-* makespan: ``s[i] + p[i] <= w``; minimize ``w``.
-
-Baechi (after Hanen and Munier) takes the delay ``d`` to be the communication cost ``c``;
-``w`` is then a lower bound on the makespan only when every communication time is at most
-every processing time (the SCT assumption) and every edge between devices pays its cost.
-The published graphs break both (zero-time nodes with costly edges; CPU cores read each
-other's results for free), so :func:`edge_delays` lowers each ``d[e]`` to what *every*
-schedule of the simulator (:mod:`exactplace.evaluators.makespan`) must pay, which makes
-``w`` a lower bound on any graph, placement, execution order and number of devices.
-When the SCT assumption holds and no two CPU cores are available, ``d = c``: Baechi's LP.
-
->>> from exactplace.core.graph import Graph, Node
->>> g = Graph([Node(0, 1, 2, comm=1), Node(1, 1, 3), Node(2, 1, 4)], [(0, 1), (0, 2)])
->>> p = np.array([2.0, 3.0, 4.0])
->>> edge_delays(g, p, cpu_slack=None).tolist()   # c = 1 is below the sibling's 3 and 4
-[1.0, 1.0]
->>> lp = sct_lp(g, p, edge_delays(g, p, cpu_slack=None))
->>> lp.model.num_vars, lp.model.num_rows   # 2 edges, 3 starts, w; 2 + 1 + 0 + 3 rows
-(6, 6)
+Baechi (after Hanen and Munier) rounds the LP of :func:`sct_lp` into *favorite children*
+(:func:`favorite_children`): the child run right after its parent on the same device, without the
+edge's delay. Baechi takes the delay to be the communication cost; its ``w`` is then a lower bound
+on the makespan only when every communication time is at most every processing time (the SCT
+assumption) and every edge between devices pays its cost. The published graphs break both
+(zero-time nodes with costly edges; CPU cores read each other's results for free), so
+:func:`edge_delays` lowers each delay to what *every* schedule of the simulator
+(:mod:`exactplace.evaluators.makespan`) must pay, which makes ``w`` a lower bound on any graph,
+placement, execution order and number of devices. When the SCT assumption holds and no two CPU
+cores are available, the delays are the costs: Baechi's LP.
 """
 
 from __future__ import annotations
@@ -78,6 +62,11 @@ def edge_delays(graph: Graph, p: np.ndarray, cpu_slack: np.ndarray | None) -> np
     ``p``: at most one child has ``x = 0``. Likewise on ``j``'s device every parent but the
     last finishes at least the last one's ``p`` before ``j`` starts: at most one parent has
     ``x = 0``.
+
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(0, 1, 2, comm=1), Node(1, 1, 3), Node(2, 1, 4)], [(0, 1), (0, 2)])
+    >>> edge_delays(g, np.array([2.0, 3.0, 4.0]), cpu_slack=None).tolist()   # c = 1 is below the sibling's 3 and 4
+    [1.0, 1.0]
     """
     delay = np.minimum(graph.edge_cost, _least_among_others(graph.src, p[graph.dst], graph.n))
     delay = np.minimum(delay, _least_among_others(graph.dst, p[graph.src], graph.n))
@@ -87,18 +76,40 @@ def edge_delays(graph: Graph, p: np.ndarray, cpu_slack: np.ndarray | None) -> np
 
 
 def sct_lp(graph: Graph, p: np.ndarray, delay: np.ndarray) -> SctLP:
-    """The SCT LP of ``graph`` with processing times ``p`` (per node position) and edge delays ``delay``."""
+    """The SCT LP of ``graph`` with processing times ``p`` (per node position) and edge delays ``delay``::
+
+        min  w
+        s.t. s[i] + p[i] + d[e] x[e] <= s[j]       precedence, every edge e = (i, j)
+             sum_j x[i, j] >= outdeg(i) - 1        one favorite child
+             sum_i x[i, j] >= indeg(j) - 1         one favorite parent
+             s[i] + p[i] <= w                      makespan
+             0 <= x <= 1,  s >= 0
+
+    ``x[e] = 1``: the edge pays its delay; ``x[e] = 0``: ``j`` is ``i``'s favorite child, run right after
+    ``i`` on the same device.
+
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(0, 1, 2, comm=1), Node(1, 1, 3), Node(2, 1, 4)], [(0, 1), (0, 2)])
+    >>> p = np.array([2.0, 3.0, 4.0])
+    >>> lp = sct_lp(g, p, edge_delays(g, p, cpu_slack=None))
+    >>> lp.model.num_vars, lp.model.num_rows   # 2 edges, 3 starts, w; 2 + 1 + 0 + 3 rows
+    (6, 6)
+    """
     n, m = graph.n, graph.m
     model = Model("SCT LP relaxation")
     horizon = float(p.sum() + delay.sum())
+
+    # ---- Variables ----------------------------------------------------------------------------------------------
     x = model.add_vars(m, ub=1.0, name="x: edge pays its communication")
     s = model.add_vars(n, ub=horizon, name="s: start time")
     w = model.add_vars(1, ub=horizon, name="w: makespan")
+
+    # ---- Precedence: s[i] + d x - s[j] <= -p[i] -------------------------------------------------------------------
     e = np.arange(m)
-    # s[i] + d x - s[j] <= -p[i]
     model.add_rows("precedence", m, ub=-p[graph.src], rows=np.concatenate([e, e, e]),
                    cols=np.concatenate([s[graph.src], x, s[graph.dst]]),
                    vals=np.concatenate([np.ones(m), delay, -np.ones(m)]))
+    # ---- One favorite child, one favorite parent: sum x >= degree - 1 (degree 2 or more) ----------------------
     for label, end in (("one favorite child", graph.src), ("one favorite parent", graph.dst)):
         degree = np.bincount(end, minlength=n)
         nodes = np.flatnonzero(degree >= 2)  # degree 1 gives x >= 0, already a bound
@@ -108,6 +119,7 @@ def sct_lp(graph: Graph, p: np.ndarray, delay: np.ndarray) -> SctLP:
             keep = local[end] >= 0
             model.add_rows(label, len(nodes), lb=(degree[nodes] - 1).astype(float), rows=local[end[keep]],
                            cols=x[keep], vals=1.0)
+    # ---- Makespan: s[i] - w <= -p[i]; the objective --------------------------------------------------------------
     model.add_rows("makespan", n, ub=-p, rows=np.concatenate([np.arange(n)] * 2),
                    cols=np.concatenate([s, np.full(n, w[0])]), vals=np.concatenate([np.ones(n), -np.ones(n)]))
     model.minimize(w, [1.0])
