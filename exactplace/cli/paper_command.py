@@ -26,8 +26,8 @@ OUT_DIR = "paper_tables"
 
 
 def _command_paper_tables(args: argparse.Namespace) -> int:
-    from exactplace.cli.files import check_output_dir
     from exactplace.cli.progress import elapsed
+    from exactplace.io.paths import check_output_dir
     from exactplace.paper import DEFAULT_WORKLOADS, read_reference, run_tables, summary
 
     only = [name.strip() for name in args.only.split(",") if name.strip()] if args.only is not None else None
@@ -60,7 +60,7 @@ def _command_paper_tables(args: argparse.Namespace) -> int:
 def _check_tables(out_dir: Path, rows: Sequence[Row], reference: Path) -> None:
     """Before any work: each file the run may write into an existing ``out_dir`` (a partial table too) can be
     written (not a directory, ...) and is none of the inputs."""
-    from exactplace.cli.files import check_output
+    from exactplace.io.paths import check_output
     from exactplace.paper import COLUMNS, partial_name, table_files
 
     if not out_dir.is_dir():
@@ -80,6 +80,7 @@ def _write_tables(out_dir: Path, tables: PaperTables) -> tuple[list[str], list[s
     :func:`~exactplace.paper.partial_name` beside them, so that a complete table is never
     replaced by one with cells not run.
     """
+    from exactplace.io.paths import write_file
     from exactplace.paper import COLUMNS, partial_name, table_files
 
     files = tables.files()
@@ -91,22 +92,12 @@ def _write_tables(out_dir: Path, tables: PaperTables) -> tuple[list[str], list[s
         kept += taken
         for name in names:
             target = partial_name(name) if taken else name
-            if not _write(out_dir / target, files[name], replace=not tables.interrupted or bool(taken)):
+            if not write_file(out_dir / target, files[name], replace=not tables.interrupted or bool(taken)):
                 kept.append(name)  # it appeared during the run: kept too
                 target = partial_name(name)
-                _write(out_dir / target, files[name], replace=True)
+                write_file(out_dir / target, files[name], replace=True)
             written.append(target)
     return written, kept
-
-
-def _write(path: Path, text: str, *, replace: bool) -> bool:
-    """``write_output``, with an error naming ``path`` (the user's file), never the temporary file beside it."""
-    from exactplace.cli.files import write_output
-
-    try:
-        return write_output(str(path), text, replace=replace)
-    except OSError as error:
-        raise OSError(error.errno, error.strerror, str(path)) from None
 
 
 def add_command(commands: Any, positive: Any) -> None:

@@ -27,10 +27,11 @@ def _command_replay(args: argparse.Namespace) -> int:
 
 
 def _command_regress(args: argparse.Namespace) -> int:
+    from exactplace.plot import against_baseline
     from exactplace.regress import regress
 
     return regress(args.suite, baseline=args.baseline, report_dir=args.report_dir,
-                   update_baseline=args.update_baseline, ray_address=args.ray)
+                   update_baseline=args.update_baseline, ray_address=args.ray, draw=against_baseline)
 
 
 def _at_least(low: int) -> Any:

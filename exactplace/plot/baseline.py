@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from exactplace.plot.style import WIDTH, new_figure
+from exactplace.plot.style import WIDTH, new_figure, pyplot
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -44,6 +44,7 @@ def against_baseline(cases: Sequence[str], ratios: Sequence[dict[str, float | No
     >>> [ax.get_xlabel() for ax in fig.axes]
     ['value / baseline', 'measured / baseline']
     """
+    pyplot()  # the install hint, not an ImportError, when matplotlib is missing
     from matplotlib.patches import Patch
 
     quantities = [q for q in ("value", "measured") if any(r.get(q) is not None for r in ratios)] or ["value"]
