@@ -1,10 +1,10 @@
 """The branch-and-price's dive: branching on pairs of classes alone against the dive first (the default), side by side.
 
-One branch-and-price (``set_bound._branch_and_price``) at a threshold, from the DP's split and the single classes,
-both ways in one run, one row each: its verdict (``split``: a split within the threshold found; ``refuted``;
-``stopped`` at the time limit), the split's max load (the evaluator's), the seconds, the branch nodes and the dive's
-generations, then the ratio of the seconds (pairs alone / with the dive) when the dive found a split (``>``: pairs
-alone found none within the time limit). A threshold above the optimum is the case the dive is for (``L / (1 -
+One branch-and-price (``exactplace.bounds.device_sets.branching.branch_and_price``) at a threshold, from the DP's split
+and the single classes, both ways in one run, one row each: its verdict (``split``: a split within the threshold found;
+``refuted``; ``stopped`` at the time limit), the split's max load (the evaluator's), the seconds, the branch nodes and
+the dive's generations, then the ratio of the seconds (pairs alone / with the dive) when the dive found a split (``>``:
+pairs alone found none within the time limit). A threshold above the optimum is the case the dive is for (``L / (1 -
 rel_gap)`` in the relay, a bound ``L`` proven); below it both refute, the dive's generations the cost.
 
 Run: ``python benchmarks/bench_dive.py layer_resnet50_inference:33.22534 --seconds 600`` (a name from
@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import argparse
 import time
+from unittest.mock import patch
 
 import numpy as np
 from bench_set_pricing import threshold_cases
 from exactplace.formulations.device_sets import SetRelaxation, frontier_order
 
 from exactplace import Workload, max_load
-from exactplace.bounds import device_sets as sb
+from exactplace.bounds.device_sets import branching
+from exactplace.bounds.device_sets.branching import branch_and_price as tree
+from exactplace.bounds.device_sets.columns import Pool
 
 
 def branch_and_price(w: Workload, sets: SetRelaxation, seed: np.ndarray, threshold: float, seconds: float,
@@ -29,14 +32,15 @@ def branch_and_price(w: Workload, sets: SetRelaxation, seed: np.ndarray, thresho
     """One branch-and-price: (verdict, the split's max load or None, seconds, nodes, dive generations)."""
     counts = {"pricings": 0, "nodes": 0, "thresholds": 0}
     started = time.monotonic()
-    with_dive = sb._dive
-    if not dive:
-        sb._dive = lambda *_: None
+    no_dive = patch.object(branching, "dive", lambda *_, **__: None) if not dive else None
+    if no_dive is not None:
+        no_dive.start()
     try:
-        verdict, device = sb._branch_and_price(sets, frontier_order(sets), sb._Pool.seeded(sets, (seed,)), threshold,
-                                               started + seconds, None, counts, lambda: False, lambda _: None)
+        verdict, device = tree(sets, frontier_order(sets), Pool.seeded(sets, (seed,)), threshold, started + seconds,
+                               None, counts, lambda: False, lambda _: None)
     finally:
-        sb._dive = with_dive
+        if no_dive is not None:
+            no_dive.stop()
     value = None if device is None else max_load(w.graph, w.cluster, device[sets.unit])
     return verdict, value, time.monotonic() - started, counts["nodes"], counts.get("dives", 0)
 

@@ -4,12 +4,12 @@
 The pricing (``dp_native/set_pricing.hpp``) raises its floor most of the way to the value of a greedy set and of any
 partial set it meets that is a set as it stands: the same maximum, fewer states alive. This script records the
 accelerators' pricings of a set-bound run on each workload (the duals its generation met, at its thresholds), then
-prices each again both ways and prints one row per workload: the calls, seconds each way, their ratio, whether
-every maximum agreed (to 1e-9, relative; where both ended) and how many pricings each way stopped at the memory budget
-(``set_bound.PRICING_MEMORY``; the recorded run's pricings at smoothed duals are cut short by time, here they are not).
-With ``--against REV`` the other way is REV's ``dp_native/set_pricing.cpp``,
-built with g++ as a module of its own (``benchmarks/pricing_baseline_binding.cpp``, for the ``SetPricer`` interface as
-of stop 40), both with the floor raised; the two alternate first from call to call.
+prices each again both ways and prints one row per workload: the calls, seconds each way, their ratio, whether every
+maximum agreed (to 1e-9, relative; where both ended) and how many pricings each way stopped at the memory budget
+(``pricing_memory`` of ``DeviceSetSettings``; the recorded run's pricings at smoothed duals are cut short by time, here
+they are not). With ``--against REV`` the other way is REV's ``dp_native/set_pricing.cpp``, built with g++ as a module
+of its own (``benchmarks/pricing_baseline_binding.cpp``, for the older ``SetPricer`` interface), both with the floor
+raised; the two alternate first from call to call.
 
 With ``--instance-against REV`` both ways are this tree's DP, on REV's instance (its communication groups and its
 class order, ``formulations/device_sets.py``) and on this tree's: the same classes, so the same duals.
@@ -38,6 +38,7 @@ from exactplace.formulations.device_sets import SetRelaxation, frontier_order
 
 from exactplace import Workload, read_workload, solve
 from exactplace.bounds import device_sets as sb
+from exactplace.bounds.device_sets.pricing import capacity, native_instance
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "workloads" / "throughput"
@@ -151,9 +152,8 @@ def main() -> None:
             ways = (lambda d, t, f, k, other=other_pricer: other.price(d, t, f, k)[0],
                     lambda d, t, f, k, pricer=pricer: pricer.price(d, t, f, k)[0])
         elif baseline is not None:
-            other = baseline.SetPricer(**sb._native_instance(sets.acc, sets.on_acc, sets.group_cost, sets.members,
-                                                            order))
-            ways = (lambda d, t, f, k, other=other: other.price(d, sb._capacity(t), f, k),
+            other = baseline.SetPricer(**native_instance(sets.acc, sets.on_acc, sets.group_cost, sets.members, order))
+            ways = (lambda d, t, f, k, other=other: other.price(d, capacity(t), f, k),
                     lambda d, t, f, k, pricer=pricer: pricer.price(d, t, f, k)[0])
         else:
             ways = (lambda d, t, f, k, pricer=pricer: pricer.price(d, t, f, k, raise_floor=False)[0],
@@ -168,7 +168,7 @@ def main() -> None:
                 started = time.perf_counter()
                 try:
                     values[way] = ways[way](duals, threshold, floor, keep)
-                except TimeoutError:  # past the pricing's memory budget (sb.PRICING_MEMORY)
+                except TimeoutError:  # past the pricing's memory budget (pricing_memory)
                     stopped[way] += 1
                 seconds[way] += time.perf_counter() - started
             if values[0] is not None and values[1] is not None:

@@ -1,211 +1,38 @@
-"""The device-set relaxation (formulations/device_sets.py) and its column-generation bound (bounds/device_sets.py).
+"""The device-set bound (bounds/device_sets/): its column generation, master, branching and threshold search.
 
-The pricing dynamic program (C++) against every subset of classes and against the pure-Python DP it replaced
-(``set_pricing_oracle``) on the shared workloads; the bound against brute force's optimum (a
-refuted threshold must lie below every split's max load); the relay's use of it in ``method="mip"``.
+The bound against brute force's optimum (a refuted threshold must lie below every split's max load), branching and
+diving against it too, the generation's fallbacks when a pricing runs past its cap, the rounding of masters to legal
+splits; the relay's use of it in ``method="mip"``. The pricing and the relaxation itself: ``test_set_pricing.py``.
 """
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import threading
-from pathlib import Path
 from time import monotonic
 from unittest.mock import patch
 
 import numpy as np
 import pytest
-from exactplace.formulations.device_sets import (
-    SetRelaxation,
-    _greedy_order,
-    first_node_positions,
-    frontier_order,
-    lightest_heavy_set,
-    order_cost,
-)
+from exactplace.formulations.device_sets import SetRelaxation, frontier_order
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima
-from set_pricing_oracle import Pricer as PythonPricer
-from strategies import any_graphs, banded_graph, brute_force_graphs, clusters, dags
+from strategies import banded_graph, brute_force_graphs, clusters, dags
 
 from exactplace import Cluster, Status, check_feasibility, max_load, read_workload, solve, workload_path
-from exactplace.bounds import device_sets as set_bound_module
-from exactplace.bounds.device_sets import (
-    APPROACH,
-    HEAVIEST_MARGIN,
-    SMOOTHING,
-    SMOOTHING_CAP,
-    Pricer,
-    _adapted_weight,
-    _Branch,
-    _capacity,
-    _Column,
-    _dive,
-    _Pool,
-    _refute,
-    _rounded_split,
-    _work_center,
-    heaviest_bound,
-    set_bound,
-    set_bound_applies,
-)
+from exactplace.bounds.device_sets import DEFAULT_DEVICE_SETS, Pricer, heaviest_bound, set_bound, set_bound_applies
+from exactplace.bounds.device_sets import diving as diving_module
+from exactplace.bounds.device_sets import threshold as threshold_module
+from exactplace.bounds.device_sets.columns import Column, Pool
+from exactplace.bounds.device_sets.diving import dive
+from exactplace.bounds.device_sets.generation import Generation, refute
+from exactplace.bounds.device_sets.master import Master
+from exactplace.bounds.device_sets.node import Branch
+from exactplace.bounds.device_sets.rounding import rounded_split
 from exactplace.core.errors import ParameterError
 from exactplace.core.graph import Graph, Node
 from exactplace.evaluators.max_load import device_loads
-
-
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(any_graphs(max_nodes=7, max_forward=3), st.integers(0, 2**31), st.floats(0.5, 30.0),
-       st.sampled_from([0.0, 0.5, 1.0]))
-def test_pricing_is_the_best_subset(graph: Graph, seed: int, threshold: float, floor: float) -> None:
-    """max pi(S) over the class sets within the threshold (none holding both classes of a pair kept apart, as a
-    branch asks), by the DP = by enumeration (above the floor), its sets within the threshold, and each set's
-    load the evaluator's."""
-    cluster = Cluster(1, memory=1e9, cpus=1)
-    sets = SetRelaxation.of(graph, cluster)
-    assume(sets.classes <= 9)
-    rng = np.random.default_rng(seed)
-    duals = rng.uniform(-0.5, 1.0, sets.classes)
-    apart = tuple(tuple(int(c) for c in rng.choice(sets.classes, 2, replace=False))
-                  for _ in range(int(rng.integers(0, 3)) if sets.classes >= 2 else 0))
-    order = frontier_order(sets)
-    assert sorted(order.tolist()) == list(range(sets.classes))
-    best = -np.inf
-    for index, bits in enumerate(itertools.product((False, True), repeat=sets.classes)):
-        chosen = np.array(bits, dtype=bool)
-        if not sets.on_acc[chosen].all() or any(chosen[a] and chosen[b] for a, b in apart):
-            continue
-        load = sets.load(chosen)
-        if index % 7 == 0:  # the relaxation's load is the evaluator's (on a sample: the evaluator is slower)
-            assert load == pytest.approx(device_loads(graph, cluster, np.where(chosen[sets.unit], 0, 1)).load()[0],
-                                         abs=1e-9)
-        if load <= threshold:
-            best = max(best, float(duals[chosen].sum()))
-    pricer = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, order, apart)
-    value, found = pricer.price(duals, threshold, floor)
-    assert pricer.ceiling(duals, threshold) >= best - 1e-9  # (an upper bound on every set within the threshold)
-    assert value == pytest.approx(pricer.price(duals, threshold, floor, raise_floor=False)[0], abs=1e-12)
-    if best > floor + 1e-9:
-        assert value == pytest.approx(best, abs=1e-9)
-        assert found and float(duals[found[0]].sum()) == pytest.approx(best, abs=1e-9)
-    else:
-        assert value <= floor + 1e-9 and not found
-    values = [float(duals[s].sum()) for s in found]
-    assert values == sorted(values, reverse=True) and all(v > floor for v in values)
-    assert all(sets.load(s) <= threshold + 1e-9 and sets.on_acc[s].all() for s in found)
-    assert not any(s[a] and s[b] for s in found for a, b in apart)
-
-
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(any_graphs(max_nodes=9, max_forward=3), st.integers(0, 2**31), st.floats(0.5, 30.0), st.integers(1, 4))
-def test_cover_sets_are_disjoint_legal_sets(graph: Graph, seed: int, threshold: float, count: int) -> None:
-    """The greedy cover: at most ``count`` disjoint, non-empty sets, each within the threshold by the evaluator's
-    load, of classes allowed on an accelerator, none holding a pair kept apart; the first holds a positive dual."""
-    cluster = Cluster(2, memory=1e9, cpus=1)
-    sets = SetRelaxation.of(graph, cluster)
-    rng = np.random.default_rng(seed)
-    duals = rng.uniform(-0.5, 1.0, sets.classes)
-    apart = tuple(tuple(int(c) for c in rng.choice(sets.classes, 2, replace=False))
-                  for _ in range(int(rng.integers(0, 3)) if sets.classes >= 2 else 0))
-    pricer = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, frontier_order(sets), apart)
-    found = pricer.cover(duals, threshold, count)
-    assert len(found) <= count
-    taken = np.zeros(sets.classes, dtype=int)
-    for chosen in found:
-        assert chosen.any() and sets.on_acc[chosen].all() and (duals[chosen] > 0).any()
-        assert not any(chosen[a] and chosen[b] for a, b in apart)
-        assert device_loads(graph, cluster, np.where(chosen[sets.unit], 0, 1)).load()[0] <= threshold + 1e-9
-        taken += chosen
-    assert (taken <= 1).all()
-
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "throughput"
-
-
-@pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/workloads")
-@pytest.mark.parametrize("name", ["layer_resnet50_inference", "layer_gnmt_training"])
-def test_native_pricing_equals_the_python_dp(name: str) -> None:
-    """On a shared workload, at duals as the generation meets them (around 1/k per class's share of the
-    work, some negative) and thresholds near the optimum: the same maximum as the Python DP, sets of that
-    value within the threshold, for the accelerators' pricing and the CPU cores' knapsack."""
-    w = read_workload(SHARED / f"{name}.json")
-    sets = SetRelaxation.of(w.graph, w.cluster)
-    order = frontier_order(sets)
-    rng = np.random.default_rng(7)
-    share = sets.acc / sets.acc.sum() * (w.cluster.accelerators + 0.1)
-    cpu_allowed = sets.cpu <= sets.acc.sum()
-    pricers = [(sets.acc, sets.on_acc, sets.group_cost, sets.members, order, 1.0),
-               (sets.cpu, cpu_allowed, np.zeros(0), [], np.arange(sets.classes), 0.0)]
-    for time, allowed, cost, members, processing, floor in pricers:
-        native, python = Pricer(time, allowed, cost, members, processing), PythonPricer(time, allowed, cost,
-                                                                                       members, processing)
-        for _ in range(4):
-            duals = share * rng.uniform(0.6, 1.4, sets.classes) - rng.uniform(0, 0.01, sets.classes)
-            threshold = float(rng.uniform(0.15, 0.2) * sets.acc.sum())
-            value, found = native.price(duals, threshold, floor, keep=5)
-            expected, _ = python.price(duals, threshold, floor, keep=5)
-            assert value == pytest.approx(expected, rel=1e-12, abs=1e-12)
-            assert found and float(duals[found[0]].sum()) == pytest.approx(value, rel=1e-12)
-            if members:
-                assert all(sets.load(s) <= threshold * (1 + 1e-9) for s in found)
-
-
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(any_graphs(max_nodes=7, max_forward=3), clusters(min_accelerators=1, max_accelerators=3, max_cpus=2),
-       st.floats(0.0, 30.0))
-def test_the_work_center_is_a_point_of_the_dual(graph: Graph, cluster: Cluster, threshold: float) -> None:
-    """The generation's first center (the packing bound's duals) needs no pricing: by enumeration, no accelerator set
-    within the threshold is worth more than 1 there, the CPU row's dual is at least the best CPU core's set (by its
-    fractional knapsack, within the heaviest class's worth of it), and its bound is Farley's at those duals."""
-    assume(cluster.is_homogeneous and not cluster.is_two_level)
-    sets = SetRelaxation.of(graph, cluster)
-    assume(sets.classes <= 9)
-    farley, duals, cpu_dual = _work_center(sets, threshold)
-    capacity = _capacity(threshold)  # (the pricings' tolerance)
-    best_acc, best_cpu = 0.0, 0.0
-    for bits in itertools.product((False, True), repeat=sets.classes):
-        chosen = np.array(bits, dtype=bool)
-        if sets.on_acc[chosen].all() and sets.load(chosen) <= capacity:
-            best_acc = max(best_acc, float(duals[chosen].sum()))
-        if (sets.cpu[chosen] <= threshold).all() and sets.cpu[chosen].sum() <= capacity:
-            best_cpu = max(best_cpu, float(duals[chosen].sum()))
-    assert (duals >= 0.0).all() and best_acc <= 1.0 + 1e-12
-    if sets.cpus:
-        assert best_cpu - 1e-9 <= -cpu_dual <= best_cpu + duals.max(initial=0.0) + 1e-9
-    else:
-        assert cpu_dual == 0.0
-    assert farley == pytest.approx(duals.sum() + sets.cpus * cpu_dual, abs=1e-9)
-
-
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(any_graphs(max_nodes=7, max_forward=3), st.floats(0.0, 1.0))
-def test_the_lightest_heavy_set_is_the_best_subset(graph: Graph, share: float) -> None:
-    """The MIP's optimum is, by enumeration, the least load of a class set holding ``need`` accelerator time (classes
-    no accelerator may hold left out; within the solver's tolerance on ``need``), and its set is one such."""
-    from exactplace.solvers import Request, solve_model
-
-    sets = SetRelaxation.of(graph, Cluster(2, memory=1e9, cpus=1))
-    assume(sets.classes <= 9)
-    total = float(sets.acc[sets.on_acc].sum())
-    need, tolerance = share * total, 1e-6 * max(1.0, total)
-
-    def least(holding: float) -> float:
-        return min((sets.load(chosen) for bits in itertools.product((False, True), repeat=sets.classes)
-                    if sets.on_acc[chosen := np.array(bits, dtype=bool)].all() and sets.acc[chosen].sum() >= holding),
-                   default=np.inf)
-
-    model, x = lightest_heavy_set(sets, need)
-    out = solve_model(model, "highs", Request(rel_gap=0.0))
-    assert out.status is Status.OPTIMAL  # (every class an accelerator may hold: at least ``need``)
-    chosen = out.values[x] > 0.5
-    # The bound, lowered as heaviest_bound lowers it, never above the least load; the set within HiGHS's absolute
-    # gap (1e-6), its load at most the model's (a group may be charged that the set does not cut).
-    assert least(need - tolerance) - 1e-9 <= out.bound
-    assert out.bound - HEAVIEST_MARGIN * (1.0 + abs(out.bound)) <= least(need)
-    assert out.objective <= least(need) + 1e-6
-    assert sets.on_acc[chosen].all() and sets.acc[chosen].sum() >= need - tolerance
-    assert sets.load(chosen) <= out.objective + 1e-9
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -240,7 +67,6 @@ def test_the_heaviest_bound_charges_the_communication_a_heavy_set_pays() -> None
 
 
 def test_the_heaviest_bound_stops_on_cancel() -> None:
-    import threading
 
     w = read_workload(workload_path("layer_bert24_training"))
     cancel = threading.Event()
@@ -257,7 +83,7 @@ def test_a_master_solve_without_a_verdict_is_solved_again_from_scratch() -> None
     import highspy
 
     sets = SetRelaxation.of(banded_graph(12), Cluster(3, cpus=1))
-    master = set_bound_module._Master(sets)
+    master = Master(sets)
 
     class Unsure:
         """HiGHS, saying "unknown" after its second run (the first warm restart)."""
@@ -275,31 +101,12 @@ def test_a_master_solve_without_a_verdict_is_solved_again_from_scratch() -> None
         def getModelStatus(self) -> object:
             return highspy.HighsModelStatus.kUnknown if self.runs == 2 else self.highs.getModelStatus()
 
-    master.h = Unsure(master.h)
+    master.lp.highs = Unsure(master.lp.highs)
     deadline = monotonic() + 30.0
     assert master.solve(deadline) is not None
     master.add(np.ones((1, sets.classes), dtype=bool), cpu=False)
     solved = master.solve(deadline)
-    assert master.h.runs == 3 and solved is not None and solved[2] == pytest.approx(1.0)
-
-
-@given(st.lists(st.tuples(st.lists(st.floats(-3.0, 3.0), min_size=3, max_size=3),
-                          st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3)), max_size=60))
-def test_smoothing_weight_stays_a_weight(steps: list[tuple[list[float], list[float]]]) -> None:
-    """The adapted smoothing weight stays in [0, SMOOTHING_CAP] whatever the pricings say; it falls exactly when the
-    subgradient at the smoothed duals points towards the master's, and a run of either signal takes it to its end."""
-    weight = SMOOTHING
-    for devices_at_best, direction in steps:
-        following = _adapted_weight(weight, np.array(devices_at_best), np.array(direction))
-        towards = (1.0 - np.array(devices_at_best)) @ np.array(direction) > 0.0
-        assert (following < weight or weight == 0.0) if towards else (weight <= following <= SMOOTHING_CAP)
-        weight = following
-    assert 0.0 <= weight <= SMOOTHING_CAP
-    falling, rising = SMOOTHING, SMOOTHING
-    for _ in range(10):
-        falling = _adapted_weight(falling, np.zeros(1), np.ones(1))
-        rising = _adapted_weight(rising, np.full(1, 2.0), np.ones(1))
-    assert falling == 0.0 and rising == pytest.approx(SMOOTHING_CAP, abs=0.2)
+    assert master.lp.highs.runs == 3 and solved is not None and solved[2] == pytest.approx(1.0)
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -312,8 +119,8 @@ def test_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster, fractio
     assume(set_bound_applies(graph, cluster) is None)
     optimum = brute_force_optima(graph, cluster, "throughput").any
     assume(optimum is not None and optimum > 0)
-    with patch.object(set_bound_module, "GREEDY_WHEN", -1.0 if greedy else set_bound_module.GREEDY_WHEN):
-        found = set_bound(graph, cluster, target=fraction * optimum, time_limit=20.0)
+    tuning = dataclasses.replace(DEFAULT_DEVICE_SETS, greedy_when=-1.0) if greedy else DEFAULT_DEVICE_SETS
+    found = set_bound(graph, cluster, target=fraction * optimum, time_limit=20.0, settings=tuning)
     assert found.outcome in ("target refuted", "limit reached", "undecided", "time")
     if found.value is not None:
         assert found.value < optimum * (1 + 1e-9)
@@ -332,9 +139,10 @@ def test_bound_never_exceeds_the_optimum(graph: Graph, cluster: Cluster, fractio
        st.floats(0.5, 1.2))
 def test_the_covering_master_ends_where_the_partitioning_one_does(graph: Graph, cluster: Cluster,
                                                                   fraction: float) -> None:
-    """A generation whose master covers the classes first (``COVERING_FIRST``) decides every threshold as the
-    partitioning master alone does: the cover's weaker limit never stands for the relaxation's (a converged cover
-    hands over to the partition), and a converged generation's solution is a partition of the classes."""
+    """A generation whose master covers the classes first (the default) decides every threshold as the
+    partitioning master alone (``covering=False``) does: the cover's weaker limit never stands for the relaxation's
+    (a converged cover hands over to the partition), and a converged generation's solution is a partition of the
+    classes."""
     assume(set_bound_applies(graph, cluster) is None)
     optimum = brute_force_optima(graph, cluster, "throughput").any
     assume(optimum is not None and optimum > 0)
@@ -342,8 +150,8 @@ def test_the_covering_master_ends_where_the_partitioning_one_does(graph: Graph, 
     verdicts = []
     for covering in (True, False):
         counts = {"pricings": 0, "nodes": 0, "thresholds": 0}
-        with patch.object(set_bound_module, "COVERING_FIRST", covering):
-            ended = _refute(sets, _Pool.seeded(sets, ()), fraction * optimum, monotonic() + 20.0, None, counts)
+        ended = refute(sets, Pool.seeded(sets, ()), fraction * optimum, monotonic() + 20.0, None, counts,
+                       covering=covering)
         assume(abs(ended.farley - cluster.accelerators) > 1e-6)  # (not decided by floating-point noise)
         verdicts.append(ended.verdict)
         if ended.verdict == "converged" and ended.solution:
@@ -363,9 +171,9 @@ def test_branching_decides_at_the_optimum(graph: Graph, cluster: Cluster, greedy
     optimum = brute_force_optima(graph, roomy, "throughput").any
     assume(optimum is not None and optimum > 0)
     short = optimum - max(1e-6 * optimum, 1e-8)  # below by more than the pricing's tolerance on loads
-    with patch.object(set_bound_module, "GREEDY_WHEN", -1.0 if greedy else set_bound_module.GREEDY_WHEN):
-        below = set_bound(graph, roomy, target=short, time_limit=20.0)
-        at = set_bound(graph, roomy, target=optimum, time_limit=20.0)
+    tuning = dataclasses.replace(DEFAULT_DEVICE_SETS, greedy_when=-1.0) if greedy else DEFAULT_DEVICE_SETS
+    below = set_bound(graph, roomy, target=short, time_limit=20.0, settings=tuning)
+    at = set_bound(graph, roomy, target=optimum, time_limit=20.0, settings=tuning)
     assert below.outcome == "target refuted" and below.value == short
     assert at.outcome != "target refuted" and at.split is not None
     assert at.split_value == pytest.approx(optimum, rel=1e-9)
@@ -381,9 +189,9 @@ def test_a_rounded_master_solution_is_a_legal_split(graph: Graph, cluster: Clust
     assume(set_bound_applies(graph, cluster) is None)
     sets = SetRelaxation.of(graph, cluster)
     rng = np.random.default_rng(seed)
-    columns = [_Column(rng.random(sets.classes) < 0.4, cpu=bool(cluster.cpus) and rng.random() < 0.3,
+    columns = [Column(rng.random(sets.classes) < 0.4, cpu=bool(cluster.cpus) and rng.random() < 0.3,
                        value=float(rng.random())) for _ in range(int(rng.integers(0, 8)))]
-    rounded = _rounded_split(sets, columns)
+    rounded = rounded_split(sets, columns)
     if rounded is None:
         assert not cluster.cpus  # (a CPU core takes any class; without one, the accelerators' memory may not)
     else:
@@ -392,9 +200,9 @@ def test_a_rounded_master_solution_is_a_legal_split(graph: Graph, cluster: Clust
     if split is None or check_feasibility(graph, cluster, split):
         return
     acc_sets, cpu_sets = sets.device_sets(split)
-    integral = [_Column(chosen, cpu, 1.0) for cpu, chosen_sets in ((False, acc_sets), (True, cpu_sets))
+    integral = [Column(chosen, cpu, 1.0) for cpu, chosen_sets in ((False, acc_sets), (True, cpu_sets))
                 for chosen in chosen_sets]
-    again = _rounded_split(sets, integral)
+    again = rounded_split(sets, integral)
     assert again is not None
     assert max_load(graph, cluster, again[sets.unit]) == pytest.approx(max_load(graph, cluster, split), rel=1e-12)
 
@@ -413,15 +221,15 @@ def test_a_dive_finds_only_splits_within_its_threshold(graph: Graph, cluster: Cl
     assume(start.device is not None and start.objective > 0)
     threshold = fraction * start.objective
     sets = SetRelaxation.of(graph, cluster)
-    pool, counts = _Pool.seeded(sets, ()), {"pricings": 0}
-    root = _refute(sets, pool, threshold, float("inf"), None, counts)
+    pool, counts = Pool.seeded(sets, ()), {"pricings": 0}
+    root = refute(sets, pool, threshold, float("inf"), None, counts)
     assert root.verdict == "converged"
-    real = set_bound_module._refute
+    real = diving_module.refute
 
-    def kept_whole(sets_: SetRelaxation, pool_: _Pool, threshold_: float, *args: object, **kwargs: object) -> object:
+    def kept_whole(sets_: SetRelaxation, pool_: Pool, threshold_: float, *args: object, **kwargs: object) -> object:
         ended = real(sets_, pool_, threshold_, *args, **kwargs)
         node = args[3]
-        assert isinstance(node, _Branch) and node.fixed
+        assert isinstance(node, Branch) and node.fixed
         fixed = {chosen.tobytes() for chosen, _ in node.fixed}
         for column in ended.solution:
             assert column.chosen.tobytes() in fixed or not (column.chosen & node.taken()).any()
@@ -430,8 +238,8 @@ def test_a_dive_finds_only_splits_within_its_threshold(graph: Graph, cluster: Cl
     order = frontier_order(sets)
     position = np.empty_like(order)
     position[order] = np.arange(len(order))
-    with patch.object(set_bound_module, "_refute", kept_whole):
-        device = _dive(sets, pool, threshold, float("inf"), None, counts, lambda: False, _Branch(), root, position)
+    with patch.object(diving_module, "refute", kept_whole):
+        device = dive(sets, pool, threshold, float("inf"), None, counts, lambda: False, Branch(), root, position)
     if device is not None:
         assert device.shape == (sets.classes,) and (device >= 0).all()
         assert not check_feasibility(graph, cluster, device[sets.unit])
@@ -470,7 +278,8 @@ def test_bound_on_a_shipped_workload_reaches_its_limit() -> None:
     start = solve(w, method="dp").device
     refuted = set_bound(w.graph, w.cluster, target=17.70, lower=17.0, seeds=(start,), time_limit=60.0)
     assert refuted.outcome == "target refuted" and refuted.value == 17.70
-    # Halfway first, and halfway again until within APPROACH of the target, then the target itself.
+    # Halfway first, and halfway again until within ``approach`` of the target, then the target itself.
+    APPROACH = DEFAULT_DEVICE_SETS.approach
     bounds = [b for _, b in refuted.trace]
     assert bounds[0] == pytest.approx(17.35) and bounds[-1] == 17.70 and bounds == sorted(bounds)
     assert bounds[-2] >= 17.70 * (1 - APPROACH) and all(b < 17.70 * (1 - APPROACH) for b in bounds[:-2])
@@ -492,10 +301,8 @@ def test_applies_only_to_plain_loads_on_identical_accelerators() -> None:
 def test_relay_runs_the_set_bound_after_cpsats_leg() -> None:
     """In the relay, the set bound runs between CP-SAT's leg and HiGHS's, says what it did, and its bound holds
     in the result; with set_bound=False it does not run."""
-    from exactplace.methods import mip
-
     graph, cluster = banded_graph(), Cluster(4, cpus=1)
-    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05):
+    with _short_cpsat_leg():
         p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2,
                   set_bound=True)
         off = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2,
@@ -540,13 +347,20 @@ def test_aim_lowers_the_target_during_the_run() -> None:
     assert above.outcome == "target refuted" and above.value == 17.70
 
 
+def _short_cpsat_leg() -> object:
+    """``method="mip"`` with CP-SAT's leg of the relay cut to 0.05 s, within the ``with`` block."""
+    from exactplace.methods.mip import MIP
+    from exactplace.methods.mip_settings import DEFAULT_MIP
+
+    return patch.object(MIP, "settings", dataclasses.replace(DEFAULT_MIP, cpsat_leg_seconds=0.05))
+
+
 def _relayed_with(stand_in: object) -> object:
     """``method="mip"``'s relay on a banded graph (CP-SAT's leg cut to 0.05 s) with ``stand_in`` for the set bound."""
     from exactplace.bounds import device_sets as module
-    from exactplace.methods import mip
 
     graph, cluster = banded_graph(), Cluster(4, cpus=1)
-    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05), patch.object(module, "set_bound", stand_in):
+    with _short_cpsat_leg(), patch.object(module, "set_bound", stand_in):
         p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=6, threads=2,
                   set_bound=True)
     if "relay" not in p.info:
@@ -588,9 +402,7 @@ def test_relay_certified_by_the_set_bound_says_so() -> None:
 def test_a_better_split_found_while_branching_settles_it() -> None:
     """The target lowered below the proven bound while the branch-and-price runs (a better split found beside it)
     ends the branching before its next node: the target is refuted, by the bound already proven."""
-    from exactplace.bounds import device_sets as module
-
-    real, began = module._branch_and_price, []
+    real, began = threshold_module.branch_and_price, []
 
     def watched(*args: object, **kwargs: object) -> object:
         began.append(True)
@@ -598,7 +410,7 @@ def test_a_better_split_found_while_branching_settles_it() -> None:
 
     w = read_workload(workload_path("layer_bert24_inference"))
     start = solve(w, method="dp").device
-    with patch.object(module, "_branch_and_price", watched):
+    with patch.object(threshold_module, "branch_and_price", watched):
         found = set_bound(w.graph, w.cluster, target=17.72, seeds=(start,), time_limit=60.0, rel_gap=1e-4,
                           aim=lambda: 17.0 if began else 17.72)  # (the optimum: 17.71472)
     assert began and found.outcome == "target refuted" and found.nodes == 0 and found.split is None
@@ -625,56 +437,17 @@ def test_relay_takes_the_split_branching_found() -> None:
         assert np.array_equal(p.device, best.device) or p.info["relay"]["polish"].get("taken")
 
 
-@pytest.mark.parametrize("name", ["layer_bert24_inference", "layer_bert24_training"])
-def test_groups_alike_are_one_and_every_load_the_evaluators(name: str) -> None:
-    """The relaxation keeps one group per class set that can be split (a training graph's forward and backward
-    groups of an edge are one, groups of no cost are gone), and a set's load is still the evaluator's; the class
-    order is a permutation, the same on every call, with no more states than the plain greedy's."""
-    w = read_workload(workload_path(name))
-    sets = SetRelaxation.of(w.graph, w.cluster)
-    distinct = {tuple(np.unique(m)) for m in sets.members}
-    assert len(distinct) == len(sets.members) and all(len(m) > 1 for m in distinct)
-    assert (sets.group_cost > 0).all() and len(sets.members) < len(w.graph.group_cost)
-    rng = np.random.default_rng(5)
-    for _ in range(30):
-        chosen = rng.random(sets.classes) < 0.4
-        device = np.where(chosen[sets.unit], 0, 1)
-        assert sets.load(chosen) == pytest.approx(device_loads(w.graph, w.cluster, device).load()[0], abs=1e-9)
-    order = frontier_order(sets)
-    assert sorted(order.tolist()) == list(range(sets.classes)) and np.array_equal(order, frontier_order(sets))
-    plain = _greedy_order(sets, first_node_positions(sets), closing_first=False)
-    assert order_cost(sets, order) <= order_cost(sets, plain)
-
-
-def test_merged_classes_keep_every_load() -> None:
-    """A set of merged classes loads what the same classes load unmerged (groups inside a merged class never
-    split), and pairs chain: merging (a, b) and (b, c) makes one class."""
-    w = read_workload(workload_path("layer_bert24_inference"))
-    sets = SetRelaxation.of(w.graph, w.cluster)
-    rng = np.random.default_rng(3)
-    drawn = [tuple(int(c) for c in rng.choice(sets.classes, 2, replace=False)) for _ in range(6)]
-    pairs = (*drawn, (0, 1), (1, 2))
-    merged, into = sets.merged(pairs)
-    assert into[0] == into[1] == into[2] and merged.classes <= sets.classes - 2
-    assert merged.acc.sum() == pytest.approx(sets.acc.sum()) and merged.cpu.sum() == pytest.approx(sets.cpu.sum())
-    for _ in range(20):
-        chosen = rng.random(merged.classes) < 0.3
-        assert merged.load(chosen) == pytest.approx(sets.load(chosen[into]), rel=1e-12)
-
-
 def test_an_undecided_threshold_sends_the_next_ones_below_it() -> None:
     """A generation out of patience (stood in for: every threshold above 17.5 "stopped") leaves its threshold
     undecided; the bound still climbs below it, to 17.5 within the resolution, never above."""
-    from exactplace.bounds import device_sets as module
-
-    real = module._refute
+    real = threshold_module.refute
 
     def slow_above(sets: object, pool: object, threshold: float, *rest: object, **options: object) -> object:
-        return module._Generation("stopped") if threshold > 17.5 else real(sets, pool, threshold, *rest, **options)
+        return Generation("stopped") if threshold > 17.5 else real(sets, pool, threshold, *rest, **options)
 
     w = read_workload(workload_path("layer_bert24_inference"))
     start = solve(w, method="dp").device
-    with patch.object(module, "_refute", slow_above):
+    with patch.object(threshold_module, "refute", slow_above):
         found = set_bound(w.graph, w.cluster, target=17.70, lower=17.0, seeds=(start,), time_limit=10.0)
     assert found.outcome == "time" and found.value is not None and found.ceiling is None
     assert 17.5 * (1 - 1e-5) <= found.value <= 17.5
@@ -684,21 +457,21 @@ def test_an_undecided_threshold_sends_the_next_ones_below_it() -> None:
 def test_it_gives_up_when_not_even_the_first_threshold_is_decided() -> None:
     """Every generation out of patience (stood in for): after the first, the bound gives up, nothing proven beyond
     what the heaviest accelerator proved first."""
-    from exactplace.bounds import device_sets as module
-
     calls: list[float] = []
 
     def stopped(sets: object, pool: object, threshold: float, *rest: object, **options: object) -> object:
         calls.append(threshold)
-        return module._Generation("stopped")
+        return Generation("stopped")
 
-    graph = banded_graph(8)
-    with patch.object(module, "_refute", stopped):
-        found = set_bound(graph, Cluster(2, cpus=1), target=5.0, lower=1.0, time_limit=10.0)
-    assert found.outcome == "undecided" and len(calls) == 1 and found.seconds < 5.0
+    graph, limit = banded_graph(8), 10.0
+    with patch.object(threshold_module, "refute", stopped):
+        found = set_bound(graph, Cluster(2, cpus=1), target=5.0, lower=1.0, time_limit=limit)
+    # (gave up at once, not at the time limit: within half of it)
+    assert found.outcome == "undecided" and len(calls) == 1 and found.seconds < 0.5 * limit
     assert found.heaviest is not None and found.value == found.heaviest  # (a chain: a heavy set pays a transfer)
-    with patch.object(module, "_refute", stopped), patch.object(module, "heaviest_bound", lambda *a, **o: None):
-        found = set_bound(graph, Cluster(2, cpus=1), target=5.0, lower=1.0, time_limit=10.0)
+    with patch.object(threshold_module, "refute", stopped), patch.object(threshold_module, "heaviest_bound",
+                                                                         lambda *a, **o: None):
+        found = set_bound(graph, Cluster(2, cpus=1), target=5.0, lower=1.0, time_limit=limit)
     assert found.outcome == "undecided" and found.value is None and len(calls) == 2
 
 
@@ -717,29 +490,12 @@ def test_a_pricing_past_its_deadline_stops_the_generation() -> None:
             options["deadline"] = monotonic() - 1.0
         return price(self, *args, **options)
 
+    limit = 60.0
     with patch.object(Pricer, "price", late):
         started = monotonic()
-        ended = _refute(sets, _Pool.seeded(sets, ()), 20.0, started + 60.0, None, counts)
-    assert ended.verdict == "stopped" and np.isfinite(ended.farley) and monotonic() - started < 30.0
-
-
-def test_a_pricing_past_its_memory_budget_stops_as_at_its_deadline() -> None:
-    """A pricing whose fronts would outgrow ``PRICING_MEMORY`` stops and raises TimeoutError saying so (before, one
-    such pricing took a held-out graph's process past 24 GB); within the budget, the same maximum. A generation whose
-    pricings all outgrow it ends "stopped", not in an error."""
-    from exactplace.bounds import device_sets as module
-
-    sets = SetRelaxation.of(banded_graph(40), Cluster(4, cpus=1))
-    pricer = Pricer(sets.acc, sets.on_acc, sets.group_cost, sets.members, frontier_order(sets))
-    duals = np.full(sets.classes, 0.3)
-    value, _ = pricer.price(duals, threshold=20.0)
-    with patch.object(module, "PRICING_MEMORY", 1024), pytest.raises(TimeoutError, match="memory budget"):
-        pricer.price(duals, threshold=20.0)
-    with patch.object(module, "PRICING_MEMORY", 2**28):
-        assert pricer.price(duals, threshold=20.0)[0] == value
-    with patch.object(module, "PRICING_MEMORY", 1024):
-        ended = _refute(sets, _Pool.seeded(sets, ()), 20.0, monotonic() + 60.0, None, {"pricings": 0})
-    assert ended.verdict == "stopped"
+        ended = refute(sets, Pool.seeded(sets, ()), 20.0, started + limit, None, counts)
+    # (stopped by the late pricing, not by the generation's deadline: within half of it)
+    assert ended.verdict == "stopped" and np.isfinite(ended.farley) and monotonic() - started < 0.5 * limit
 
 
 def _verdicts_with_capped(capped_when: object) -> tuple[list[bool], dict[float, tuple[str, str]]]:
@@ -762,8 +518,8 @@ def _verdicts_with_capped(capped_when: object) -> tuple[list[bool], dict[float, 
     for threshold in (6.0, 7.0):
         counts = {"pricings": 0, "nodes": 0, "thresholds": 0}
         with patch.object(Pricer, "price", slow):
-            fallback = _refute(sets, _Pool.seeded(sets, ()), threshold, deadline, None, counts).verdict
-        plain = _refute(sets, _Pool.seeded(sets, ()), threshold, deadline, None, dict(counts)).verdict
+            fallback = refute(sets, Pool.seeded(sets, ()), threshold, deadline, None, counts).verdict
+        plain = refute(sets, Pool.seeded(sets, ()), threshold, deadline, None, dict(counts)).verdict
         outcomes[threshold] = (fallback, plain)
     return capped, outcomes
 
@@ -785,34 +541,6 @@ def test_the_cpu_cores_pricing_past_its_cap_gives_their_ceiling_and_the_same_ver
     assert capped and outcomes == {6.0: ("refuted", "refuted"), 7.0: ("converged", "converged")}
 
 
-def test_a_cancelled_pricing_stops_at_once() -> None:
-    """The DP polls its ``cancel`` event (a bound beside a solver is stopped so; signals reach only the main
-    thread): set, a pricing that runs for seconds (a CPU core's knapsack, values nearly proportional to the weights:
-    every subset sum kept; 6.5 s here) raises TimeoutError within a poll."""
-    sets = SetRelaxation.of(banded_graph(200), Cluster(4, cpus=1))
-    pricer = Pricer(sets.cpu, np.ones(sets.classes, dtype=bool), np.zeros(0), [], np.arange(sets.classes))
-    duals = sets.cpu / sets.cpu.sum() * (1.0 + 1e-3 * np.random.default_rng(0).standard_normal(sets.classes))
-    cancel = threading.Event()
-    threading.Timer(0.3, cancel.set).start()
-    with pytest.raises(TimeoutError):
-        pricer.price(duals, threshold=sets.cpu.sum() / 2, floor=0.0, keep=3, cancel=cancel)
-    assert cancel.is_set()  # (uncancelled, it returns a value after seconds)
-
-
-def test_the_class_order_stops_when_asked_and_keeps_the_tries_done() -> None:
-    """Each greedy try is quadratic in the classes (minutes on a 4,901-node operator graph, which kept an any-split
-    solve with a 60 s limit running past 200 s): ``stop`` ends the tries, keeping the best finished one."""
-    w = read_workload(workload_path("op_bert3_inference"))
-    sets = SetRelaxation.of(w.graph, w.cluster)
-    with pytest.raises(TimeoutError):
-        frontier_order(sets, stop=lambda: True)
-    asked = itertools.count()
-    steps_of_one_try = -(-sets.classes // 16)  # (it asks every 16 steps)
-    order = frontier_order(sets, stop=lambda: next(asked) > steps_of_one_try)
-    assert sorted(order.tolist()) == list(range(sets.classes))
-    assert order_cost(sets, order) >= order_cost(sets, frontier_order(sets))
-
-
 def test_the_set_bound_ends_on_time_while_it_orders_the_classes() -> None:
     w = read_workload(workload_path("op_bert3_inference"))
     found = set_bound(w.graph, w.cluster, target=100.0, time_limit=0.0)
@@ -825,6 +553,6 @@ def test_the_single_class_columns_carry_the_relaxations_own_loads(name: str) -> 
     took minutes on thousands of classes): the very loads SetRelaxation.load gives."""
     w = read_workload(workload_path(name))
     sets = SetRelaxation.of(w.graph, w.cluster)
-    pool = set_bound_module._Pool.seeded(sets, ())
+    pool = Pool.seeded(sets, ())
     assert len(pool.acc) == int(sets.on_acc.sum())
     assert [sets.load(chosen) for chosen in pool.acc] == pool.acc_load
