@@ -4,16 +4,6 @@ The extension is built from ``dp_native/`` when exactplace is installed. An exte
 over from an older build (a stale ``.so`` in an editable install) would be called with
 arguments it does not understand, so :func:`load` checks its ``abi_version`` first and says
 how to rebuild it instead of failing somewhere inside.
-
-Examples
---------
->>> native = load()
->>> native.abi_version == ABI_VERSION
-True
->>> r = request(units=1, cpu_time=[2.0], acc_time=[1.0], memory=[0.0], supported=[1], accelerators=1, cpus=1)
->>> out = native.solve(r)
->>> out.status.name, out.value, out.device.tolist()
-('optimal', 1.0, [0])
 """
 
 from __future__ import annotations
@@ -39,6 +29,12 @@ def load() -> ModuleType:
     ------
     SolverUnavailableError
         Not built, or built from other sources (the message says how to rebuild it).
+
+    Examples
+    --------
+    >>> native = load()
+    >>> native.abi_version == ABI_VERSION
+    True
     """
     try:
         from exactplace import _native
@@ -61,6 +57,13 @@ def request(**fields: Any) -> Any:
     Defaults: no edges, no communication groups, ``time_limit=inf``, ``threads=1``,
     ``max_ideals=2**30 - 1``, no ``order`` (the general DP over every ideal), no accelerator
     types (``type_count``, ``type_memory``, ``type_speed``: one type, speed 1).
+
+    Examples
+    --------
+    >>> r = request(units=1, cpu_time=[2.0], acc_time=[1.0], memory=[0.0], supported=[1], accelerators=1, cpus=1)
+    >>> out = load().solve(r)
+    >>> out.status.name, out.value, out.device.tolist()
+    ('optimal', 1.0, [0])
     """
     native = load()
     r = native.Request()

@@ -1,9 +1,5 @@
 """The contract every placement method keeps, as one check a third-party method can run too
-(scikit-learn's ``check_estimator`` idea).
-
->>> from exactplace.testing import check_method
->>> from exactplace.methods.registry import registered_methods
->>> check_method(registered_methods()["greedy"])
+(scikit-learn's ``check_estimator`` idea); :func:`check_method` lists what it checks.
 
 A method of your own (a :class:`~exactplace.methods.base.Method` subclass) passes it before it
 is trusted::
@@ -14,17 +10,6 @@ is trusted::
 
     def test_my_placer_keeps_the_contract():
         check_method(MyPlacer)
-
-The checks, each failing with :class:`~exactplace.core.errors.ContractError` naming what broke:
-
-* its declarations are complete and consistent: name, description, objectives known to
-  exactplace, every option named as its key, documented, its default accepted by its own
-  constraint; an exact method states its space;
-* on small graphs (a diamond, and a 60-node branchy graph with a memory limit) for every
-  objective it declares: it returns within its time limit (plus 2 s), a placement that keeps
-  its promised structure and whose objective is the evaluator's, or a result without a
-  placement (the front door states why); an exact method that hit no limit is optimal with a bound over its
-  space; the same call gives the same placement twice (methods are deterministic for a seed);
 """
 
 from __future__ import annotations
@@ -79,12 +64,29 @@ def _solve(graph: Graph, cluster: Cluster, objective: str, name: str, time_limit
 
 
 def check_method(cls: type[Method], time_limit: float = 5.0) -> None:
-    """Hold ``cls`` to the method contract (module docstring); registers it if it is not yet.
+    """Hold ``cls`` to the method contract; registers it if it is not yet.
+
+    The checks:
+
+    * its declarations are complete and consistent: name, description, objectives known to
+      exactplace, every option named as its key, documented, its default accepted by its own
+      constraint; an exact method states its space;
+    * on small graphs (:func:`contract_graphs`: a diamond, and a 60-node branchy graph with a
+      memory limit) for every objective it declares: it returns within its time limit (plus
+      :data:`LATE` seconds), a placement that keeps its promised structure and whose objective
+      is the evaluator's, or a result without a placement (the front door states why); an exact
+      method that hit no limit is optimal with a bound over its space; the same call gives the
+      same placement twice (methods are deterministic for a seed).
 
     Raises
     ------
     ContractError
         The first check that fails, naming the method and what it broke.
+
+    Examples
+    --------
+    >>> from exactplace.methods.registry import registered_methods
+    >>> check_method(registered_methods()["greedy"])
     """
     name = getattr(cls, "name", None)
     _require(isinstance(name, str) and bool(name), repr(cls), "no name")

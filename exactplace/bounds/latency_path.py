@@ -1,79 +1,17 @@
-"""A lower bound on contiguous latency: a DP over ideals, charged along one path.
+"""A lower bound on contiguous latency (paper §4, ``q = 1``): a DP over ideals, charged along one path.
 
-The latency program's own bound comes from its LP relaxation and is weak where latency is a
-sum of subgraph invocations along a chain (layer graphs): on ``layer_gnmt_inference`` no solver
-lifts it above 202 in 10 minutes, while the optimum is 225.648. This bound is exact there.
+Why: the latency program's LP relaxation is weak where latency is a sum of subgraph invocations
+along a chain (layer graphs); this bound is tight there.
 
-The argument (``q = 1``, the evaluator's §4 semantics)
-------------------------------------------------------
-Fix a path ``P`` of the graph. In a placement, follow ``P``: inside one accelerator subgraph
-``X`` it costs nothing extra, but the first node of ``P`` in ``X`` cannot finish before ``X``
-has started, copied its inputs in, computed and copied its outputs out, and ``X`` starts only
-after ``P``'s previous node has finished; a node of ``P`` on a CPU adds its CPU time. A
-contiguous subgraph is entered by ``P`` at most once. So
-
-    latency >= sum of load(X) over the subgraphs X that P meets + CPU time of P's CPU nodes,
-
-with ``load(X)`` = inputs copied in + compute + outputs copied out, the evaluator's numbers.
-The subgraphs and the CPU nodes of a placement that runs (its subgraphs do not wait on each
-other in a cycle), taken in an order in which they can run, form a chain of ideals
-``{} = I_0 < I_1 < ... < I_t = V`` whose steps are one subgraph (at most ``k`` of them, each
-within one accelerator's memory) or one CPU node. The least right-hand side over all such
-chains is therefore a lower bound on every placement's latency, and a shortest-path DP over
-the ideals computes it. Colocation is ignored and, with unequal accelerators, every
-subgraph gets the largest memory and the fastest speed: relaxations, so the bound stays valid.
-
-Reductions that keep the lattice small without changing the bound's validity (each moves
-nodes so that no subgraph's load or start grows, hence no latency grows):
-
-* a node with no CPU time whose predecessors were all reduced this way and whose outgoing
-  communication is free is put on a CPU (it finishes at time 0 and costs no subgraph
-  anything): the inputs of ``layer_gnmt``;
-* a *trivial sink* (no successors, one predecessor ``u``, no CPU time, and no accelerator time
-  or no accelerator support) is either in ``u``'s subgraph or on a CPU (anywhere else it only
-  adds an input copy): the DP charges each
-  subgraph ``u``'s output copy unless it can *absorb* ``u``'s trivial sinks within its
-  memory, a knapsack relaxed to its fractional optimum over the sinks that fit at all (again
-  only ever lower; exact when they all fit).
-
-Without them ``layer_gnmt_inference`` has 589,044 ideals; with them 100.
-
-The DP runs in C++ (``dp_native/path.cpp``) over the lattice of ``dp_native/ideals.hpp``: the
-candidate subgraphs of an ideal are its supersets within the memory, grown one node at a time
-in a fixed order so that each is reached once, with the load kept up to date in O(degree) per
-node. It charges the two paths it tries (a heaviest path by each node's cheapest time, a path
-through the most nodes) in the same walk and keeps the larger bound. It reaches
-``MAX_IDEALS`` = 10^6 reduced ideals where the tables fit ``memory_budget`` (2 GiB); the
-pure-Python DP it replaced (kept as the tests' oracle) stopped at 20,000. Graphs whose reduced
-lattice is larger, whose tables do not fit, or that run out of time get no bound (``None``),
-never a wrong one; Ctrl-C raises KeyboardInterrupt.
-
-A placement from the bound
---------------------------
-The DP's argmin chain is almost a placement. Many chains reach the bound (a step the path
-misses charges nothing, on a CPU or an accelerator alike), so the DP keeps, among chains of
-least charge, one with the least work off the path (a CPU node's time, a subgraph's load):
-off-path nodes then go to accelerators where that is free, a better placement for the same
-bound (on ``layer_inceptionv3``: latency 1261.7 instead of 1332.4). Its subgraph steps go to
-accelerators, its CPU steps and the nodes reduced onto CPUs to a CPU, and each trivial sink beside
-its predecessor's subgraph where that saves a copy and fits, else to a CPU. What the
-relaxation ignored may make it illegal: colour classes split across devices are moved whole
-to a CPU, subgraphs go to the accelerators by size (unequal memories); a chain that is still
-not a legal ``q = 1`` placement (``check_feasibility``) gives none. The latency program
-scores these placements and starts from the best start (``latency_mip``).
-
-Examples
---------
-Three layers in a chain, two accelerators of memory 2 for three layers of memory 1: one
-subgraph boundary is unavoidable, so the bound is the compute plus one copy out and in, and
-the chain's placement (two layers, then one on the other accelerator) reaches it.
-
->>> from exactplace.core.cluster import Cluster
->>> from exactplace.core.graph import Graph, Node
->>> g = Graph([Node(i, 10.0, 1.0, memory=1.0, comm=0.5) for i in range(3)], [(0, 1), (1, 2)])
->>> found = path_bound(g, Cluster(2, memory=2.0, cpus=1))
->>> found.value, [p.tolist() for p in found.placements]
-(4.0, [[0, 0, 1]])
+The argument: fix a path ``P``. A contiguous subgraph ``X`` is entered by ``P`` at most once, and
+``P``'s first node in ``X`` finishes only after ``X`` has started, copied its inputs in, computed
+and copied its outputs out, so ``latency >= sum of load(X) over the subgraphs P meets + CPU time
+of P's CPU nodes``. The subgraphs and CPU nodes of a placement that runs, in run order, form a
+chain of ideals ``{} = I_0 < ... < I_t = V`` whose steps are one subgraph (at most ``k``, each
+within one accelerator's memory) or one CPU node; a shortest-path DP over the ideals finds the
+least charge, a bound on every placement. Assumptions, all relaxations: colocation is ignored,
+and every subgraph gets the largest memory and the fastest speed. :func:`reductions` keeps the
+lattice small; :func:`path_bound` describes the DP and the placements it yields.
 """
 
 from __future__ import annotations
@@ -123,8 +61,20 @@ class PathBound:
 
 
 def reductions(graph: Graph, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
-    """The nodes the reductions (module docstring) take out of the path DP, as boolean masks:
-    free inputs put on a CPU, and trivial sinks. Without CPUs there are none.
+    """The nodes the reductions take out of the path DP, as boolean masks: free inputs put on a
+    CPU, and trivial sinks. Without CPUs there are none.
+
+    Each reduction moves nodes so that no subgraph's load or start grows, hence no latency
+    grows, so the bound stays valid:
+
+    * a node with no CPU time whose predecessors were all reduced this way and whose outgoing
+      communication is free (e.g. a model's inputs) is put on a CPU: it finishes at time 0 and
+      costs no subgraph anything;
+    * a *trivial sink* (no successors, one predecessor ``u``, no CPU time, and no accelerator
+      time or no accelerator support) is either in ``u``'s subgraph or on a CPU (anywhere else
+      it only adds an input copy). The DP charges each subgraph ``u``'s output copy unless it
+      can *absorb* ``u``'s trivial sinks within its memory, a knapsack relaxed to its fractional
+      optimum over the sinks that fit at all (only ever lower; exact when they all fit).
 
     >>> from exactplace.core.graph import Node
     >>> g = Graph([Node(0, 0.0, 0.0), Node(1, 5.0, 1.0, comm=1.0), Node(2, 0.0, 0.0)], [(0, 1), (1, 2)])
@@ -223,6 +173,26 @@ def path_bound(graph: Graph, cluster: Cluster, max_ideals: int = MAX_IDEALS, dea
                memory_budget: float = DEFAULT_MEMORY_BUDGET, info: dict | None = None) -> PathBound | None:
     """A lower bound on the latency of every contiguous placement; None when out of budget.
 
+    The DP runs in C++ (``dp_native/path.cpp``) over the lattice of ``dp_native/ideals.hpp``:
+    the candidate subgraphs of an ideal are its supersets within the memory, grown one node at
+    a time in a fixed order so that each is reached once, with the load kept up to date in
+    O(degree) per node. It charges two paths in the same walk (a heaviest path by each node's
+    cheapest time, a path through the most nodes) and keeps the larger bound. Graphs whose
+    reduced lattice has more than ``max_ideals`` ideals, whose tables do not fit
+    ``memory_budget``, or that run out of time get no bound (None), never a wrong one.
+
+    The DP's argmin chain is almost a placement. Many chains reach the bound (a step the path
+    misses charges nothing, on a CPU or an accelerator alike), so the DP keeps, among chains of
+    least charge, one with the least work off the path (a CPU node's time, a subgraph's load):
+    off-path nodes then go to accelerators where that is free, a better placement for the same
+    bound. Its subgraph steps go to accelerators, its CPU steps and the nodes reduced onto CPUs
+    to a CPU, and each trivial sink beside its predecessor's subgraph where that saves a copy
+    and fits, else to a CPU. What the relaxation ignored may make it illegal: colour classes
+    split across devices are moved whole to a CPU, subgraphs go to the accelerators by size
+    (unequal memories); a chain that is still not a legal ``q = 1`` placement
+    (``check_feasibility``) gives none. The latency program scores these placements and starts
+    from the best (``latency_mip``).
+
     Parameters
     ----------
     graph, cluster : Graph, Cluster
@@ -246,6 +216,18 @@ def path_bound(graph: Graph, cluster: Cluster, max_ideals: int = MAX_IDEALS, dea
         Ctrl-C while the DP runs.
     SolverUnavailableError
         The native extension is not built.
+
+    Examples
+    --------
+    Three layers in a chain, two accelerators of memory 2 for three layers of memory 1: one
+    subgraph boundary is unavoidable, so the bound is the compute plus one copy out and in, and
+    the chain's placement (two layers, then one on the other accelerator) reaches it.
+
+    >>> from exactplace.core.graph import Node
+    >>> g = Graph([Node(i, 10.0, 1.0, memory=1.0, comm=0.5) for i in range(3)], [(0, 1), (1, 2)])
+    >>> found = path_bound(g, Cluster(2, memory=2.0, cpus=1))
+    >>> found.value, [p.tolist() for p in found.placements]
+    (4.0, [[0, 0, 1]])
     """
     from exactplace.native import load
 

@@ -1,41 +1,16 @@
 """Preprocessing for the max-load DP (paper Appendix B): the graph whose ideals the DP enumerates.
 
-The DP places *units*. A unit is a set of original nodes that always share a device:
+The DP places *units*, sets of original nodes that always share a device: a colour class's
+forward nodes with their backward partners, an orphaned backward class with an artificial
+zero-cost forward image, classes on a common directed cycle fused (a contiguous split can never
+separate them), and free units with one neighbour merged into it (:func:`contract` states the
+rules). Why: fewer units mean fewer ideals, and none of these steps changes the optimum.
 
-1. each colour class contributes its forward nodes and its backward nodes (the backward
-   nodes follow their forward partners, so a unit is "forward part + backward partners");
-2. a colour class with only backward nodes (an *orphaned backward* class) gets an artificial
-   zero-cost forward image; for every backward edge ``ub -> vb`` between different classes
-   where either class is orphaned, the forward images get the mirrored edge
-   ``fwd(vb) -> fwd(ua)``, as the reference implementation does;
-3. classes on a common directed cycle of that forward class graph are fused (a contiguous
-   split can never separate them);
-4. *trivial merges*: a unit with zero CPU and accelerator time whose nodes are all
-   supported, that touches exactly one other unit (through forward edges, artificial edges
-   and original edges alike), and whose memory is zero or cannot matter (the whole graph
-   fits in one accelerator), is merged into that neighbour. This cannot change the optimum:
-   moving such a unit onto its neighbour's device adds no compute or memory that could
-   matter, only removes crossing edges, and keeps the split a chain of ideals (the unit has
-   no other neighbour to order it against). It is a provably safe subset of the reference's
-   ``performTrivialNodeOptimizations`` and yields the same ideal counts on every published
-   workload.
-
-Communication stays on original nodes: each communication group of the graph (one per
-source node and distinct outgoing cost, the implicit form of the paper's edge subdivision)
-becomes a group of its source unit and the distinct other units it reaches. The DP charges
-a group's cost once on a set of units when the group crosses the set's boundary, exactly as
-the max-load evaluator does.
-
-Examples
---------
->>> from exactplace.core.graph import Graph, Node
->>> g = Graph([Node(0, 1.0, 1.0, comm=0.5), Node(1, 2.0, 1.0, comm=0.5), Node(2, 0.0, 0.0)],
-...           [(0, 1), (2, 1)])
->>> c = contract(g)
->>> c.num_units, c.unit.tolist(), c.merged  # node 2 (free, one neighbour) joins node 1
-(2, [0, 1, 1], 1)
->>> c.src.tolist(), c.dst.tolist()
-([0], [1])
+Communication stays on original nodes: each communication group of the graph (one per source
+node and distinct outgoing cost, the implicit form of the paper's edge subdivision) becomes a
+group of its source unit and the distinct other units it reaches. The DP charges a group's cost
+once on a set of units when the group crosses the set's boundary, exactly as the max-load
+evaluator does. :func:`linearize` adds DPL's chain of edges (paper §5.1.2).
 """
 
 from __future__ import annotations
@@ -74,9 +49,9 @@ class Contraction:
     orphans : int
         Backward-only colour classes that received an artificial forward image.
     fused : int
-        Colour classes absorbed by cycle fusion (step 3).
+        Colour classes absorbed by cycle fusion (step 3 of :func:`contract`).
     merged : int
-        Trivial merges performed (step 4).
+        Trivial merges performed (step 4 of :func:`contract`).
     sync : numpy array of float, shape (num_units,), or None
         Sums of ``Node.sync`` over each unit's nodes (None from callers that build units by hand:
         read as zeros).
@@ -123,7 +98,24 @@ def _class_edges(graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def contract(graph: Graph, memory: float = math.inf) -> Contraction:
-    """Contract ``graph`` into the units the DP places (see the module docstring).
+    """Contract ``graph`` into the units the DP places.
+
+    1. Each colour class contributes its forward nodes and its backward nodes (the backward
+       nodes follow their forward partners, so a unit is "forward part + backward partners").
+    2. A colour class with only backward nodes (an *orphaned backward* class) gets an
+       artificial zero-cost forward image; for every backward edge ``ub -> vb`` between
+       different classes where either class is orphaned, the forward images get the mirrored
+       edge ``fwd(vb) -> fwd(ua)``, as the reference implementation does.
+    3. Classes on a common directed cycle of that forward class graph are fused (a contiguous
+       split can never separate them).
+    4. *Trivial merges*: a unit with zero CPU and accelerator time whose nodes are all
+       supported, that touches exactly one other unit (through forward edges, artificial edges
+       and original edges alike), and whose memory is zero or cannot matter (the whole graph
+       fits in one accelerator), is merged into that neighbour. This cannot change the
+       optimum: moving such a unit onto its neighbour's device adds no compute or memory that
+       could matter, only removes crossing edges, and keeps the split a chain of ideals (the
+       unit has no other neighbour to order it against). It is a provably safe subset of the
+       reference's ``performTrivialNodeOptimizations``.
 
     Parameters
     ----------
@@ -138,11 +130,21 @@ def contract(graph: Graph, memory: float = math.inf) -> Contraction:
 
     Examples
     --------
+    Node 2 (free, one neighbour) joins node 1:
+
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(0, 1.0, 1.0, comm=0.5), Node(1, 2.0, 1.0, comm=0.5), Node(2, 0.0, 0.0)],
+    ...           [(0, 1), (2, 1)])
+    >>> c = contract(g)
+    >>> c.num_units, c.unit.tolist(), c.merged
+    (2, [0, 1, 1], 1)
+    >>> c.src.tolist(), c.dst.tolist()
+    ([0], [1])
+
     A training graph: forward ``a -> b``, backward ``b' -> a'``, and an orphaned backward
     node ``o`` fed by ``a'``. ``o`` gets a forward image (unit 2) with the mirrored edge
     ``o -> a``: backward data flows against the forward order.
 
-    >>> from exactplace.core.graph import Graph, Node
     >>> nodes = [Node(0, 1, 1, color=0), Node(1, 1, 1, color=1), Node(2, 1, 1, color=1, backward=True),
     ...          Node(3, 1, 1, color=0, backward=True), Node(4, 1, 1, backward=True)]
     >>> c = contract(Graph(nodes, [(0, 1), (2, 3), (3, 4)]))

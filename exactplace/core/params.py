@@ -3,17 +3,8 @@
 A method declares each of its options as an :class:`Option` (name, constraint, default,
 one line of doc); :func:`validate_options` checks a mapping of values against them and
 raises :class:`~exactplace.core.errors.ParameterError` in the one message format of
-:func:`~exactplace.core.errors.check_param`. numpy scalars count as the Python numbers
-they hold, booleans never count as numbers.
-
-Examples
---------
->>> threads = Option("threads", Integer(low=1), None, "worker threads")
->>> validate_options({"threads": 2}, {"threads": threads}, "solve")
->>> validate_options({"threads": 0}, {"threads": threads}, "solve")
-Traceback (most recent call last):
-...
-exactplace.core.errors.ParameterError: The 'threads' parameter of solve must be an integer >= 1. Got 0 instead.
+:func:`~exactplace.core.errors.check_param`, so every entry point words a bad value alike.
+numpy scalars count as the Python numbers they hold, booleans never count as numbers.
 """
 
 from __future__ import annotations
@@ -180,7 +171,17 @@ class Option:
 
 
 def validate_options(values: Mapping[str, Any], declared: Mapping[str, Option], function: str) -> None:
-    """Check every entry of ``values`` against its declared :class:`Option` (unknown names are the caller's affair)."""
+    """Check every entry of ``values`` against its declared :class:`Option` (unknown names are the caller's affair).
+
+    Examples
+    --------
+    >>> threads = Option("threads", Integer(low=1), None, "worker threads")
+    >>> validate_options({"threads": 2}, {"threads": threads}, "solve")
+    >>> validate_options({"threads": 0}, {"threads": threads}, "solve")
+    Traceback (most recent call last):
+    ...
+    exactplace.core.errors.ParameterError: The 'threads' parameter of solve must be an integer >= 1. Got 0 instead.
+    """
     for name, value in values.items():
         option = declared.get(name)
         if option is not None:

@@ -2,24 +2,16 @@
 of the space it is judged in.
 
 Which structure a placement must have depends on how it is scored (:func:`check_feasibility`):
+throughput and makespan allow any split (``Space.ANY``), and asking for ``Space.CONTIGUOUS`` or
+``Space.CHAIN`` adds the checks below; latency follows the §4 rules: each accelerator's subgraphs
+(the plan's ``subgraph`` indices, else the evaluator's cut) are contiguous, at most ``q`` per
+accelerator, and can be invoked in some order (no two wait on each other in a cycle).
 
-* throughput and makespan allow any split (``Space.ANY``); asking for ``Space.CONTIGUOUS``
-  or ``Space.CHAIN`` adds the checks below;
-* latency follows the §4 rules: each accelerator's subgraphs (the plan's ``subgraph``
-  indices, else the evaluator's cut) are contiguous, at most ``q`` per accelerator, and
-  can be invoked in some order (no two wait on each other in a cycle).
-
-Contiguity is Definition 3.1 of the paper: a set S is contiguous when no path leaves S
-and comes back (no u in S, v outside S, w in S with v reachable from u and w reachable
-from v). For training graphs it must hold separately for the forward and the backward
-part of each device.
-
-A *contiguous split* also needs its devices to be orderable: the forward parts must form
-a chain of ideals ∅ ⊂ I_1 ⊂ ... ⊂ V (paper §5.1.1), i.e. no two devices may wait on each
-other in a cycle. Each set can be contiguous on its own while the devices still form a
-cycle (acc0 feeds acc1 and acc1 feeds acc0 through other nodes); such a split deadlocks
-under the latency semantics and lies outside the DP's search space, so it is reported as
-an ``order`` violation.
+Contiguity is Definition 3.1 of the paper (:func:`is_contiguous`); for training graphs it must
+hold separately for the forward and the backward part of each device. A *contiguous split* also
+needs its forward parts to form a chain of ideals ∅ ⊂ I_1 ⊂ ... ⊂ V (paper §5.1.1): sets that are
+each contiguous can still wait on each other in a cycle, which deadlocks under the latency
+semantics and lies outside the DP's search space, so it is reported as an ``order`` violation.
 """
 
 from __future__ import annotations
@@ -167,6 +159,9 @@ def device_order_cycle(graph: Graph, label: np.ndarray, nodes: np.ndarray | None
 def is_contiguous(graph: Graph, nodes: Sequence[int] | np.ndarray) -> bool:
     """True when the node positions ``nodes`` form a contiguous set (Definition 3.1).
 
+    A set S is contiguous when no path leaves S and comes back: no u in S, v outside S, w in S
+    with v reachable from u and w reachable from v.
+
     >>> from exactplace.core.graph import Graph, Node
     >>> g = Graph([Node(i, 1.0, 1.0) for i in range(3)], [(0, 1), (1, 2)])
     >>> is_contiguous(g, [0, 1]), is_contiguous(g, [0, 2])
@@ -301,6 +296,9 @@ def check_feasibility(
 def _structure_violations(graph: Graph, names: list[str], dev: np.ndarray, guarantees: Guarantees,
                           two_level: Cluster | None = None) -> list[Violation]:
     """Contiguity of each device's forward / backward part and the chain order, as ``guarantees`` asks.
+
+    Each set can be contiguous on its own while the devices still form a cycle (acc0 feeds acc1
+    and acc1 feeds acc0 through other nodes): an ``order`` violation.
 
     On a ``two_level`` cluster the chain order also asks the hosts (``Cluster.hosts``) to be chained:
     each machine takes consecutive stages, as in PipeDream's hierarchical split.

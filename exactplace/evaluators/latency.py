@@ -1,20 +1,17 @@
 """Exact single-sample latency under the paper's §4 invocation semantics.
 
-* An accelerator subgraph S is invoked once all its inputs are in RAM (every node
-  outside S with an edge into S has finished). It copies its inputs in (each
-  communication group entering S once), runs its nodes one after another, and copies
-  its outputs out (each group leaving S once); all its nodes finish together.
-* A CPU node runs as soon as its predecessors have finished (the model assumes
-  enough cores, as the paper does); CPUs read RAM, so they pay no communication.
+* An accelerator subgraph S is invoked once all its inputs are in RAM (every node outside S
+  with an edge into S has finished). It copies its inputs in (each communication group
+  entering S once), runs its nodes one after another, and copies its outputs out (each group
+  leaving S once); all its nodes finish together.
+* A CPU node runs as soon as its predecessors have finished (the model assumes enough cores,
+  as the paper does); CPUs read RAM, so they pay no communication.
 * Latency is the time the last node finishes.
 
-An accelerator's nodes form its subgraphs, which it runs one at a time (paper Fig. 4). A
-plan may say which subgraph each node belongs to (``subgraph``: indices in the order the
-accelerator runs them, as the latency program with ``q >= 2`` returns them); without one, a
-non-contiguous accelerator set is split into contiguous subgraphs by the reference
-implementation's rule: a node's piece is one plus the number of times a path into it left
-the set (:func:`contiguous_pieces`). A subgraph that is not contiguous, or subgraphs that
-wait on each other in a cycle, have no invocation order:
+An accelerator runs its subgraphs one at a time (paper Fig. 4): the plan's ``subgraph`` indices
+in run order (as the latency program with ``q >= 2`` returns them), else the reference
+implementation's cut into contiguous pieces (:func:`contiguous_pieces`). Subgraphs that are not
+contiguous, or that wait on each other in a cycle, have no invocation order:
 :class:`~exactplace.core.errors.InvocationCycleError` (a PlacementError).
 """
 
@@ -74,7 +71,8 @@ def contiguous_pieces(graph: Graph, member: np.ndarray) -> np.ndarray:
     """Split the set ``member`` (bool mask) into contiguous pieces numbered 1, 2, ...
 
     Returns an int array: the piece of each member, 0 for non-members. A contiguous set
-    is one piece.
+    is one piece. A node's piece is one plus the number of times a path into it left the set
+    (:func:`piece_levels`).
     """
     return np.where(member, piece_levels(graph, member), 0)
 

@@ -1,25 +1,18 @@
-"""Exact max-load (time per sample of pipelined execution), vectorized with numpy.
+"""Exact max-load (time per sample of pipelined execution, paper §3), vectorized with numpy.
 
-The model (workloads README, paper §3): a CPU core's load is the sum of its nodes'
-CPU times. An accelerator's load is the sum of its nodes' accelerator times plus
-communication: every node ``u`` outside the device with an edge into it costs
-``c_u`` once, and every node ``u`` on the device with an edge leaving it costs
-``c_u`` once. For training graphs a device runs its forward and its backward
-subgraph, so its load is FW + BW (PipeDream); ``gpipe=True`` scores the GPipe
-schedule instead, max FW + max BW. ``overlap=True`` assumes communication overlaps
-computation, so an accelerator's load is max(communication, computation) (paper
-Appendix C.1).
+The model (workloads README): a CPU core's load is the sum of its nodes' CPU times. An
+accelerator's load is the sum of its nodes' accelerator times plus communication: every node
+``u`` outside the device with an edge into it costs ``c_u`` once, and every node ``u`` on the
+device with an edge leaving it costs ``c_u`` once. A training device runs its forward and its
+backward subgraph, so its load is FW + BW (PipeDream); ``gpipe=True`` scores the GPipe schedule,
+max FW + max BW. ``overlap=True``: communication overlaps computation, so an accelerator's load
+is max(communication, computation) (Appendix C.1).
 
-Replication (paper Appendix C.2, PipeDream's data-parallel stages): ``replicas[a]`` identical
+Replication (Appendix C.2, PipeDream's data-parallel stages): ``replicas[a]`` identical
 accelerators run accelerator ``a``'s part, each on ``1 / r`` of the samples, and all-reduce its
-parameters, so its load is ``(compute + communication + sync * (r - 1) / r) / r`` where ``sync`` is
-the sum of its nodes' ``Node.sync`` (PipeDream's ``4 P / B``). ``replicas`` is refused with
-``overlap`` and ``gpipe``, which the paper and PipeDream do not combine with it.
-
-Two-level clusters (``Cluster.machines``, ``inter_machine_cost`` = f; paper Appendix C.3): a
-group's receiver on another host than its source (another machine, or a CPU core: each core is
-a host of its own) pays ``f`` times its cost, and the source pays ``f`` times when any receiver
-is on another host; within a machine nothing changes.
+parameters, so its load is ``(compute + communication + sync * (r - 1) / r) / r``, ``sync`` being
+its nodes' ``Node.sync`` summed (PipeDream's ``4 P / B``); refused with ``overlap`` and ``gpipe``,
+which the paper and PipeDream do not combine with it. Two-level clusters: :func:`device_loads`.
 """
 
 from __future__ import annotations
@@ -93,6 +86,11 @@ def device_loads(
     replicas: Sequence[int] | np.ndarray | None = None,
 ) -> DeviceLoads:
     """Compute, communication and memory of every device under a placement.
+
+    Two-level clusters (``Cluster.machines``, ``inter_machine_cost`` = f; paper Appendix C.3): a
+    group's receiver on another host than its source (another machine, or a CPU core: each core
+    is a host of its own) pays ``f`` times its cost, and the source pays ``f`` times when any
+    receiver is on another host; within a machine nothing changes.
 
     Parameters
     ----------

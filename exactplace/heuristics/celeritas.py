@@ -1,40 +1,15 @@
 """Celeritas: CPD-TOPO order, Optimal Operation Fusion, Adjusting Placement (and its Order-Place variant).
 
-Celeritas places the units of the Appendix B contraction (:func:`~exactplace.heuristics.scheduling.unit_task_graph`:
-colour classes with their backward partners, so fusing or moving a unit never splits a class).
+Celeritas places the units of the Appendix B contraction
+(:func:`~exactplace.heuristics.scheduling.unit_task_graph`: colour classes with their backward
+partners, so fusing or moving a unit never splits a class) in three steps:
+:func:`cpd_topo_order` orders them so the critical path stays together, :func:`optimal_fusion`
+fuses consecutive units to keep communication inside segments, and
+:func:`adjusting_placement` keeps each segment on the previous one's device unless moving pays
+for its transfer. ``celeritas-order-place`` is the simpler variant without fusion.
 
-1. **CPD-TOPO** (:func:`cpd_topo_order`): ``tlevel`` (longest path to a unit's start) plus
-   ``blevel`` (longest path from its start to the end), with unit weights = accelerator time
-   (CPU time where unsupported) and edge weights = their costs; the order is a depth-first
-   topological order that always descends into the ready unit of highest ``tlevel + blevel``
-   (ties: topological order), so the critical path stays together.
-2. **Optimal Operation Fusion** (:func:`optimal_fusion`): the optimal partition of that order into
-   consecutive segments of at most ``R`` units (``fusion_range``) and at most ``fusion_memory`` x
-   the accelerator memory, maximising the communication kept inside segments (ties: fewer
-   segments); a unit unsupported on accelerators is a segment of its own. Choice the paper
-   leaves to its implementation: the loop-avoidance condition (fusing must not close a cycle)
-   holds by construction here, because segments of a topological order have only forward
-   edges between them; the implementation checks it anyway.
-3. **Adjusting Placement**: segments in order; a segment stays on the previous segment's
-   device unless another device's estimated finish beats it by more than the segment's
-   largest outgoing transfer (``2 c``: accelerator to accelerator through RAM). Our choice:
-   Celeritas compares *start* times on identical GPUs, where it is the same thing; with
-   this model's slow CPU cores finish times are what matter. When the stay-device's memory
-   is full the segment moves to the next accelerator in id order that fits, then a CPU;
-   when all are full, to the accelerator with the most free memory, flagged best-effort
-   (:mod:`~exactplace.heuristics.scheduling`). Estimates append to each device (no insertion).
-
-``celeritas-order-place`` is the simpler variant: CPD-TOPO order and Adjusting Placement of
-single units, without fusion. On inference graphs the execution order (segments by start)
-is part of the result; on training graphs a unit mixes forward and backward nodes, so none
-is given and the simulator derives one.
-
-Examples
---------
->>> from exactplace import Cluster, Graph, Node, solve
->>> g = Graph([Node(i, 9.0, 1.0, comm=0.5, memory=1.0) for i in range(4)], [(0, 1), (1, 2), (2, 3)])
->>> solve(g, Cluster(2, memory=2.0, cpus=1), objective="makespan", method="celeritas").device.tolist()
-[0, 0, 1, 1]
+On inference graphs the execution order (segments by start) is part of the result; on training
+graphs a unit mixes forward and backward nodes, so none is given and the simulator derives one.
 """
 
 from __future__ import annotations
@@ -55,7 +30,12 @@ __all__ = ["Celeritas", "CeleritasOrderPlace", "cpd_topo_order", "optimal_fusion
 
 
 def cpd_topo_order(tasks: TaskGraph) -> list[int]:
-    """The CPD-TOPO order (step 1 of the module docstring).
+    """The CPD-TOPO order: a depth-first topological order that keeps the critical path together.
+
+    ``tlevel`` (longest path to a unit's start) plus ``blevel`` (longest path from its start to
+    the end), with unit weights = accelerator time (CPU time where unsupported) and edge weights =
+    their costs; the order always descends into the ready unit of highest ``tlevel + blevel``
+    (ties: topological order).
 
     >>> from exactplace.core.graph import Graph, Node
     >>> from exactplace.heuristics.scheduling import task_graph
@@ -92,7 +72,15 @@ def cpd_topo_order(tasks: TaskGraph) -> list[int]:
 def optimal_fusion(
     tasks: TaskGraph, order: list[int], reach: int, memory_cap: float, deadline: float | None = None,
 ) -> list[list[int]]:
-    """Optimal Operation Fusion of ``order`` into segments (step 2 of the module docstring).
+    """Optimal Operation Fusion of ``order`` into segments.
+
+    The optimal partition of ``order`` into consecutive segments of at most ``reach`` units (R,
+    ``fusion_range``) and at most ``memory_cap`` memory (``fusion_memory`` x the accelerator
+    memory), maximising the communication kept inside segments (ties: fewer segments); a unit
+    unsupported on accelerators is a segment of its own. Choice the paper leaves to its
+    implementation: the loop-avoidance condition (fusing must not close a cycle) holds by
+    construction here, because segments of a topological order have only forward edges between
+    them; the implementation checks it anyway.
 
     When the ``time.monotonic()`` instant ``deadline`` passes, the prefix of ``order`` done so far
     keeps its optimal fusion and every later unit is a segment of its own (still a valid fusion:
@@ -139,7 +127,16 @@ def optimal_fusion(
 
 
 def adjusting_placement(problem: Problem, tasks: TaskGraph, segments: list[list[int]]) -> MethodResult:
-    """Place the segments in order (step 3 of the module docstring) and build the result.
+    """Adjusting Placement: place the segments in order and build the result.
+
+    A segment stays on the previous segment's device unless another device's estimated finish
+    beats it by more than the segment's largest outgoing transfer (``2 c``: accelerator to
+    accelerator through RAM). Our choice: Celeritas compares *start* times on identical GPUs,
+    where it is the same thing; with this model's slow CPU cores finish times are what matter.
+    When the stay-device's memory is full the segment moves to the next accelerator in id order
+    that fits, then a CPU; when all are full, to the accelerator with the most free memory,
+    flagged best-effort (:mod:`~exactplace.heuristics.scheduling`). Estimates append to each
+    device (no insertion).
 
     Once ``problem.deadline`` passes, every later segment takes the stay device (the previous one,
     else the next that fits) without looking at the others, and the result has ``limit=Limit.TIME``:
@@ -218,7 +215,7 @@ def adjusting_placement(problem: Problem, tasks: TaskGraph, segments: list[list[
 
 
 class CeleritasOrderPlace(Method):
-    """Celeritas's Order-Place: CPD-TOPO order and Adjusting Placement, no fusion (module docstring)."""
+    """Celeritas's Order-Place: CPD-TOPO order and Adjusting Placement of single units, no fusion."""
 
     name = "celeritas-order-place"
     objectives = ("makespan",)
@@ -234,7 +231,15 @@ class CeleritasOrderPlace(Method):
 
 
 class Celeritas(CeleritasOrderPlace):
-    """Celeritas: CPD-TOPO, Optimal Operation Fusion, Adjusting Placement (module docstring)."""
+    """Celeritas: CPD-TOPO, Optimal Operation Fusion, Adjusting Placement.
+
+    Examples
+    --------
+    >>> from exactplace import Cluster, Graph, Node, solve
+    >>> g = Graph([Node(i, 9.0, 1.0, comm=0.5, memory=1.0) for i in range(4)], [(0, 1), (1, 2), (2, 3)])
+    >>> solve(g, Cluster(2, memory=2.0, cpus=1), objective="makespan", method="celeritas").device.tolist()
+    [0, 0, 1, 1]
+    """
 
     name = "celeritas"
     description = "Celeritas: CPD-TOPO order, optimal fusion of consecutive units, stay-or-move placement"

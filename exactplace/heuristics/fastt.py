@@ -1,34 +1,13 @@
 """FastT's DPOS placer: critical path on one device, then earliest-finish-time list scheduling with insertion.
 
-1. Ranks (HEFT style): a task's weight is its accelerator time (its CPU time when it cannot
-   run on an accelerator) -- our choice: HEFT/DPOS average over processors, but this model's
-   CPU cores are an order of magnitude slower and would dominate the average; an edge's
-   weight is its cost (one crossing). ``upward(t) = w(t) + max over successors (c + upward)``,
-   ``downward(t) = max over predecessors (downward + w + c)``.
-2. The critical path: from the entry task of largest upward rank, repeatedly the successor
-   ``s`` maximising ``c + upward(s)`` (ties: topological order). Its tasks go to the
-   *critical-path device*: the accelerator with the least total run time of the path that
-   can hold it; tasks of the path that no longer fit there are placed like the others.
-3. Every task, in decreasing upward rank (ties: topological order, so the order is
-   topological), goes to the device giving the earliest finish time, inserted into the
-   first idle gap long enough after its inputs arrive (DPOS's insertion policy). Devices
-   that cannot take it (memory, support, colocation: :mod:`~exactplace.heuristics.scheduling`)
-   are skipped.
-
-The search for a gap scans a device's busy intervals after the task's inputs arrive: on a large
-random DAG it is quadratic (100,000 nodes: three minutes). When ``time_limit`` runs out first,
-the remaining tasks go after each device's last busy interval instead (no insertion; one step
-each), ``info["appended"]`` counts them and the result has ``limit=Limit.TIME``.
-
-The execution order (tasks by start time) is part of the result (``info["order"]``).
-
-Examples
---------
->>> from exactplace import Cluster, Graph, Node, solve
->>> g = Graph([Node(0, 9.0, 1.0, comm=0.1), Node(1, 9.0, 4.0, comm=0.1), Node(2, 9.0, 1.0)], [(0, 1), (0, 2)])
->>> p = solve(g, Cluster(2, cpus=1), objective="makespan", method="fastt")
->>> p.device.tolist(), round(p.objective, 6)   # path 0 -> 1 on acc0; 2 in parallel on acc1
-([0, 0, 1], 5.0)
+The critical path bounds the makespan, so DPOS puts it on one device (no transfer along it) and
+fits every other task around it: HEFT-style ranks (:func:`upward_rank`), the path they give
+(:func:`critical_path`), and the placement loop (:class:`FastT`). Assumption (our choice): a
+task's weight is its accelerator time (its CPU time when it cannot run on an accelerator), where
+HEFT/DPOS average over processors, because this model's CPU cores are an order of magnitude
+slower and would dominate the average; an edge's weight is its cost (one crossing). Devices that
+cannot take a task (memory, support, colocation: :mod:`~exactplace.heuristics.scheduling`) are
+skipped. The execution order (tasks by start time) is part of the result (``info["order"]``).
 """
 
 from __future__ import annotations
@@ -52,7 +31,10 @@ def _weights(tasks: TaskGraph) -> np.ndarray:
 
 
 def upward_rank(tasks: TaskGraph) -> np.ndarray:
-    """``upward(t) = w(t) + max over successors (c + upward(s))`` (step 1 of the module docstring)."""
+    """HEFT's upward rank, ``upward(t) = w(t) + max over successors (c + upward(s))``.
+
+    (The downward rank is ``downward(t) = max over predecessors (downward + w + c)``.)
+    """
     w = _weights(tasks)
     up = np.zeros(tasks.size)
     for t in reversed(tasks.order):
@@ -61,7 +43,11 @@ def upward_rank(tasks: TaskGraph) -> np.ndarray:
 
 
 def critical_path(tasks: TaskGraph, up: np.ndarray) -> list[int]:
-    """The critical path by upward rank (step 2 of the module docstring)."""
+    """The critical path by upward rank.
+
+    From the entry task of largest upward rank, repeatedly the successor ``s`` maximising
+    ``c + upward(s)`` (ties: topological order).
+    """
     entries = [t for t in tasks.order if not tasks.pred[t]]
     t = max(entries, key=lambda t: (up[t], -tasks.rank[t]))
     path = [t]
@@ -72,7 +58,28 @@ def critical_path(tasks: TaskGraph, up: np.ndarray) -> list[int]:
 
 
 class FastT(Method):
-    """FastT's DPOS (module docstring)."""
+    """FastT's DPOS.
+
+    1. The tasks of :func:`critical_path` go to the *critical-path device*: the accelerator
+       with the least total run time of the path that can hold it; tasks of the path that no
+       longer fit there are placed like the others.
+    2. Every task, in decreasing upward rank (ties: topological order, so the order is
+       topological), goes to the device giving the earliest finish time, inserted into the
+       first idle gap long enough after its inputs arrive (DPOS's insertion policy).
+
+    The search for a gap scans a device's busy intervals after the task's inputs arrive, which
+    is quadratic on large graphs. When ``time_limit`` runs out first, the remaining tasks go
+    after each device's last busy interval instead (no insertion; one step each),
+    ``info["appended"]`` counts them and the result has ``limit=Limit.TIME``.
+
+    Examples
+    --------
+    >>> from exactplace import Cluster, Graph, Node, solve
+    >>> g = Graph([Node(0, 9.0, 1.0, comm=0.1), Node(1, 9.0, 4.0, comm=0.1), Node(2, 9.0, 1.0)], [(0, 1), (0, 2)])
+    >>> p = solve(g, Cluster(2, cpus=1), objective="makespan", method="fastt")
+    >>> p.device.tolist(), round(p.objective, 6)   # path 0 -> 1 on acc0; 2 in parallel on acc1
+    ([0, 0, 1], 5.0)
+    """
 
     name = "fastt"
     objectives = ("makespan",)
@@ -114,7 +121,7 @@ class FastT(Method):
                 length = tasks.duration(t, d, cluster)
                 if insert:
                     begin = _first_gap(starts[d], ends[d], ready, length)
-                else:  # past the time limit (module docstring): after the device's last busy interval
+                else:  # past the time limit (class docstring): after the device's last busy interval
                     begin = max(ready, ends[d][-1]) if ends[d] else ready
                 if best is None or begin + length < best[0]:
                     best = (begin + length, begin, d)

@@ -1,25 +1,17 @@
 """The paper's greedy baseline (Appendix F): fill accelerators in topological order.
 
-1. Blocks: the units of the Appendix B contraction (:mod:`exactplace.core.contraction`):
-   colocation classes with their backward partners, fused along cycles (a block can only
-   move as a whole), the same units every method places; units that feed each other
-   through forward-to-backward edges are fused too (:func:`greedy_blocks`).
-2. Fix a topological order of the blocks: lexicographic by unit number (units are numbered
-   by their first node position), so it is deterministic.
-3. Fill accelerator 0 with as many consecutive blocks as fit in its memory, then
-   accelerator 1, and so on; a block that fits on no accelerator (too large, or holding
-   a node unsupported on accelerators) and every block after the last accelerator is
-   full goes to the CPU.
+1. Blocks: the units of the Appendix B contraction (:mod:`exactplace.core.contraction`), the
+   same units every method places, fused further where they feed each other through
+   forward-to-backward edges (:func:`greedy_blocks`).
+2. A topological order of the blocks, lexicographic by unit number, so it is deterministic.
+3. Fill accelerator 0 with as many consecutive blocks as fit in its memory, then accelerator 1,
+   and so on; a block that fits on no accelerator (too large, or holding a node unsupported on
+   accelerators) and every block after the last accelerator is full goes to the CPU.
+4. Latency only: accelerators whose subgraphs would wait on each other in a cycle move to the CPU.
 
-A block sent to the CPU between two blocks of one accelerator breaks that accelerator's
-run, so the placements are not guaranteed contiguous; the method promises only memory,
-support and colocation.
-
-4. Latency only: the accelerator subgraphs must be invocable in some order. Blocks follow
-   forward edges, but a backward edge through a CPU node (or a memory repair) can still make
-   them wait on each other in a cycle; then the highest-numbered accelerator of the cycle
-   moves its nodes to the CPU (CPU nodes run one by one, so they break the cycle), until
-   an order exists. Without a CPU core no such repair exists and the result says so.
+A block sent to the CPU between two blocks of one accelerator breaks that accelerator's run, so
+the placements are not guaranteed contiguous; the method promises only memory, support and
+colocation.
 """
 
 from __future__ import annotations
@@ -83,8 +75,8 @@ class Greedy(Method):
         device = np.empty(graph.n, dtype=np.int64)
         cpu = cluster.accelerators if cluster.cpus else None
         current, used = 0, 0.0
-        # Plain lists, read once: per-block numpy calls (and the memory_limit property) cost seconds per
-        # million blocks. A one-node block reads its node's values, the same numbers its numpy sum gives.
+        # Plain lists, read once: per-block numpy calls (and the memory_limit property) are slow over
+        # millions of blocks. A one-node block reads its node's values, the same numbers its numpy sum gives.
         limits, memory, supported = cluster.memory_limit.tolist(), graph.memory.tolist(), graph.supported.tolist()
         largest = max(limits, default=0.0)
         blocks = greedy_blocks(graph, problem.contraction)
@@ -113,7 +105,14 @@ class Greedy(Method):
 
 
 def _invocable(graph: Graph, cluster: Cluster, result: MethodResult) -> MethodResult:
-    """Step 4 of the module docstring: accelerators of an invocation cycle moved to the CPU until none is left."""
+    """Step 4 of the module docstring: accelerators of an invocation cycle moved to the CPU until none is left.
+
+    The accelerator subgraphs must be invocable in some order. Blocks follow forward edges, but a
+    backward edge through a CPU node (or a memory repair) can still make them wait on each other
+    in a cycle; then the highest-numbered accelerator of the cycle moves its nodes to the CPU (CPU
+    nodes run one by one, so they break the cycle), until an order exists. Without a CPU core no
+    such repair exists and the result says so.
+    """
     device = result.device.copy()
     moved = []
     while True:

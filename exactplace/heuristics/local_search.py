@@ -1,30 +1,14 @@
 """The paper's local-search baseline for max-load: best single moves from random starts.
 
 From a random placement, repeatedly apply the best single move -- one colour class (a node,
-when uncoloured: a class is the smallest thing that can move without breaking colocation)
-to another device it fits on -- until no move lowers the max-load; restart ``restarts``
-times from new random placements and keep the best. Choices the paper leaves open:
+when uncoloured: a class is the smallest thing that can move without breaking colocation) to
+another device it fits on -- until no move lowers the max-load; restart ``restarts`` times from
+new random placements and keep the best. :class:`LoadState` keeps the loads incrementally and
+finds the best move; :func:`descend` (also METIS's refinement) makes the moves.
 
-* the random start puts the classes, in a random order, each on a uniformly random device
-  among those with room for it (memory and support); a start that finds no room for some
-  class is abandoned (on a cluster with a CPU this never happens);
-* only moves that can change the bottleneck device's load are scored (a class on it, or a
-  class exchanging data with it): no other move can lower the maximum; the best is the
-  lowest resulting max-load, ties by the lower class then device number;
-* loads are updated incrementally (per communication group: which devices receive it),
-  and equal the max-load evaluator's (checked at the end of every descent);
-* the search space is every placement (not contiguous): the result can beat the DP.
-
+The search space is every placement (not contiguous): the result can beat the DP.
 Deterministic for a given ``seed`` (restart ``r`` uses seed ``seed + r``). Honours the time
 limit (best placement so far, ``limit=time``).
-
-Examples
---------
->>> from exactplace import Cluster, Graph, Node, solve
->>> g = Graph([Node(i, 10.0, 1.0, comm=0.1) for i in range(4)], [(0, 1), (2, 3)])
->>> p = solve(g, Cluster(2, cpus=0), method="local-search")
->>> round(p.objective, 6)   # each chain on its own accelerator
-2.0
 """
 
 from __future__ import annotations
@@ -49,7 +33,11 @@ SEED = Option("seed", Integer(low=0), 0, "random seed (the result is determinist
 
 
 class LoadState:
-    """Per-device compute and communication under a class -> device assignment, updated per move."""
+    """Per-device compute and communication under a class -> device assignment, updated per move.
+
+    Loads are updated incrementally (per communication group: which devices receive it), and
+    equal the max-load evaluator's (:func:`descend` checks them at the end of every descent).
+    """
 
     def __init__(self, problem: Problem) -> None:
         graph, cluster = problem.graph, problem.cluster
@@ -164,7 +152,12 @@ class LoadState:
             self.used[target] += self.memory[c]
 
     def best_move(self) -> tuple[int, int] | None:
-        """The best single class move (module docstring), or None when none lowers the max-load."""
+        """The best single class move, or None when none lowers the max-load.
+
+        Only moves that can change the bottleneck device's load are scored (a class on it, or a
+        class exchanging data with it): no other move can lower the maximum. The best is the
+        lowest resulting max-load, ties by the lower class then device number.
+        """
         loads = self.loads()
         current = max(loads)
         bottleneck = [d for d, x in enumerate(loads) if x == current]
@@ -227,7 +220,20 @@ def descend(
 
 
 class LocalSearch(Method):
-    """The paper's local search for max-load (module docstring)."""
+    """The paper's local search for max-load.
+
+    Choice the paper leaves open: the random start puts the classes, in a random order, each on
+    a uniformly random device among those with room for it (memory and support); a start that
+    finds no room for some class is abandoned (on a cluster with a CPU this never happens).
+
+    Examples
+    --------
+    >>> from exactplace import Cluster, Graph, Node, solve
+    >>> g = Graph([Node(i, 10.0, 1.0, comm=0.1) for i in range(4)], [(0, 1), (2, 3)])
+    >>> p = solve(g, Cluster(2, cpus=0), method="local-search")
+    >>> round(p.objective, 6)   # each chain on its own accelerator
+    2.0
+    """
 
     name = "local-search"
     objectives = ("throughput",)

@@ -1,22 +1,12 @@
 """Baechi's m-TOPO: fill devices in topological order up to a balanced memory cap.
 
 Walk the tasks (nodes, or fused runs, :mod:`~exactplace.heuristics.scheduling`) in topological
-order (``graph.topological_order``: lexicographic by node position, deterministic) and fill
-the accelerators in id order: a task stays on the current accelerator while the device's
-memory stays within ``cap = total node memory / accelerators + largest task memory`` (Baechi's
+order (``graph.topological_order``: lexicographic by node position, deterministic) and fill the
+accelerators in id order: a task stays on the current accelerator while the device's memory
+stays within ``cap = total node memory / accelerators + largest task memory`` (Baechi's
 balancing cap; also never beyond the device's real memory), else the next accelerator is
-opened. Choices Baechi leaves open, for this model's CPUs: a task unsupported on
-accelerators, and every task once the last accelerator is full, goes to the first CPU core
-(Baechi has no CPUs); a task that fits no accelerator from the current one on goes to the
-CPU without closing the current accelerator. m-TOPO gives no execution order: the
-simulator derives one (ready time, then topological order).
-
-Examples
---------
->>> from exactplace import Cluster, Graph, Node, solve
->>> g = Graph([Node(i, 1.0, 1.0, memory=1.0) for i in range(4)], [(0, 1), (1, 2), (2, 3)])
->>> solve(g, Cluster(2, memory=4.0, cpus=1), objective="makespan", method="m-topo").device.tolist()
-[0, 0, 0, 1]
+opened. m-TOPO gives no execution order: the simulator derives one (ready time, then
+topological order). :class:`MTopo` states the choices made for this model's CPUs.
 """
 
 from __future__ import annotations
@@ -31,7 +21,20 @@ __all__ = ["MTopo"]
 
 
 class MTopo(Method):
-    """Baechi's m-TOPO (module docstring)."""
+    """Baechi's m-TOPO.
+
+    Choices Baechi leaves open, for this model's CPUs: a task unsupported on accelerators, and
+    every task once the last accelerator is full, goes to the first CPU core (Baechi has no
+    CPUs); a task that fits no accelerator from the current one on goes to the CPU without
+    closing the current accelerator.
+
+    Examples
+    --------
+    >>> from exactplace import Cluster, Graph, Node, solve
+    >>> g = Graph([Node(i, 1.0, 1.0, memory=1.0) for i in range(4)], [(0, 1), (1, 2), (2, 3)])
+    >>> solve(g, Cluster(2, memory=4.0, cpus=1), objective="makespan", method="m-topo").device.tolist()
+    [0, 0, 0, 1]
+    """
 
     name = "m-topo"
     objectives = ("makespan",)

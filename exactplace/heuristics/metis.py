@@ -1,40 +1,13 @@
 """Graph partitioning with METIS (through ``pymetis``), standing in for the paper's Scotch baseline.
 
-1. Vertices are the colour classes that can run on an accelerator (a class holding an
-   unsupported node goes to the first CPU core); a vertex weighs its accelerator time, an
-   undirected edge the summed costs of the graph's edges between the two classes. METIS
-   splits them into one part per accelerator, minimizing the cut under balanced weights.
-   Weights are scaled to integers (METIS takes integers; edge weights at least 1).
-2. Memory repair (METIS does not know the memory cap; our choice): while an accelerator is
-   overfull, its class with the least compute per byte moves to the accelerator with the
-   most free memory that can hold it, else to the first CPU core
-   (:func:`~exactplace.heuristics.memory.repair_memory`); with no room anywhere an exact
-   packing decides between a fit and a proof of infeasibility
-   (:func:`~exactplace.heuristics.memory.settle_memory`).
+The vertices are the colour classes that can run on an accelerator (so colocation holds by
+construction), weighted by their compute; the edges by their communication. METIS splits them
+into one part per accelerator, minimizing the cut under balanced weights. It knows neither the
+memory cap nor the max-load, so (our choices) each partition is repaired for memory, the best
+over several seeds and imbalance tolerances is kept, and the paper's local search polishes it on
+the max-load itself, as partitioners refine their cuts. :class:`Metis` gives the steps.
 
-3. METIS is run ``tries`` times for each imbalance tolerance in ``ufactors`` (METIS's
-   ``ufactor``, 1 = 0.1%: its default 30 balances compute, but max-load also counts
-   communication, which a looser balance can trade against; seeds ``seed``, ``seed + 1``,
-   ...; our choice, as one partition's max-load varies a lot with both) and the repaired
-   partition with the lowest max-load (fewest overfull devices first) is kept.
-4. Up to ``refine_moves`` (default 100; 0: none) best single class moves of the paper's
-   local search (:func:`~exactplace.heuristics.local_search.descend`) polish that
-   partition on the max-load itself, as partitioners refine their cuts (Scotch's and
-   METIS's own Fiduccia-Mattheyses passes see only the cut and the balance). The cap keeps
-   the time bounded on large graphs (one move scans the bottleneck's classes: about 0.07 s
-   at 10,000 nodes); the shared workloads need at most a dozen.
-
-The placement is not contiguous in general. Deterministic for a given ``seed``. When
-``time_limit`` runs out (or on Ctrl-C) after the first partition, the best partition so far is
-kept, unrefined, with ``limit`` set.
-
-Examples
---------
->>> from exactplace import Cluster, Graph, Node, solve
->>> g = Graph([Node(i, 10.0, 1.0, comm=0.1) for i in range(4)], [(0, 1), (2, 3)])
->>> p = solve(g, Cluster(2, cpus=1), method="metis")
->>> sorted(p.device.tolist()), round(p.objective, 6)   # one chain per accelerator
-([0, 0, 1, 1], 2.0)
+The placement is not contiguous in general. Deterministic for a given ``seed``.
 """
 
 from __future__ import annotations
@@ -67,7 +40,39 @@ def _integers(values: np.ndarray, minimum: int) -> list[int]:
 
 
 class Metis(Method):
-    """METIS partitioning of the colour classes over the accelerators, then memory repair (module docstring)."""
+    """METIS partitioning of the colour classes over the accelerators, then memory repair.
+
+    1. Vertices are the colour classes that can run on an accelerator (a class holding an
+       unsupported node goes to the first CPU core); a vertex weighs its accelerator time, an
+       undirected edge the summed costs of the graph's edges between the two classes. Weights
+       are scaled to integers (METIS takes integers; edge weights at least 1).
+    2. Memory repair (METIS does not know the memory cap): while an accelerator is overfull, its
+       class with the least compute per byte moves to the accelerator with the most free memory
+       that can hold it, else to the first CPU core
+       (:func:`~exactplace.heuristics.memory.repair_memory`); with no room anywhere an exact
+       packing decides between a fit and a proof of infeasibility
+       (:func:`~exactplace.heuristics.memory.settle_memory`).
+    3. METIS is run ``tries`` times for each imbalance tolerance in ``ufactors`` (METIS's
+       ``ufactor``, 1 = 0.1%: its default 30 balances compute, but max-load also counts
+       communication, which a looser balance can trade against; seeds ``seed``, ``seed + 1``,
+       ...; one partition's max-load varies a lot with both) and the repaired partition with
+       the lowest max-load (fewest overfull devices first) is kept.
+    4. Up to ``refine_moves`` best single class moves of the paper's local search
+       (:func:`~exactplace.heuristics.local_search.descend`) polish that partition on the
+       max-load itself (Scotch's and METIS's own Fiduccia-Mattheyses passes see only the cut
+       and the balance). The cap keeps the time bounded on large graphs.
+
+    When ``time_limit`` runs out (or on Ctrl-C) after the first partition, the best partition so
+    far is kept, unrefined, with ``limit`` set.
+
+    Examples
+    --------
+    >>> from exactplace import Cluster, Graph, Node, solve
+    >>> g = Graph([Node(i, 10.0, 1.0, comm=0.1) for i in range(4)], [(0, 1), (2, 3)])
+    >>> p = solve(g, Cluster(2, cpus=1), method="metis")
+    >>> sorted(p.device.tolist()), round(p.objective, 6)   # one chain per accelerator
+    ([0, 0, 1, 1], 2.0)
+    """
 
     name = "metis"
     objectives = ("throughput",)
@@ -125,8 +130,7 @@ class Metis(Method):
                 break
             except RuntimeError as error:  # pymetis's report of METIS_ERROR
                 # While METIS runs, its GKlib takes SIGTERM for its own error signal (gk_sigtrap): a SIGTERM then
-                # fails the partition and never reaches Python (seen with `solve --method metis` on a 30,000-node
-                # DAG).
+                # fails the partition and never reaches Python.
                 raise ExactplaceError(f"Method 'metis': METIS failed ({error}); a SIGTERM while METIS runs ends "
                                       "it so") from None
             if best is None or value < best[0]:

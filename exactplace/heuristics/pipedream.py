@@ -1,44 +1,16 @@
-"""PipeDream's partitioning DP, run as the paper ran it: branches contracted into a path.
+"""PipeDream's partitioning DP, run as the paper ran it (§7): branches contracted into a path.
 
 PipeDream's optimizer splits a *chain* of layers into consecutive stages, one device each,
-minimizing the slowest stage. The paper (§7) runs it on general graphs by contracting
-branches into a path; here:
-
-1. The units of the Appendix B contraction (colour classes with their backward partners,
-   :mod:`exactplace.core.contraction`) in a lexicographic topological order.
-2. Branches: an edge ``u -> v`` that jumps over other positions spans a branch, from its
-   fork ``u`` to its join ``v`` inclusive; overlapping spans are merged, and each merged span
-   becomes one path node (every other unit is a path node of its own). Edges out of units
-   without compute time (inputs, masks, shape nodes: one attention mask feeds every BERT
-   layer, one encoder state every GNMT decoder layer) do not make branches. This reading of
-   "contracting branches" reproduces the published ``pipedream`` values of all six layer
-   workloads within half a percent; finer variants (forks and joins left
-   out of the branch) beat the published resnet50 value by 7%. The path nodes are intervals of
-   a topological order, so every stage is contiguous and the stages form a chain.
-3. PipeDream's DP over that path: ``best[a][c][j]`` = the least possible slowest stage when the
-   first ``j`` path nodes form consecutive stages on at most ``a`` accelerators and ``c`` CPU
-   cores. A stage's time is exactly its max-load under this model (compute plus each
-   communication group crossing its boundary once; ``overlap`` honoured; FW + BW for training),
-   and an accelerator stage must fit the memory and hold only supported units. Choices the
-   paper leaves open: no data-parallel replication (this model has none); stages take the
-   accelerators in id order, then the CPU cores.
-
-When no split of that path fits (a branch larger than an accelerator, and no CPU to take
-it), the DP runs again on the units one by one, in the same order (our choice: PipeDream
-itself would fail); ``info["fallback"]`` says so.
+minimizing the slowest stage; the paper runs it on general graphs by contracting branches into
+a path. :func:`path_contraction` builds that path from the units of the Appendix B contraction
+(:mod:`exactplace.core.contraction`) and :class:`PipeDream` runs the stage DP over it. A stage's
+time is exactly its max-load, so the DP's value is the evaluator's. Choices the paper leaves
+open: no data-parallel replication (this model has none); stages take the accelerators in id
+order, then the CPU cores.
 
 Stages are consecutive runs of the path, so the placement is a contiguous chain split (its
-forward parts are; like ``dp``, backward parts are contiguous when the backward graph
-follows the forward one). Its value can never beat ``dp``'s optimum.
-
-Examples
---------
->>> from exactplace import Cluster, Graph, Node, solve
->>> g = Graph([Node(0, 9.0, 1.0, comm=0.5), Node(1, 9.0, 1.0, comm=0.5), Node(2, 9.0, 1.0, comm=0.5),
-...            Node(3, 9.0, 1.0, comm=0.5), Node(4, 9.0, 3.0)], [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])
->>> p = solve(g, Cluster(2, cpus=0), method="pipedream")
->>> p.device.tolist(), p.objective   # the diamond moves as one: {0..3} (4 + 0.5 out), {4} (0.5 in + 3)
-([0, 0, 0, 0, 1], 4.5)
+forward parts are; like ``dp``, backward parts are contiguous when the backward graph follows
+the forward one). Its value can never beat ``dp``'s optimum.
 """
 
 from __future__ import annotations
@@ -62,7 +34,17 @@ __all__ = ["PipeDream", "path_contraction"]
 
 
 def path_contraction(contraction: Contraction, branches: bool = True) -> np.ndarray:
-    """The path node of every unit (steps 1 and 2 of the module docstring), numbered along the path.
+    """The path node of every unit, numbered along the path.
+
+    1. The units are taken in a lexicographic topological order.
+    2. Branches: an edge ``u -> v`` that jumps over other positions spans a branch, from its
+       fork ``u`` to its join ``v`` inclusive; overlapping spans are merged, and each merged
+       span becomes one path node (every other unit is a path node of its own). Edges out of
+       units without compute time (inputs, masks, shape nodes: one attention mask feeds every
+       BERT layer, one encoder state every GNMT decoder layer) do not make branches. This
+       reading of "contracting branches" is the one that reproduces the paper's published
+       ``pipedream`` values. The path nodes are intervals of a topological order, so every
+       stage is contiguous and the stages form a chain.
 
     ``branches=False``: every unit its own path node, in the same order (the fallback).
 
@@ -94,7 +76,27 @@ def path_contraction(contraction: Contraction, branches: bool = True) -> np.ndar
 
 
 class PipeDream(Method):
-    """PipeDream's stage DP on the branch-contracted path (module docstring)."""
+    """PipeDream's stage DP on the branch-contracted path.
+
+    ``best[a][c][j]`` is the least possible slowest stage when the first ``j`` path nodes form
+    consecutive stages on at most ``a`` accelerators and ``c`` CPU cores. A stage's time is its
+    max-load (compute plus each communication group crossing its boundary once; ``overlap``
+    honoured; FW + BW for training), and an accelerator stage must fit the memory and hold only
+    supported units.
+
+    When no split of the path fits (a branch larger than an accelerator, and no CPU to take
+    it), the DP runs again on the units one by one, in the same order (our choice: PipeDream
+    itself would fail); ``info["fallback"]`` says so.
+
+    Examples
+    --------
+    >>> from exactplace import Cluster, Graph, Node, solve
+    >>> g = Graph([Node(0, 9.0, 1.0, comm=0.5), Node(1, 9.0, 1.0, comm=0.5), Node(2, 9.0, 1.0, comm=0.5),
+    ...            Node(3, 9.0, 1.0, comm=0.5), Node(4, 9.0, 3.0)], [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])
+    >>> p = solve(g, Cluster(2, cpus=0), method="pipedream")
+    >>> p.device.tolist(), p.objective   # the diamond moves as one: {0..3} (4 + 0.5 out), {4} (0.5 in + 3)
+    ([0, 0, 0, 0, 1], 4.5)
+    """
 
     name = "pipedream"
     objectives = ("throughput",)
@@ -113,13 +115,13 @@ class PipeDream(Method):
     def run(self, problem: Problem) -> MethodResult:
         result = self._split(problem, path_contraction(problem.contraction))
         if result.device is None and result.limit is None:
-            # No split of the branch path fits: single units, in the same order (module docstring).
+            # No split of the branch path fits: single units, in the same order (class docstring).
             result = self._split(problem, path_contraction(problem.contraction, branches=False))
             result.info["fallback"] = "single units"
         return result
 
     def _split(self, problem: Problem, path: np.ndarray) -> MethodResult:
-        """PipeDream's DP over ``path`` (step 3 of the module docstring)."""
+        """PipeDream's DP over ``path`` (the class docstring)."""
         graph, cluster = problem.graph, problem.cluster
         contraction = problem.contraction
         m = int(path.max()) + 1

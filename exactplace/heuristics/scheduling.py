@@ -1,23 +1,15 @@
 """What the list-scheduling placers share: the task graph they schedule, and memory book-keeping while they place.
 
-Choices the papers leave open, made once here for every list scheduler (m-topo, m-etf,
-m-sct, FastT, Celeritas):
+Choices the papers leave open are made once here for every list scheduler (m-topo, m-etf,
+m-sct, FastT, Celeritas), so they differ only in their own rules:
 
-* Time estimates inside the placers are contention-free and follow the simulator's
-  communication accounting (:mod:`exactplace.evaluators.makespan`): an edge of cost ``c``
-  from device ``a`` to device ``b != a`` delays its destination by ``c`` per accelerator
-  among ``a`` and ``b`` (through host RAM; CPU to CPU is free).
-* Colocation: a colour class always shares one device. With ``co_placement`` (Baechi's
-  co-placement, the default) placing a class's first node reserves the whole class's memory
-  on that device, and a device that cannot hold the whole class is not a candidate; without
-  it only the node's own memory is checked, so later members may overfill the device.
-* Fusion (Baechi's safe rule, the default): an edge ``u -> v`` inside one colour class is
-  contracted when ``u`` has at most one successor task or ``v`` at most one predecessor task
-  in the current task graph, which can never close a cycle. A fused task runs its nodes back
-  to back, in topological order, once every input of every member has arrived; so (our
-  choice) a forward node is never fused with a backward one, which would hold the forward
-  node back until the backward pass reaches it.
-* When no device can take a node, it goes to the accelerator with the most free memory; the
+* time estimates inside the placers are contention-free and follow the simulator's
+  communication accounting (:func:`transfer`);
+* a colour class always shares one device, its whole memory reserved at once with Baechi's
+  co-placement (:class:`Memory`);
+* fusion follows Baechi's safe rule and never fuses a forward node with a backward one
+  (:func:`task_graph`);
+* when no device can take a node, it goes to the accelerator with the most free memory; the
   placement is then settled like every placer's (:func:`exactplace.heuristics.memory.settle_memory`).
 """
 
@@ -82,14 +74,25 @@ class TaskGraph:
 
 
 def transfer(cost: float, a: int, b: int, k: int) -> float:
-    """Contention-free delay of an edge of cost ``cost`` from device ``a`` to device ``b`` (k accelerators)."""
+    """Contention-free delay of an edge of cost ``cost`` from device ``a`` to device ``b`` (k accelerators).
+
+    The simulator's communication accounting (:mod:`exactplace.evaluators.makespan`): an edge of
+    cost ``c`` from ``a`` to ``b != a`` delays its destination by ``c`` per accelerator among ``a``
+    and ``b`` (through host RAM; CPU to CPU is free).
+    """
     if a == b:
         return 0.0
     return cost * ((a < k) + (b < k))
 
 
 def task_graph(graph: Graph, fusion: bool) -> TaskGraph:
-    """One task per node, or with ``fusion`` the safe contraction described in the module docstring.
+    """One task per node, or with ``fusion`` Baechi's safe contraction.
+
+    Fusion contracts an edge ``u -> v`` inside one colour class when ``u`` has at most one
+    successor task or ``v`` at most one predecessor task in the current task graph, which can
+    never close a cycle. A fused task runs its nodes back to back, in topological order, once
+    every input of every member has arrived; so (our choice) a forward node is never fused with
+    a backward one, which would hold the forward node back until the backward pass reaches it.
 
     >>> from exactplace.core.graph import Graph, Node
     >>> g = Graph([Node(0, 1.0, 1.0, color=7), Node(1, 1.0, 1.0, color=7), Node(2, 1.0, 1.0)], [(0, 1), (1, 2)])
@@ -196,7 +199,7 @@ def _smallest_first_order(pred: list[list[tuple[int, float]]], succ: list[list[t
     """The lexicographically smallest topological order (the ready task of lowest id first).
 
     What ``networkx.lexicographical_topological_sort`` returns, without building a networkx graph
-    (seconds on 100,000 units). ``pred``/``succ`` hold each edge once.
+    (slow on large graphs). ``pred``/``succ`` hold each edge once.
     """
     waiting = [len(p) for p in pred]
     ready = [t for t, w in enumerate(waiting) if not w]
@@ -215,7 +218,13 @@ def _smallest_first_order(pred: list[list[tuple[int, float]]], succ: list[list[t
 
 
 class Memory:
-    """Accelerator memory and colour-class devices, as tasks are placed (module docstring)."""
+    """Accelerator memory and colour-class devices, as tasks are placed.
+
+    Colocation: a colour class always shares one device. With ``co_placement`` (Baechi's
+    co-placement, the default) placing a class's first node reserves the whole class's memory on
+    that device, and a device that cannot hold the whole class is not a candidate; without it
+    only the node's own memory is checked, so later members may overfill the device.
+    """
 
     def __init__(self, cluster: Cluster, tasks: TaskGraph, co_placement: bool) -> None:
         self.k = cluster.accelerators
@@ -259,7 +268,7 @@ class Memory:
         return int(np.argmax(self.free[: self.k]))
 
     def place(self, t: int, d: int) -> None:
-        """Record task ``t`` on device ``d`` (reserving memory as the module docstring says)."""
+        """Record task ``t`` on device ``d`` (reserving memory as the class docstring says)."""
         c = int(self.tasks.color[t])
         first = c not in self.class_device
         self.class_device.setdefault(c, d)

@@ -1,9 +1,9 @@
 """Pictures of placements, schedules and optimality gaps (matplotlib; ``pip install exactplace[plot]``).
 
 Every function returns a matplotlib :class:`~matplotlib.figure.Figure` and never calls ``show()``:
-a notebook displays the figure it gets, a script saves it (``fig.savefig("split.png")``). They are
-drawn with the Agg backend's defaults, sized for the page (about 10 inches wide at 100 dpi), and
-read the same at 1,000 nodes as at 30.
+a notebook displays the figure it gets, a script saves it (``fig.savefig("split.png")``). Figures
+use the Agg backend's defaults, are sized for the page and read the same at 1,000 nodes as at 30.
+``import exactplace`` does not import matplotlib; ``import exactplace.plot`` does.
 
 - :func:`placement_graph`: the graph coloured by device, in layers from left to right;
 - :func:`load_bars`: each device's load split into compute and communication (forward and
@@ -13,8 +13,6 @@ read the same at 1,000 nodes as at 30.
 - :func:`gap_bars`: each method's value over the best proven bound, per workload (the paper's Fig. 8);
 - :func:`overview`: the placement graph above its load bars (``exactplace solve --plot``);
 - :func:`against_baseline`: a regression report's values over its baseline's (``exactplace regress``).
-
-``import exactplace`` does not import matplotlib; ``import exactplace.plot`` does.
 """
 
 from exactplace.plot.baseline import against_baseline

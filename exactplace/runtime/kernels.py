@@ -2,22 +2,11 @@
 
 A replay turns every node into a *compute* kernel and every edge that crosses devices into a
 *transfer* kernel, each lasting the time the cost model gives it (scaled by ``time_unit``
-seconds per model unit). Two implementations share one interface:
-
-* :class:`CpuKernels` (virtual devices, what CI runs): one worker thread per device over CPU
-  tensors. A compute kernel runs a small tensor operation, then waits for the rest of its
-  modelled time in ``time.sleep`` (which releases the GIL, so workers overlap as devices do); a
-  transfer copies a tensor whose size is the modelled bytes (cost x the measured copy
-  bandwidth, capped so replays stay light), then waits for the rest of its time. Each kernel
-  waits until a deadline on its device's clock (the previous kernel's end, or its input's
-  arrival, plus its modelled time), and the median overshoot of ``time.sleep`` on this machine
-  is measured once and subtracted, so kernels last their modelled times even when they are far
-  shorter than the OS's sleep granularity or the scheduler wakes threads late.
-* :class:`CudaKernels` (when ``torch.cuda.is_available()``): a stream per GPU; compute kernels
-  are ``torch.cuda._sleep`` spins calibrated in cycles per second, transfers copy tensors of the
-  modelled size between the GPU and pinned host memory, and timing uses CUDA events.
-
-Both import torch inside their constructor: ``import exactplace`` never loads it.
+seconds per model unit), so that a real execution of the placement can be timed against the
+model. Two implementations share one interface: :class:`CpuKernels` (virtual devices, worker
+threads over CPU tensors: what CI runs) and :class:`CudaKernels` (a stream per GPU, when
+``torch.cuda.is_available()``). Both import torch inside their constructor: ``import
+exactplace`` never loads it.
 """
 
 from __future__ import annotations
@@ -49,7 +38,17 @@ def sleep_overshoot(samples: int = 40, request: float = 1e-3) -> float:
 
 
 class CpuKernels:
-    """Virtual devices: worker threads over CPU tensors (see the module docstring).
+    """Virtual devices: one worker thread per device over CPU tensors.
+
+    A compute kernel runs a small tensor operation, then waits for the rest of its modelled time
+    in ``time.sleep`` (which releases the GIL, so workers overlap as devices do); a transfer
+    copies a tensor whose size is the modelled bytes (cost x the copy bandwidth, capped at
+    :data:`MAX_TRANSFER_BYTES` so replays stay light), then waits for the rest of its time. Each
+    kernel waits until a deadline on its device's clock (the previous kernel's end, or its
+    input's arrival, plus its modelled time), and the median overshoot of ``time.sleep`` on this
+    machine (:func:`sleep_overshoot`) is found once and subtracted, so kernels last their
+    modelled times even when they are far shorter than the OS's sleep granularity or the
+    scheduler wakes threads late.
 
     Parameters
     ----------
@@ -117,6 +116,10 @@ class CpuKernels:
 
 class CudaKernels:
     """A stream per GPU, ``torch.cuda._sleep`` compute kernels and timed copies (not run in CI).
+
+    Compute kernels are ``torch.cuda._sleep`` spins calibrated in cycles per second, transfers
+    copy tensors of the modelled size between the GPU and pinned host memory, and timing uses
+    CUDA events.
 
     Kernels are enqueued asynchronously; ``compute``, ``download`` and ``upload`` return CUDA
     events (start, end) instead of clock readings, and :meth:`elapsed` turns a pair into

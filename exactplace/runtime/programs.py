@@ -4,21 +4,15 @@ A device's program lists its operations in the graph's topological order: ``recv
 group arriving from another device), ``compute`` (a node) and ``send`` (a group leaving for other
 devices). Accelerators pay each crossing communication group once when it arrives and once when
 it leaves; CPUs read RAM and pay nothing, exactly as the max-load evaluator counts, so the sum of
-a program's seconds is the device's load (:func:`exactplace.evaluators.device_loads`).
+a program's seconds is the device's load (:func:`exactplace.evaluators.device_loads`). For
+single-sample latency (paper §4) the unit of execution is a *block* (:func:`latency_blocks`).
 
-For single-sample latency (paper §4) the unit of execution is a *block*: each contiguous piece of
-an accelerator's set (copies its inputs in, runs its nodes, copies its outputs out) and each CPU
-node on its own.
-
-Replicated stages (paper Appendix C.2, PipeDream's data-parallel stages): an accelerator whose part
-runs on ``r > 1`` replicas becomes ``r`` *workers* ``(device, j)``, and replica ``j`` handles the
-samples ``i`` with ``i % r == j`` (round-robin, as PipeDream deals minibatches to a data-parallel
-stage). Each sample pays the device's whole program on its replica, which then runs a ``sync`` step
-(the all-reduce of the part's parameters) lasting the model's ``sync * (r - 1) / r``, ``sync`` being
-the sum of the part's ``Node.sync``. The step is charged per sample on the replica that ran it and
-does not wait for the other replicas: that is exactly the max-load model's cost, ``(compute +
-communication + sync * (r - 1) / r) / r`` per sample of the stream, while a real all-reduce would
-also make the replicas wait for one another (the model, and so the replay, leaves that out).
+Replicated stages (paper Appendix C.2, PipeDream's data-parallel stages): an accelerator whose
+part runs on ``r > 1`` replicas becomes ``r`` *workers* ``(device, j)``; replica ``j`` handles the
+samples ``i % r == j`` (round-robin, as PipeDream deals minibatches), and after each sample runs
+a ``sync`` step (the all-reduce of the part's parameters) of ``sync * (r - 1) / r`` that waits for
+no other replica: exactly the max-load model's cost. A real all-reduce would also make the
+replicas wait for one another; the model, and so the replay, leaves that out.
 """
 
 from __future__ import annotations
@@ -116,8 +110,9 @@ def device_programs(graph: Graph, cluster: Cluster, dev: np.ndarray,
         ``dev[i]`` is the device of the node at position ``i``.
     replicas : mapping, optional
         Device -> replicas of its part (missing: 1). A replicated device's program ends with a
-        ``sync`` step of ``sync * (r - 1) / r`` (module docstring), so it sums to ``r`` times the
-        device's load; without it a program sums to the device's load.
+        ``sync`` step of ``sync * (r - 1) / r`` (module docstring), ``sync`` being the sum of the
+        part's ``Node.sync``, so it sums to ``r`` times the device's load; without it a program sums
+        to the device's load.
 
     Returns
     -------
@@ -145,6 +140,9 @@ def device_programs(graph: Graph, cluster: Cluster, dev: np.ndarray,
 
 def latency_blocks(graph: Graph, cluster: Cluster, dev: np.ndarray) -> list[Block]:
     """Blocks of single-sample (§4) execution, in an order where every block follows those it waits for.
+
+    A block is each contiguous piece of an accelerator's set (it copies its inputs in, runs its
+    nodes, copies its outputs out) and each CPU node on its own.
 
     Examples
     --------

@@ -1,30 +1,17 @@
 """CP-SAT through ``ortools.sat``: integer programming by clause learning, LP and parallel portfolios.
 
-CP-SAT only takes integer variables and coefficients, so the adapter scales (the model
-itself stays in floating point):
+CP-SAT only takes integer variables and coefficients, so the adapter scales the model (which
+itself stays in floating point): a continuous ``x`` becomes an integer ``X = x * S`` for one
+global power of two ``S``, and every row is scaled to integral coefficients
+(:func:`scale_for_cpsat`). Rounding makes the CP-SAT objective approximate: the adapter reports
+the model's own objective of the decoded values, and a dual bound lowered by the worst rounding
+error of any row, so the bound stays a valid lower bound of the unscaled model (the evaluator
+then recomputes the placement's exact objective). Indicator rows become enforcement literals.
 
-* integer and implied-integer variables become CP-SAT integers (their bounds must be finite);
-* a continuous variable ``x`` becomes an integer ``X`` with ``x = X / S`` for one global
-  power of two ``S``, chosen so that the widest continuous bound times ``S`` is about
-  ``2**32`` (a resolution far below any time that matters; a coarser ``2**20`` on the largest
-  coefficient lost 5e-5 of the objective on op_bert6_inference) while no coefficient exceeds
-  ``2**40`` (continuous variables must have integral coefficients, as the load variables'
-  ``-1`` do, and finite bounds);
-* a row with a continuous variable is multiplied by ``S`` and its other coefficients rounded
-  to the nearest integer; a row of integer variables only is scaled by the smallest power of
-  two making it integral (rounded at ``2**30`` when none does), its bounds rounded inwards.
-
-Rounding makes the CP-SAT objective approximate: the adapter reports the model's own
-objective of the decoded values, and a dual bound lowered by the worst rounding error of any
-row, so the bound stays a valid lower bound of the unscaled model (the evaluator then
-recomputes the exact objective of the placement). Indicator rows become enforcement literals.
-
-A known CP-SAT 9.15 presolve bug (google/or-tools#5293) sums a row's Boolean coefficients in a
-32-bit integer; past ``2**31`` it wraps and presolve drops an enforcement literal, turning
-``b => row`` into ``row``: a feasible model is declared infeasible, or a wrong optimum is
-certified (seen here: the latency program's memory rows, whose byte sizes are scaled to
-``2**40``). Its own workaround is applied to every model with such a row: the presolve
-inclusion step that reaches the bug is turned off (``presolve_inclusion_work_limit = 0``).
+CP-SAT 9.15's presolve sums a row's Boolean coefficients in a 32-bit integer (google/or-tools#5293):
+past ``2**31`` it wraps and may drop an enforcement literal, declaring a feasible model infeasible
+or certifying a wrong optimum. Every model with such a row gets the bug's own workaround: the
+presolve inclusion step that reaches it is off (``presolve_inclusion_work_limit = 0``).
 """
 
 from __future__ import annotations
@@ -55,7 +42,7 @@ _MAX_SCALE = 2.0**512  # a factor past this lifts nothing that matters (values b
 
 
 def _pow2_at_most(x: float) -> float:
-    """The largest power of two at most ``x`` (and at most :data:`_MAX_SCALE`: times of 1e-302 made ``x`` infinite)."""
+    """The largest power of two at most ``x`` (and at most :data:`_MAX_SCALE`, which tiny times make ``x`` exceed)."""
     return 2.0 ** math.floor(math.log2(min(x, _MAX_SCALE))) if x > 0 else 1.0
 
 
@@ -78,6 +65,19 @@ def refutation_margin(model: Model) -> float:
 
 def scale_for_cpsat(model: Model) -> dict:
     """The integer form of ``model``: scale ``S``, integer rows, bounds and the bound correction.
+
+    * Integer and implied-integer variables become CP-SAT integers (their bounds must be finite).
+    * A continuous variable ``x`` becomes an integer ``X`` with ``x = X / S`` for one global
+      power of two ``S``, chosen so that the widest continuous bound times ``S`` is about
+      ``2**32`` (a resolution far below any time that matters) while no coefficient exceeds
+      ``2**40`` (continuous variables must have integral coefficients, as the load variables'
+      ``-1`` do, and finite bounds).
+    * A row with a continuous variable is multiplied by ``S`` and its other coefficients rounded
+      to the nearest integer; a row of integer variables only is scaled by the smallest power of
+      two making it integral (rounded at ``2**30`` when none does), its bounds rounded inwards.
+
+    ``error`` is the worst rounding error of any row, in the model's units; ``wraps_int32``
+    whether a row reaches google/or-tools#5293 (module docstring).
 
     >>> from exactplace.formulations.model import Model, Kind
     >>> m = Model()

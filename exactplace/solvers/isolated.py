@@ -1,29 +1,16 @@
 """Running a solver adapter in a child process that is stopped on time.
 
 Why: a solver that does not look at its clock or at a stop request for a while (HiGHS in root
-cut separation, SCIP after ``InterruptSolve``, CBC while PuLP writes its MPS file) makes a
-time limit or Ctrl-C wait for it: 140 s for a 60 s limit was measured. In a child process it
-can always be stopped. The parent streams the child's progress points and improving
-solutions while it runs; at the deadline (or on Ctrl-C) it asks the child to stop, and
-``GRACE`` seconds later kills its whole process group (CBC's own child included), keeping the
-last solution streamed.
+cut separation, SCIP after ``InterruptSolve``, CBC while PuLP writes its MPS file) makes a time
+limit or Ctrl-C wait for it; a child process can always be stopped. The parent streams the
+child's progress points and improving solutions while it runs; at the deadline (or on Ctrl-C) it
+asks the child to stop, and :data:`GRACE` seconds later kills its whole process group (CBC's own
+child included), keeping the last solution streamed. :func:`solve_isolated` gives the protocol.
 
-The child is spawned (:func:`child_command`: a fresh interpreter, never a fork, so the solvers' threads are safe,
-importing this process's ``exactplace`` whatever folders the working directory holds) in a session of its own, so a
-terminal's Ctrl-C reaches only the parent, which decides. It writes nothing to its standard output but messages: its
-stdout is moved to stderr when the log was asked for (where a solver's own log lines go), else to the null device;
-the parent reads its stderr, passing it on only with the log, and keeps the last lines to say how a child failed.
-Messages are pickled, one after another: the parent writes the job, then ``"stop"`` when it wants the solve to end;
-the child writes ``("point", TracePoint)``, ``("solution", values)``, ``("log", line)``, and finally
-``("result", Result)`` or ``("error", text)``. End of file on the child's stdin means the parent is gone: the child
-kills its group. A child that ends with neither (its solver aborted it, an import failed) answers as a failed solve:
-the last solution it streamed, no bound, and ``Result.failure`` saying how (exit status, last line of its stderr).
-
-When (:func:`isolate`): models with at least :data:`ISOLATE_NONZEROS` nonzeros, which is every
-model of a real workload (the smallest shared one, layer_bert24's non-contiguous IP, has
-3,104). Starting the child costs about half a second (numpy, this package and the solver's module),
-more than the tiny models of the tests take to solve;
-they run in the calling process, where Ctrl-C still stops every solver but SCIP promptly.
+Only models with at least :data:`ISOLATE_NONZEROS` nonzeros are isolated (:func:`isolate`), as
+every real workload's are: starting the child (numpy, this package and the solver's module)
+costs more than the tests' tiny models take to solve. Those run in the calling process, where
+Ctrl-C still stops every solver but SCIP promptly.
 """
 
 from __future__ import annotations
@@ -94,9 +81,23 @@ def isolate(model: Model, request: Request) -> bool:
 
 
 def solve_isolated(adapter: type[Solver], model: Model, request: Request) -> Result:
-    """Run ``adapter`` on ``model`` in a child process (module docstring); the result is unchecked.
+    """Run ``adapter`` on ``model`` in a child process; the result is unchecked.
 
-    The child imports what this process can (its ``sys.path``), so any adapter class works.
+    The child imports what this process can (its ``sys.path``), so any adapter class works. It is
+    spawned (:func:`child_command`: a fresh interpreter, never a fork, so the solvers' threads are
+    safe) in a session of its own, so a terminal's Ctrl-C reaches only the parent, which decides.
+    It writes nothing to its standard output but messages: its stdout is moved to stderr when the
+    log was asked for (where a solver's own log lines go), else to the null device; the parent
+    reads its stderr, passing it on only with the log, and keeps the last :data:`STDERR_TAIL`
+    lines to say how a child failed.
+
+    Messages are pickled, one after another: the parent writes the job, then ``"stop"`` when it
+    wants the solve to end; the child writes ``("point", TracePoint)``, ``("solution", values)``,
+    ``("log", line)``, and finally ``("result", Result)`` or ``("error", text)``. End of file on
+    the child's stdin means the parent is gone: the child kills its group. A child that ends with
+    neither (its solver aborted it, an import failed) answers as a failed solve: the last
+    solution it streamed, no bound, and ``Result.failure`` saying how (exit status, last line of
+    its stderr).
     """
     clock = time.monotonic()
     solver = adapter.name
