@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from oracle import brute_force_optima, is_unit_chain
 from strategies import brute_force_graphs, clusters, placements
+from timing import on_time
 
 from exactplace import (
     Cluster,
@@ -195,7 +196,7 @@ def test_a_stopped_heterogeneous_dp_returns_a_feasible_incumbent() -> None:
     cluster = Cluster(6, memory=[20.0] * 3 + [40.0] * 3, speed=[2.0] * 3 + [1.0] * 3, cpus=1)
     start = time.monotonic()
     stopped = solve(graph, cluster, method="dp", time_limit=0.3)
-    assert time.monotonic() - start < 5.0
+    assert on_time(time.monotonic() - start, 0.3)
     assert stopped.status is Status.FEASIBLE and stopped.limit is Limit.TIME
     assert stopped.info["returned"] == "DPL incumbent"
     assert check_feasibility(graph, cluster, stopped.device) == []

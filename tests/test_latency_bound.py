@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from oracle import latency_subgraph_optimum
 from strategies import clusters, dags
+from timing import on_time
 
 from exactplace import Cluster, Graph, Node, Status, evaluate, read_workload, solve
 from exactplace.bounds.latency_path import path_bound
@@ -268,7 +269,7 @@ def test_the_deadline_is_honoured() -> None:
     info: dict = {}
     start = time.monotonic()
     assert path_bound(_antichain(18), Cluster(4, cpus=1), deadline=start + 0.3, info=info) is None
-    assert info["status"] == "time" and time.monotonic() - start < 2.0
+    assert info["status"] == "time" and on_time(time.monotonic() - start, 0.3)
 
 
 def test_the_memory_budget_is_refused_before_allocating() -> None:
@@ -288,7 +289,7 @@ def test_ctrl_c_stops_the_bound() -> None:
             path_bound(_antichain(18), Cluster(4, cpus=1))
     finally:
         timer.cancel()
-    assert time.monotonic() - start < 2.0
+    assert on_time(time.monotonic() - start, 0.3)  # the Ctrl-C came at 0.3 s
 
 
 def test_the_chain_starts_the_latency_program() -> None:
