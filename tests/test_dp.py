@@ -257,6 +257,7 @@ def test_dpl_refuses_a_heterogeneous_cluster_that_dp_takes(cluster: Cluster) -> 
 
 def test_auto_prefers_dp_then_mip_then_dpl_then_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
     from exactplace.methods import mip as mip_module
+    from exactplace.methods.mip_settings import DEFAULT_MIP
 
     graph = parallel_chains(branches=2, length=3)
     assert solve(graph, HARD).method == "dp"
@@ -267,7 +268,7 @@ def test_auto_prefers_dp_then_mip_then_dpl_then_greedy(monkeypatch: pytest.Monke
     assert certified.method == "mip" and certified.status is Status.OPTIMAL
     assert certified.objective == pytest.approx(solve(graph, HARD, method="dp").objective)
     assert "more than 5 ideals, more than the DP is expected to finish in 60 s" in certified.info["passed_over"]["dp"]
-    monkeypatch.setattr(mip_module, "MAX_NONZEROS", 10)
+    monkeypatch.setattr(mip_module.MIP, "settings", dataclasses.replace(DEFAULT_MIP, max_nonzeros=10))
     assert solve(graph, HARD).method == "dpl"
     assert solve(graph, Cluster(2, memory=[1e9, 2e9], cpus=1)).method == "greedy"
     gpipe = solve(graph, HARD, gpipe=True)

@@ -9,6 +9,7 @@ bound is a valid lower bound.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -42,6 +43,8 @@ from exactplace import (
 )
 from exactplace.core.contraction import contract
 from exactplace.core.placement import Limit
+from exactplace.methods.mip import MIP
+from exactplace.methods.mip_settings import DEFAULT_MIP
 from exactplace.solvers import SOLVERS, get_solver
 from exactplace.solvers.statuses import STATUS_TABLE, Outcome, interpret
 
@@ -60,6 +63,11 @@ def approx(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is b
     return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6)
+
+
+def tuned(**fields: object) -> object:
+    """``method="mip"`` run with ``fields`` of its settings changed, within the ``with`` block."""
+    return patch.object(MIP, "settings", dataclasses.replace(DEFAULT_MIP, **fields))
 
 
 @SETTINGS
@@ -132,13 +140,12 @@ def test_every_installed_solver_finds_the_same_optimum(contiguous: bool) -> None
 
 
 def test_auto_solver_of_the_noncontiguous_ip_follows_the_accelerator_count() -> None:
-    """solver='auto': HiGHS for contiguous=False on at most HIGHS_MAX_ACCELERATORS accelerators, else the
+    """solver='auto': HiGHS for contiguous=False on at most highs_max_accelerators accelerators, else the
     first of AUTO_SOLVER; the contiguous IP always the latter. The same optimum either way."""
-    from exactplace.methods.mip import HIGHS_MAX_ACCELERATORS
-
+    most = DEFAULT_MIP.highs_max_accelerators
     graph = Graph([Node(i, 2.0 + i % 3, 1.0 + (i % 2), comm=0.5, memory=1.0) for i in range(6)],
                   [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (3, 5)])
-    few, many = Cluster(HIGHS_MAX_ACCELERATORS, cpus=1), Cluster(HIGHS_MAX_ACCELERATORS + 1, cpus=1)
+    few, many = Cluster(most, cpus=1), Cluster(most + 1, cpus=1)
     first = get_solver("auto").name
     for cluster, expected in ((few, "highs"), (many, first)):
         p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0)
@@ -153,13 +160,11 @@ def test_auto_solver_of_the_noncontiguous_ip_follows_the_accelerator_count() -> 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(any_graphs(max_nodes=5), clusters(min_accelerators=4, max_accelerators=4, max_cpus=1), st.booleans())
 def test_relay_from_cpsat_to_highs_keeps_the_optimum(graph: Graph, cluster: Cluster, started: bool) -> None:
-    """solver='auto' on more than HIGHS_MAX_ACCELERATORS accelerators hands CP-SAT's split and bound to HiGHS
-    after CPSAT_LEG_SECONDS (here none): the optimum is still brute force's, whichever leg proved it. With a
+    """solver='auto' on more than highs_max_accelerators accelerators hands CP-SAT's split and bound to HiGHS
+    after cpsat_leg_seconds (here none): the optimum is still brute force's, whichever leg proved it. With a
     start (the DP's), CP-SAT's leg hands HiGHS a split, and polish runs beside HiGHS (two threads)."""
-    from exactplace.methods import mip
-
     optima = brute_force_optima(graph, cluster, "throughput")
-    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.0):
+    with tuned(cpsat_leg_seconds=0.0):
         p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, warm_start="auto" if started else None,
                   time_limit=30, threads=2)
     if optima.any is None:
@@ -172,10 +177,8 @@ def test_relay_from_cpsat_to_highs_keeps_the_optimum(graph: Graph, cluster: Clus
 def test_relay_hands_cpsats_split_and_bound_to_highs() -> None:
     """A CP-SAT leg that runs out of time: HiGHS goes on from its split and bound within the time limit, the
     result says both solvers, and the trace is one run (incumbents falling, bounds rising)."""
-    from exactplace.methods import mip
-
     graph, cluster = banded_graph(), Cluster(4, cpus=1)
-    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05):
+    with tuned(cpsat_leg_seconds=0.05):
         p = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=4, threads=2)
         alone = solve(graph, cluster, method="mip", contiguous=False, rel_gap=0.0, time_limit=4, threads=1)
     assert p.solver == "cpsat+highs" and p.info["relay"]["cpsat"]["status"] == "feasible"
@@ -401,7 +404,7 @@ def test_a_bound_within_rel_gap_after_the_solver_stopped_certifies(short_by: flo
     stays feasible at the time limit. (The relay met this: the polish's split taken at the end, 1.9e-5 above the set
     bound, reported feasible.)"""
     from exactplace.core.problem import MethodResult
-    from exactplace.methods import mip
+    from exactplace.methods import throughput_steps
     graph = Graph([Node(i, 3.0, 1.0, comm=0.25) for i in range(5)], [(0, 1), (1, 2), (2, 3), (3, 4)])
     cluster = Cluster(2, cpus=1)
     optimum = brute_force_optima(graph, cluster, "throughput").any
@@ -411,7 +414,7 @@ def test_a_bound_within_rel_gap_after_the_solver_stopped_certifies(short_by: flo
         return (MethodResult(device, Status.FEASIBLE, bound=optimum * (1 - short_by), limit=Limit.TIME, solver=solver,
                              space=Space.ANY, info=info, timings=timings), SimpleNamespace(values=None))
 
-    with patch.object(mip, "solve_ip", stopped):  # (no set bound beside it: its own bound would join in)
+    with patch.object(throughput_steps, "solve_ip", stopped):  # (no set bound beside it: its own bound would join in)
         p = solve(graph, cluster, method="mip", solver="highs", contiguous=False, rel_gap=1e-4, packing_bound=False,
                   polish=False, set_bound=False)
     assert approx(p.objective, optimum) and p.bound == pytest.approx(optimum * (1 - short_by))
@@ -427,8 +430,6 @@ def test_highs_takes_the_ip_without_a_floor_and_the_bound_still_holds() -> None:
     still at least the bound handed on."""
     from exactplace.formulations import throughput
 
-    from exactplace.methods import mip
-
     built = throughput.noncontiguous_ip
     floors: list[float | None] = []
 
@@ -437,7 +438,7 @@ def test_highs_takes_the_ip_without_a_floor_and_the_bound_still_holds() -> None:
         return built(*args, **options)
 
     assert get_solver("cpsat").capabilities.objective_floor and not get_solver("highs").capabilities.objective_floor
-    with patch.object(mip, "CPSAT_LEG_SECONDS", 0.05), patch.object(throughput, "noncontiguous_ip", recording):
+    with tuned(cpsat_leg_seconds=0.05), patch.object(throughput, "noncontiguous_ip", recording):
         p = solve(banded_graph(), Cluster(4, cpus=1), method="mip", contiguous=False, rel_gap=0.0, time_limit=4,
                   threads=1)
     handed = p.info["set_bound"]["bound"]  # (the set bound runs before HiGHS's leg; its bound is HiGHS's lower bound)

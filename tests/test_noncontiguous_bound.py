@@ -28,7 +28,7 @@ from strategies import brute_force_graphs, mixed_clusters, placements
 from exactplace import Cluster, Graph, Status, check_feasibility, max_load, solve
 from exactplace.bounds.packing import packing_bound
 from exactplace.core.graph import Node
-from exactplace.methods.mip import _packing_short
+from exactplace.bounds.packing import packing_falls_short
 from exactplace.solvers import get_solver
 
 EXAMPLES = int(os.environ.get("NC_EXAMPLES", "30"))
@@ -87,9 +87,9 @@ def test_a_packing_bound_said_short_cannot_certify(data: st.DataObject, graph: G
     found = packing_bound(unit_data(graph, graph.color), cluster, gpipe=variant == "gpipe", time_limit=5.0)
     if found is None:
         return
-    if _packing_short(graph, cluster, start, rel_gap, **options):
+    if packing_falls_short(graph, cluster, start, rel_gap, **options):
         assert found.value < max_load(graph, cluster, start, **options) * (1 - rel_gap) * (1 + 1e-9) + 1e-12
-    assert _packing_short(graph, cluster, start, 0.0, **options) or found.value <= max_load(
+    assert packing_falls_short(graph, cluster, start, 0.0, **options) or found.value <= max_load(
         graph, cluster, start, **options) * (1 + 1e-9) + 1e-12
 
 

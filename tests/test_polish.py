@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -25,7 +26,7 @@ from strategies import any_graphs, banded_graph, clusters, mixed_clusters, place
 
 from exactplace import Cluster, Graph, Node, ParameterError, Status, check_feasibility, max_load, solve
 from exactplace.improvers import polish as polish_module
-from exactplace.improvers.polish import Alongside, polish
+from exactplace.improvers.polish import DEFAULT_POLISH, Alongside, polish
 
 SETTINGS = settings(max_examples=int(os.environ.get("NC_EXAMPLES", "30")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -196,23 +197,24 @@ def test_a_sub_ip_the_solver_fails_on_leaves_its_neighbourhood_undecided() -> No
     assert p.status is Status.OPTIMAL and close(p.objective, 10.75)
 
 
-def test_escalation_goes_on_where_a_sweep_stalls(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_escalation_goes_on_where_a_sweep_stalls() -> None:
     """With sub-IPs too short to decide anything much, a sweep stalls; with ``escalate`` the search doubles the
     limit instead, and ends at a local optimum (every neighbourhood proven), never worse than the stalled one's
     start. A sub-IP the solver always fails on cannot keep it going: the doubling stops at the time left."""
     graph, cluster = banded_graph(20), Cluster(accelerators=3, cpus=1)
     start = solve(graph, cluster, method="dp").device
-    monkeypatch.setattr(polish_module, "SUB_SECONDS", 1e-4)
-    stalled = polish(graph, cluster, start, time_limit=30.0)
-    escalated = polish(graph, cluster, start, time_limit=30.0, escalate=True)
+    short = dataclasses.replace(DEFAULT_POLISH, sub_seconds=1e-4)
+    stalled = polish(graph, cluster, start, time_limit=30.0, settings=short)
+    escalated = polish(graph, cluster, start, time_limit=30.0, escalate=True, settings=short)
     assert stalled.ended == "stalled"
     assert escalated.ended == "local optimum" and escalated.solved > stalled.solved
     assert escalated.value <= escalated.start and not check_feasibility(graph, cluster, escalated.device)
     assert close(escalated.value, max_load(graph, cluster, escalated.device))
     failing = _failing_sub_ip_graph()
-    found = polish(failing, Cluster(accelerators=1, cpus=1), np.ones(failing.n, dtype=np.int64), time_limit=5.0,
-                   escalate=True)
-    assert found.ended == "stalled" and found.seconds < 5.0
+    limit = 5.0
+    found = polish(failing, Cluster(accelerators=1, cpus=1), np.ones(failing.n, dtype=np.int64), time_limit=limit,
+                   escalate=True, settings=short)
+    assert found.ended == "stalled" and found.seconds < limit
 
 
 def test_alongside_returns_the_best_split_it_found_when_stopped() -> None:
@@ -221,26 +223,27 @@ def test_alongside_returns_the_best_split_it_found_when_stopped() -> None:
 
     w = read_workload(workload_path("layer_bert24_training"))
     start = solve(w, method="dp").device
-    companion = Alongside(w.graph, w.cluster, start, time_limit=60.0)
+    limit = 60.0
+    companion = Alongside(w.graph, w.cluster, start, time_limit=limit)
     time.sleep(2.0)
     clock = time.monotonic()
     found = companion.stop()
-    assert time.monotonic() - clock < 1.0 and found.ended == "interrupted"
+    assert time.monotonic() - clock < limit / 60 and found.ended == "interrupted"  # at once: a sliver of its limit
     assert found.value < found.start == pytest.approx(max_load(w.graph, w.cluster, start))
     assert close(found.value, max_load(w.graph, w.cluster, found.device))
 
 
-def test_alongside_takes_an_offered_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An offer replaces a search gone ``RESTART_SECONDS`` without improving (here at once): the result is the best of
+def test_alongside_takes_an_offered_start() -> None:
+    """An offer replaces a search gone ``restart_seconds`` without improving (here at once): the result is the best of
     both searches, re-scored by the evaluator, its trace falling, and it says two searches ran."""
     from exactplace import read_workload, workload_path
 
-    monkeypatch.setattr(polish_module, "RESTART_SECONDS", 0.0)
     w = read_workload(workload_path("layer_bert24_training"))
     start = solve(w, method="dp").device
     better = polish(w.graph, w.cluster, start, time_limit=30.0, escalate=True)
     on_cpu = np.full(w.graph.n, w.cluster.accelerators, dtype=np.int64)  # every node on the CPU core: the worst
-    companion = Alongside(w.graph, w.cluster, on_cpu, time_limit=60.0)
+    companion = Alongside(w.graph, w.cluster, on_cpu, time_limit=60.0,
+                          settings=dataclasses.replace(DEFAULT_POLISH, restart_seconds=0.0))
     time.sleep(0.5)
     companion.offer(better.device)
     time.sleep(3.0)
@@ -260,8 +263,11 @@ def test_a_split_the_polish_finds_beside_the_solver_ends_the_solve_certified(
     import threading
 
     from exactplace import read_workload, workload_path
-    from exactplace.core.placement import Limit
-    from exactplace.methods import mip
+    from exactplace.core.placement import Limit, Space
+    from exactplace.core.problem import MethodResult
+    from exactplace.methods import throughput_steps
+    from exactplace.methods.mip import MIP
+    from exactplace.methods.mip_settings import DEFAULT_MIP
     from exactplace.solvers import Result
 
     stopped: list[bool] = []
@@ -269,12 +275,13 @@ def test_a_split_the_polish_finds_beside_the_solver_ends_the_solve_certified(
     def finds_nothing(problem: object, ip: object, solver: str, *, warm: np.ndarray, cancel: threading.Event,
                       **kwargs: object) -> tuple[object, object]:
         stopped.append(cancel.wait(problem.remaining()))  # type: ignore[attr-defined]
-        result = mip.MethodResult(warm.copy(), Status.FEASIBLE, bound=None, limit=Limit.INTERRUPT, solver=solver,
-                                  space=mip.Space.ANY, info=kwargs["info"], timings=kwargs["timings"])
+        result = MethodResult(warm.copy(), Status.FEASIBLE, bound=None, limit=Limit.INTERRUPT, solver=solver,
+                              space=Space.ANY, info=kwargs["info"], timings=kwargs["timings"])
         return result, Result(Status.NO_SOLUTION, Limit.INTERRUPT, None, None, None, "stand-in", solver, 0.0, [])
 
-    monkeypatch.setattr(mip, "solve_ip", finds_nothing)
-    monkeypatch.setattr(mip, "POLISH_SECONDS", 0.0)  # no polish before the solver: the DP's split, 41.75, goes in
+    monkeypatch.setattr(throughput_steps, "solve_ip", finds_nothing)
+    # No polish before the solver: the DP's split, 41.75, goes in.
+    monkeypatch.setattr(MIP, "settings", dataclasses.replace(DEFAULT_MIP, polish_seconds=0.0))
     w = read_workload(workload_path("layer_bert24_training"))  # packing bound 39.77; 2% needs a split <= 40.58
     p = solve(w, method="mip", solver="cpsat", contiguous=False, time_limit=120, rel_gap=0.02, gap_probe=False,
               threads=2)

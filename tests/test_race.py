@@ -18,8 +18,10 @@ from exactplace import Cluster, Graph, Node, solve
 from exactplace.core.placement import Limit, Space, Status, TracePoint
 from exactplace.core.problem import MethodResult
 from exactplace.evaluators import max_load
-from exactplace.improvers.race import RACE_SEED, beside_bound, race
+from exactplace.improvers.race import DEFAULT_RACE, beside_bound, race
 
+#: The second side's seed.
+RACE_SEED = DEFAULT_RACE.second_seed
 
 def split(value: float) -> np.ndarray:
     """A one-node 'split' whose value (below) is ``value``: the race compares splits only through ``value``."""
@@ -225,7 +227,7 @@ def test_the_bound_beside_certifies_a_split_the_solver_never_decides(graph: Grap
     optima = brute_force_optima(graph, cluster, "throughput")
     if optima.any is None or optima.any == 0.0 or not cluster.is_homogeneous:
         return  # (nothing to aim at: a zero optimum comes back from the start; the relaxation needs one machine type)
-    with mock.patch("exactplace.methods.mip.solve_ip", _never_deciding):
+    with mock.patch("exactplace.methods.throughput_steps.solve_ip", _never_deciding):
         p = solve(graph, cluster, method="mip", solver="highs", contiguous=False, rel_gap=rel_gap, threads=2,
                   packing_bound=False, time_limit=5)
     assert p.bound is None or p.bound <= optima.any * (1 + 1e-6) + 1e-9

@@ -1,29 +1,16 @@
 """The gap probe of the non-contiguous max-load IP: prove the asked gap directly.
 
-After the warm start and its polish the method holds a split of max load ``U`` and asks for a
-relative gap ``g`` (``rel_gap``). Rather than raise the optimizing solver's dual bound until it
-reaches ``U (1 - g)``, :func:`probe_gap` asks the decision version of the same IP
-(:func:`~exactplace.formulations.throughput.noncontiguous_ip` with ``at_most``): "is there a split
-of max load at most ``T``?", ``T`` a hair above ``U (1 - g)``.
+With a split of max load ``U`` and an asked relative gap ``g``, :func:`probe_gap` asks the decision version of the
+IP (:func:`~exactplace.formulations.throughput.noncontiguous_ip` with ``at_most``): "is there a split of max load at
+most ``T``?", ``T = U (1 - g + h)`` a hair above ``U (1 - g)`` (``h``: :attr:`GapProbeSettings.headroom`).
+Refuted: ``T`` (less CP-SAT's worst rounding) bounds every split, and ``U`` is within ``g`` of the optimum. Found:
+a split ``g`` better becomes the incumbent and the next probe asks below it. Undecided in its time: the optimizing
+IP goes on. A fine gap is approached by a ladder of coarser ones first (:attr:`GapProbeSettings.ladder`); a
+refuted coarse rung is a bound the optimizing IP starts from.
 
-* Refuted: no split has a max load of ``T`` or less, so ``T`` (less the CP-SAT adapter's worst
-  rounding, as in :mod:`~exactplace.bounds.packing`) is a lower bound of every split, and ``U``
-  is within ``g`` of the optimum: the method returns it without running the optimizing IP.
-* Found: a split at most ``T`` is ``g`` better than ``U`` (the evaluator re-scores it); it becomes
-  the incumbent and the next probe asks below it.
-* Undecided in its time: the method goes on to the optimizing IP, having spent the probe's time.
-
-A gap finer than 1% is approached by a ladder (:data:`LADDER`): 1% is asked first, then ``g``. A
-refuted 1% is a bound the optimizing IP starts from (``L``'s lower bound) when ``g`` stays undecided.
-
-Why a decision is easier: the objective's upper bound turns every device's load row into a
-knapsack row the solver propagates from the first node on, where the optimizing search must
-first lift its bound by cuts and branching. On op_resnet50_training "at most 0.99 U?" is refuted
-by CP-SAT with one worker in seconds, sooner than with two workers (its default search and an LNS
-worker) or without the rank fixings, where HiGHS does not decide it in half a minute and the
-optimizing IP takes many times longer to certify 1%. Near the optimum the decision is as hard as the
-optimization ("at most 0.9999 U" stays undecided for minutes, on layer_resnet50_inference too), and
-on the BERT operator graphs even "0.99 U" is undecided: the probe gets a bounded slice of the time
+Why a decision is easier: the objective's upper bound turns every device's load row into a knapsack row the solver
+propagates from the first node on, where the optimizing search must first lift its bound by cuts and branching.
+Near the optimum the decision is as hard as the optimization, so the probe gets a bounded slice of the time
 (``method="mip"``'s option ``gap_probe``).
 """
 
@@ -41,20 +28,27 @@ from exactplace.core.interrupt import ctrl_c_sets
 from exactplace.core.placement import Status
 from exactplace.evaluators.max_load import max_load
 from exactplace.formulations.throughput import noncontiguous_ip
-from exactplace.improvers.polish import Polished, polish
+from exactplace.improvers.polish import DEFAULT_POLISH, Polished, PolishSettings, polish
 from exactplace.solvers import Request, solve_model
 from exactplace.solvers.cpsat import refutation_margin
 
-__all__ = ["HEADROOM", "LADDER", "Probe", "probe_beside_polish", "probe_gap"]
+__all__ = ["DEFAULT_GAP_PROBE", "GapProbeSettings", "Probe", "probe_beside_polish", "probe_gap"]
 
-#: The gaps asked before the requested one, coarsest first: a refuted 1% probe is a bound the optimizing
-#: IP starts from when the requested gap stays undecided (on op_resnet50_training 1% is refuted in seconds
-#: where 1e-4 stays undecided).
-LADDER = (0.01,)
 
-#: The threshold sits this fraction of ``U`` above ``U (1 - g)``, so that the proven bound (the threshold
-#: less CP-SAT's rounding, about 1e-9 of it) still closes the gap ``g``.
-HEADROOM = 1e-7
+@dataclasses.dataclass(frozen=True)
+class GapProbeSettings:
+    """The gap probe's tuning (:data:`DEFAULT_GAP_PROBE`; pass another to :func:`probe_gap`)."""
+
+    ladder: tuple[float, ...] = (0.01,)
+    """The gaps asked before the requested one, coarsest first: a coarse gap is refuted far sooner than a fine one,
+    and its refutation is a bound the optimizing IP starts from when the requested gap stays undecided."""
+    headroom: float = 1e-7
+    """The threshold sits this fraction of ``U`` above ``U (1 - g)``, so that the proven bound (the threshold less
+    CP-SAT's rounding, far smaller) still closes the gap ``g``."""
+
+
+#: The gap probe's default tuning.
+DEFAULT_GAP_PROBE = GapProbeSettings()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,9 +71,9 @@ class Probe:
 
 def probe_gap(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float, *, overlap: bool = False,
               gpipe: bool = False, lower_bound: float | None = None, time_limit: float = 5.0, threads: int = 1,
-              cancel: threading.Event | None = None) -> Probe:
+              cancel: threading.Event | None = None, settings: GapProbeSettings = DEFAULT_GAP_PROBE) -> Probe:
     """Decide "is any split ``g`` better than the incumbent?" on CP-SAT for each gap ``g`` of the ladder
-    (:data:`LADDER` coarser than ``rel_gap``, then ``rel_gap``), within ``time_limit`` seconds (module
+    (``settings.ladder`` coarser than ``rel_gap``, then ``rel_gap``), within ``time_limit`` seconds (module
     docstring). A split found becomes the incumbent and the same gap is asked again; a refutation
     raises the bound and the next gap is asked; an undecided probe ends the ladder.
 
@@ -97,9 +91,11 @@ def probe_gap(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float
     time_limit : float
         Seconds for all probes together.
     threads : int
-        CP-SAT workers (one decides op_resnet50_training's probe three times faster than two).
+        CP-SAT workers (one often decides sooner than several: its default search, without the others' overhead).
     cancel : threading.Event, optional
         Set it to stop (the result is then ``"interrupted"``). Ctrl-C sets it too (on the main thread).
+    settings : GapProbeSettings
+        The ladder of gaps and the threshold's headroom.
 
     Examples
     --------
@@ -112,11 +108,13 @@ def probe_gap(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float
     """
     # Ctrl-C sets the event every probe stops on (a probe it stops may still end proven infeasible, unmarked).
     with ctrl_c_sets(cancel) as stop:
-        return _ladder(graph, cluster, device, rel_gap, overlap, gpipe, lower_bound, time_limit, threads, stop)
+        return _ladder(graph, cluster, device, rel_gap, overlap, gpipe, lower_bound, time_limit, threads, stop,
+                       settings)
 
 
 def _ladder(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float, overlap: bool, gpipe: bool,
-            lower_bound: float | None, time_limit: float, threads: int, cancel: threading.Event) -> Probe:
+            lower_bound: float | None, time_limit: float, threads: int, cancel: threading.Event,
+            settings: GapProbeSettings) -> Probe:
     """The probes of :func:`probe_gap`, each stopped by ``cancel``."""
     clock = time.monotonic()
     deadline = clock + time_limit
@@ -124,10 +122,10 @@ def _ladder(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float, 
     value = _value(graph, cluster, device, overlap, gpipe)
     bound = lower_bound
     found, trace = 0, []
-    gaps = [g for g in LADDER if g > rel_gap] + ([rel_gap] if rel_gap > 0 else [])
+    gaps = [g for g in settings.ladder if g > rel_gap] + ([rel_gap] if rel_gap > 0 else [])
     outcome = "undecided"
     while gaps and time.monotonic() < deadline - 0.05 and not cancel.is_set():
-        threshold = value * (1.0 - gaps[0] + HEADROOM)
+        threshold = value * (1.0 - gaps[0] + settings.headroom)
         if not threshold < value or (bound is not None and value - bound <= gaps[0] * value):
             gaps.pop(0)  # no gap of this size is left to ask about (or it is proven already)
             continue
@@ -160,22 +158,23 @@ def _ladder(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float, 
 
 
 def probe_beside_polish(graph: Graph, cluster: Cluster, device: np.ndarray, rel_gap: float, *, overlap: bool = False,
-                        lower_bound: float | None = None, polish_seconds: float,
-                        probe_seconds: float) -> tuple[Polished, Probe]:
+                        lower_bound: float | None = None, polish_seconds: float, probe_seconds: float,
+                        settings: GapProbeSettings = DEFAULT_GAP_PROBE,
+                        polish_settings: PolishSettings = DEFAULT_POLISH) -> tuple[Polished, Probe]:
     """The polish of ``device`` (:func:`~exactplace.improvers.polish.polish`, on this thread) and the probes (CP-SAT
     with one worker, in a thread of their own) at once, on two cores: (the polish, the probes with the better split
     of the two).
 
     The probes first ask the ladder's coarsest gap from ``device`` itself. A refutation bounds every split, so when
-    it closes ``rel_gap`` the polish is stopped (``ended == "stopped"``): op_resnet50_training's start, the DP's
-    split, is certified to 1% without waiting for its polish to find nothing. The question is dropped once the
-    polish finds a split below its threshold (the start was far from a local optimum: on layer_resnet50_training
-    the polish finds a split 1% better than the DP's sooner than CP-SAT does). When the polish has ended, the
-    rest of the ladder is asked from the better split, within what is left of ``probe_seconds``. Ctrl-C stops both
-    (the probes then end ``"interrupted"``, with the better split so far).
+    it closes ``rel_gap`` the polish is stopped (``ended == "stopped"``): a start that is already optimal is
+    certified without waiting for its polish to find nothing. The question is dropped once the polish finds a split
+    below its threshold (the start was far from a local optimum, where the polish answers sooner). When the polish
+    has ended, the rest of the ladder is asked from the better split, within what is left of ``probe_seconds``.
+    Ctrl-C stops both (the probes then end ``"interrupted"``, with the better split so far). ``settings`` and
+    ``polish_settings``: the probes' and the polish's tuning.
     """
     start = _value(graph, cluster, device, overlap, False)  # (no GPipe: the polish does not decompose it)
-    coarse = max([g for g in LADDER if g > rel_gap] + [rel_gap])
+    coarse = max([g for g in settings.ladder if g > rel_gap] + [rel_gap])
     give_up_below = start * (1.0 - coarse)  # a polished split this low answers the first question
     probe_stop, polish_stop, proven = threading.Event(), threading.Event(), threading.Event()
     done = threading.Event()
@@ -183,7 +182,8 @@ def probe_beside_polish(graph: Graph, cluster: Cluster, device: np.ndarray, rel_
 
     def probing() -> None:
         try:
-            first = _ladder(graph, cluster, device, coarse, overlap, False, lower_bound, probe_seconds, 1, probe_stop)
+            first = _ladder(graph, cluster, device, coarse, overlap, False, lower_bound, probe_seconds, 1, probe_stop,
+                            settings)
             box["probe"] = first
             if first.outcome == "proven" and first.value - first.bound <= rel_gap * first.value:
                 proven.set()
@@ -201,7 +201,7 @@ def probe_beside_polish(graph: Graph, cluster: Cluster, device: np.ndarray, rel_
     thread.start()
     try:
         polished = polish(graph, cluster, device, overlap=overlap, time_limit=polish_seconds, cancel=polish_stop,
-                          on_improve=improved)
+                          on_improve=improved, settings=polish_settings)
         interrupted = polished.interrupted and not proven.is_set()  # (the probes' proof stops it too)
     except KeyboardInterrupt:  # (outside its search, which keeps the start)
         polished = Polished(np.asarray(device, dtype=np.int64), start, start, 0, 0, "interrupted", 0.0)
@@ -227,7 +227,8 @@ def probe_beside_polish(graph: Graph, cluster: Cluster, device: np.ndarray, rel_
         better = polished.device if polished.value < first.value else first.device
         if left > 0.05:
             rest = probe_gap(graph, cluster, better, rel_gap, overlap=overlap,
-                             lower_bound=first.bound if first.bound is not None else lower_bound, time_limit=left)
+                             lower_bound=first.bound if first.bound is not None else lower_bound, time_limit=left,
+                             settings=settings)
             interrupted = rest.outcome == "interrupted"
             found = Probe(rest.outcome, rest.device, rest.value, rest.bound if rest.bound is not None else first.bound,
                           first.found + rest.found, first.seconds + rest.seconds,

@@ -4,7 +4,9 @@ The relaxation (communication and memory dropped, classes whole, accelerator sup
 kept) and why its bound is valid for every split: :mod:`exactplace.formulations.throughput_bounds`.
 :func:`packing_bound` solves it on a solver adapter: optimization for a third of its time, then a
 bisection of decision probes. ``method="mip"`` with ``contiguous=False`` puts the result on the IP's
-``L`` (option ``packing_bound``).
+``L`` (option ``packing_bound``). A split is a placement of the relaxation too (communication dropped), so the bound
+is at most a split's compute-only max load: :func:`packing_falls_short` tells, before solving, when it cannot
+certify a split.
 """
 
 from __future__ import annotations
@@ -13,14 +15,18 @@ import dataclasses
 import threading
 import time
 
+import numpy as np
+
 from exactplace.core.cluster import Cluster
+from exactplace.core.graph import Graph
 from exactplace.core.interrupt import ctrl_c_sets
 from exactplace.core.placement import Status
+from exactplace.evaluators.max_load import device_loads, max_load
 from exactplace.formulations.throughput_bounds import packing_model
 from exactplace.solvers import Request, get_solver, solve_model
 from exactplace.solvers.cpsat import refutation_margin
 
-__all__ = ["TOLERANCE", "PackingBound", "packing_bound"]
+__all__ = ["DEFAULT_PACKING", "PackingBound", "PackingSettings", "packing_bound", "packing_falls_short"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,21 +40,42 @@ class PackingBound:
     seconds: float
 
 
-#: The bisection stops when the interval left is below this fraction of the best relaxed placement.
-TOLERANCE = 1e-3
+@dataclasses.dataclass(frozen=True)
+class PackingSettings:
+    """The packing bound's tuning (:data:`DEFAULT_PACKING`; pass another to :func:`packing_bound`)."""
+
+    tolerance: float = 1e-3
+    """The bisection stops when the interval left is below this fraction of the best relaxed placement."""
+
+
+#: The packing bound's default tuning.
+DEFAULT_PACKING = PackingSettings()
+
+
+def packing_falls_short(graph: Graph, cluster: Cluster, start: np.ndarray, rel_gap: float, *, overlap: bool = False,
+                        gpipe: bool = False) -> bool:
+    """Whether the packing relaxation's bound is sure to fall short of certifying ``start`` within ``rel_gap``.
+
+    The start is a placement of the relaxation too (communication dropped), so its compute-only max load is at least
+    the relaxation's optimum, hence at least its bound; below ``U (1 - rel_gap)`` for the start's max load ``U``,
+    the bound cannot close the gap (``method="mip"`` then puts the packing phase off).
+    """
+    compute = device_loads(graph, cluster, start, overlap=overlap).compute
+    relaxed = float(compute[:, 0].max() + compute[:, 1].max()) if gpipe else float(compute.sum(axis=1).max())
+    return relaxed < max_load(graph, cluster, start, overlap=overlap, gpipe=gpipe) * (1.0 - rel_gap)
 
 
 def packing_bound(data: object, cluster: Cluster, *, gpipe: bool = False, time_limit: float = 5.0,
-                  threads: int = 2, solver: str = "cpsat") -> PackingBound | None:
+                  threads: int = 2, solver: str = "cpsat", settings: PackingSettings = DEFAULT_PACKING
+                  ) -> PackingBound | None:
     """The packing relaxation's proven lower bound within ``time_limit`` seconds (None without a bound).
 
     First the relaxation is optimized for a third of the time, at least a second (its dual bound, and its best
     placement ``P``); then a bisection of decision probes "is there a placement with max load
-    at most ``T``?" between the bound and ``P`` (each at most a fifth of the time): a proof of
-    infeasibility raises the bound to ``T`` (on layer_gnmt_inference a probe, by CP-SAT and HiGHS
-    alike, refutes in seconds a threshold the optimizing solver's bound only crawls towards;
-    refutations get harder near the relaxation's optimum); a placement found lowers ``P``; a probe
-    left undecided is retried halfway below.
+    at most ``T``?" between the bound and ``P`` (each at most a fifth of the time), until the interval is
+    within ``settings.tolerance`` of ``P``: a proof of infeasibility raises the bound to ``T`` (a probe can
+    refute a threshold the optimizing solver's bound only crawls towards; refutations get harder near the
+    relaxation's optimum); a placement found lowers ``P``; a probe left undecided is retried halfway below.
     A CP-SAT refutation is taken at the threshold minus the adapter's worst coefficient rounding
     (its scaled rows are not exact), so the bound stays valid for the unscaled relaxation.
 
@@ -60,14 +87,14 @@ def packing_bound(data: object, cluster: Cluster, *, gpipe: bool = False, time_l
     True
     """
     with ctrl_c_sets() as cancel:  # every solve stops on it; then KeyboardInterrupt
-        found = _bisect(data, cluster, gpipe, time_limit, threads, solver, cancel)
+        found = _bisect(data, cluster, gpipe, time_limit, threads, solver, cancel, settings.tolerance)
     if cancel.is_set():
         raise KeyboardInterrupt
     return found
 
 
 def _bisect(data: object, cluster: Cluster, gpipe: bool, time_limit: float, threads: int, solver: str,
-            cancel: threading.Event) -> PackingBound | None:
+            cancel: threading.Event, tolerance: float) -> PackingBound | None:
     clock = time.monotonic()
     deadline = clock + time_limit
     model, y, _ = packing_model(data, cluster, gpipe=gpipe)
@@ -77,7 +104,7 @@ def _bisect(data: object, cluster: Cluster, gpipe: bool, time_limit: float, thre
     # CP-SAT in this process: it looks at its stop flag and clock throughout, and a child's start would take about
     # the first third of this phase's usual budget (5% of a minute).
     isolate = False if solver == "cpsat" else None
-    # (At least a second, as each probe below gets: on a loaded machine half a second saw no placement, no bound.)
+    # (At least a second, as each probe below gets: with less, a loaded machine may see no placement, no bound.)
     out = solve_model(model, solver, Request(deadline=clock + max(time_limit / 3, min(1.0, time_limit)), rel_gap=0.0,
                                              threads=threads, cancel=cancel, isolate=isolate))
     # A stopped solve without a placement has no result bound; the dual bounds it streamed hold all the same.
@@ -88,7 +115,7 @@ def _bisect(data: object, cluster: Cluster, gpipe: bool, time_limit: float, thre
     if out.status is Status.OPTIMAL or best is None:
         return PackingBound(bound, out.status is Status.OPTIMAL, len(y), time.monotonic() - clock)
     ceiling = best  # the lowest threshold a probe failed to decide, or the best placement
-    while time.monotonic() < deadline - 0.05 and ceiling - bound > TOLERANCE * best and not cancel.is_set():
+    while time.monotonic() < deadline - 0.05 and ceiling - bound > tolerance * best and not cancel.is_set():
         threshold = (bound + ceiling) / 2.0
         decision, _, _ = packing_model(data, cluster, gpipe=gpipe, at_most=threshold)
         left = deadline - time.monotonic()

@@ -1,28 +1,15 @@
 """Warm starts of the latency program: the placements it starts from, and the linear latency DP.
 
 :func:`warm_start_candidates` gathers the starts; the one of its own is the best split of a
-DFS topological order into accelerator segments (:func:`linear_latency_split`):
-
-The units of the Appendix B contraction are put in the depth-first topological order DPL
-uses. A split sends consecutive runs of that order to distinct accelerators (each run
-fitting one accelerator's memory and supported there) and every other unit to the CPU. A
-dynamic program over (units placed, accelerators used) minimizes a *serial surrogate* of the
-latency: the sum of every run's duration (copy-in + compute + copy-out, as the §4 semantics
-charge it) plus every CPU node's time. The surrogate is exact on a chain and overestimates
-where branches run in parallel; the latency program only uses the result as a starting
-point, scored by the real evaluator. On the chain-like layer graphs (ResNet-50) it is far
-closer to the optimum than greedy or the max-load DP split, because latency is dominated by
-where the cuts fall, which the serial surrogate prices exactly.
-
-Examples
---------
->>> from exactplace.core.cluster import Cluster
->>> from exactplace.core.contraction import contract
->>> from exactplace.core.graph import Graph, Node
->>> g = Graph([Node(0, 5.0, 1.0, memory=1, comm=9.0), Node(1, 5.0, 1.0, memory=1, comm=1.0),
-...            Node(2, 5.0, 1.0, memory=1)], [(0, 1), (1, 2)])
->>> linear_latency_split(g, Cluster(2, memory=2.0, cpus=1), contract(g)).tolist()  # cut the cheap edge
-[0, 0, 1]
+DFS topological order into accelerator segments (:func:`linear_latency_split`): the units of
+the Appendix B contraction in DPL's depth-first topological order, consecutive runs of it on
+distinct accelerators (each run fitting one accelerator's memory and supported there), every
+other unit on the CPU. A dynamic program over (units placed, accelerators used) minimizes a
+*serial surrogate* of the latency: the sum of every run's duration (copy-in + compute +
+copy-out, as the §4 semantics charge it) plus every CPU node's time. The surrogate is exact on
+a chain and overestimates where branches run in parallel; the latency program only starts from
+the result, scored by the real evaluator. On chain-like graphs latency is dominated by where
+the cuts fall, which the surrogate prices exactly.
 """
 
 from __future__ import annotations
@@ -74,8 +61,8 @@ def warm_start_candidates(problem: Problem,
 def linear_latency_splits(graph: Graph, cluster: Cluster, contraction: Contraction,
                           orders: int = 6, seed: int = 0) -> list[np.ndarray]:
     """Surrogate-optimal splits along ``orders`` DFS orders: the DPL order, then orders with the
-    units' tie-breaking shuffled (seeded). Where the cuts can fall depends on the order; on the
-    ResNet-50 graphs a shuffled order is 2% better than DPL's."""
+    units' tie-breaking shuffled (seeded). Where the cuts can fall depends on the order, so a
+    shuffled order may beat DPL's."""
     rng = np.random.default_rng(seed)
     splits = []
     for attempt in range(orders):
@@ -92,7 +79,16 @@ def linear_latency_splits(graph: Graph, cluster: Cluster, contraction: Contracti
 def linear_latency_split(graph: Graph, cluster: Cluster, contraction: Contraction,
                          order: np.ndarray | None = None) -> np.ndarray | None:
     """The surrogate-optimal split (device array) along ``order`` (a topological order of the
-    units; default DPL's DFS order), or None when no split places every unit."""
+    units; default DPL's DFS order), or None when no split places every unit.
+
+    >>> from exactplace.core.cluster import Cluster
+    >>> from exactplace.core.contraction import contract
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(0, 5.0, 1.0, memory=1, comm=9.0), Node(1, 5.0, 1.0, memory=1, comm=1.0),
+    ...            Node(2, 5.0, 1.0, memory=1)], [(0, 1), (1, 2)])
+    >>> linear_latency_split(g, Cluster(2, memory=2.0, cpus=1), contract(g)).tolist()  # cut the cheap edge
+    [0, 0, 1]
+    """
     k, units = cluster.accelerators, contraction.num_units
     if order is None:
         order = dfs_topological_order(units, contraction.src, contraction.dst)

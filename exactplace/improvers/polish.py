@@ -1,69 +1,15 @@
 """A primal improvement phase ("polish") for the non-contiguous max-load IP.
 
-The non-contiguous IP (:func:`~exactplace.formulations.throughput.noncontiguous_ip`) proves good
-bounds quickly on the layer graphs, but its solver finds good placements late: with two workers
-CP-SAT runs no large-neighbourhood search of its own. :func:`polish` improves a placement (the warm
-start, the DP's chain optimum) before the IP runs, by exact re-optimization of small device sets.
+The non-contiguous IP (:func:`~exactplace.formulations.throughput.noncontiguous_ip`) proves good bounds quickly,
+but its solver finds good placements late. :func:`polish` improves a placement (the warm start, the DP's chain
+optimum) by exact re-optimization of small device sets: moving classes among the devices of a set ``S`` changes
+only the loads of ``S``, so the best placement of the classes on ``S`` with every other class fixed is a small
+assignment IP, solved exactly (the equations: :func:`polish`'s Notes). A better one is taken, which lowers the
+sorted load vector lexicographically (no cycling). :class:`Alongside` runs the search in a thread of its own,
+beside a solve that leaves a core idle. Its tuning: :class:`PolishSettings`.
 
-Neighbourhoods
---------------
-Let ``y`` put every colour class ``u`` on a device ``d(u)`` and let ``S`` be a set of devices. The
-load of an accelerator ``j`` is
-
-.. math::
-
-    \\ell_j = \\sum_{u: d(u) = j} \\frac{t_u}{s_j}
-             + \\sum_{g} c_g \\, [\\exists\\, v \\in \\{s_g\\} \\cup T_g:\\ [d(v) = j] \\ne [d(s_g) = j]]
-
-(``t_u`` the class's accelerator time, ``s_j`` the speed, ``c_g`` the cost of communication group
-``g`` with source class ``s_g`` and target classes ``T_g``: a device pays a group once when it holds
-the source but not every target, or a target but not the source); a CPU core's load is its
-classes' CPU time. Moving classes among the devices of ``S`` changes only the loads of ``S``: for
-``j \\notin S`` the indicator ``[d(v) = j]`` of every class is unchanged. So the best placement of
-the classes on ``S`` with every other class fixed is the small assignment IP
-
-.. math::
-
-    \\min L \\quad\\text{s.t.}\\quad \\sum_{j \\in S} y_{uj} = 1,\\quad
-    e_{gj} \\ge \\pm (y_{s_g j} - y_{tj}) \\;(t \\in T_g),\\quad
-    L \\ge \\sum_u \\frac{t_u}{s_j} y_{uj} + \\sum_g c_g e_{gj},\\quad
-    \\sum_u m_u y_{uj} \\le M_j \\qquad (j \\in S),
-
-over the classes ``u`` now on ``S`` (a class off ``S`` has ``y_{uj} = 0``, a constant; with
-``overlap`` the compute and communication sums are bounded by ``L`` separately). Its optimum
-``L^*`` is the least possible max load over ``S``, exactly; when ``L^*`` is below the current
-maximum over ``S`` the new placement is taken, which lowers the sorted load vector
-lexicographically (no cycling).
-
-Search: let ``a`` be a device of maximum load. Pairs ``{a, b}`` are tried, ``b`` from the least
-loaded up, then triples ``{a, b, c}`` (``b, c`` the least loaded first); the first that improves is
-taken and the sweep starts again. ``L``'s upper bound is the current maximum over ``S`` less
-:data:`IMPROVEMENT` (relative), so a sub-IP only looks for improving placements and an infeasible one
-proves there is none. Every sub-IP has at most :data:`SUB_SECONDS`; a sweep that improves nothing ends
-the search (``"local optimum"`` when every sub-IP was decided, else ``"stalled"``), as does
-``time_limit``. With ``escalate`` a stalled sweep is not the end: the sweep starts again with twice the
-sub-IP limit, until ``time_limit`` or a local optimum. That is for a search with a core of its own and
-minutes to spend (the companion of HiGHS's leg in :mod:`exactplace.methods.mip`): from a stalled search
-on layer_resnet50_inference, the sweeps with longer sub-IPs go on to find splits the short ones cannot. With
-``searches``, as many searches run from the start at once, each on a
-core of its own (the sub-IPs release the interpreter lock) with its own solver seed, the best of them kept; with
-``enough``, all end once one has a split that low (one a proven bound certifies). The result is re-scored by the
-evaluator (:func:`~exactplace.evaluators.max_load.device_loads`), never taken from a sub-IP's objective.
-
-Choices, measured on layer_resnet50_{inference,training} from the DP's optimum, against the time to
-reach 1% of the packing bound:
-
-* HiGHS, not CP-SAT, for the sub-IPs: it gets there several times sooner than CP-SAT with one worker;
-* short sub-IPs (:data:`SUB_SECONDS`) beat longer ones; doubling the limit after every failed sweep found
-  little more and spent seconds proving a local optimum (layer_gnmt_training, op_resnet50_inference), so
-  it is left to ``escalate``;
-* no hint: with the current placement as a (then feasible) hint and ``L`` at most the current load,
-  HiGHS got there several times later;
-* identical devices of ``S`` are interchangeable in the sub-IP: the rank fixings of the full IP
-  (its docstring proves them valid) are applied to them.
-
-GPipe's objective (max forward + max backward load) does not decompose this way: ``method="mip"``
-does not polish under ``gpipe``.
+GPipe's objective (max forward + max backward load) does not decompose this way: ``method="mip"`` does not
+polish under ``gpipe``.
 """
 
 from __future__ import annotations
@@ -88,27 +34,35 @@ from exactplace.formulations.model import Kind, Model
 from exactplace.formulations.throughput import UnitData, fits_accelerator, unit_data
 from exactplace.solvers import Request, solve_model
 
-__all__ = ["IMPROVEMENT", "RESTART_SECONDS", "SUB_SECONDS", "Alongside", "Polished", "polish"]
+__all__ = ["DEFAULT_POLISH", "Alongside", "PolishSettings", "Polished", "polish"]
 
-#: At most this many seconds for one neighbourhood's sub-IP.
-SUB_SECONDS = 0.15
 
-#: :class:`Alongside` takes an offered start once its search has gone this long without improving.
-RESTART_SECONDS = 30.0
+@dataclasses.dataclass(frozen=True)
+class PolishSettings:
+    """The polish's tuning (:data:`DEFAULT_POLISH`; pass another to :func:`polish` or :class:`Alongside`)."""
 
-#: A neighbourhood's new placement is taken when its max load is at least this fraction below the old.
-IMPROVEMENT = 1e-7
+    sub_seconds: float = 0.15
+    """At most this many seconds for one neighbourhood's sub-IP: short sub-IPs reach good splits sooner, and a
+    search that needs longer ones doubles the limit (``escalate``)."""
+    restart_seconds: float = 30.0
+    """:class:`Alongside` takes an offered start once its search has gone this long without improving."""
+    improvement: float = 1e-7
+    """A neighbourhood's new placement is taken when its max load is at least this fraction below the old."""
+
+
+#: The polish's default tuning.
+DEFAULT_POLISH = PolishSettings()
 
 
 @dataclasses.dataclass(frozen=True)
 class Polished:
     """The polished placement (``device``, node position -> device), its max load (the evaluator's), the
     start's, how many neighbourhoods were solved and improved (:class:`Alongside`: over all its searches, and the
-    improvements of the best so far), why the search ended (``"local optimum"``:
-    every neighbourhood proven without an improving placement; ``"stalled"``: a sweep found none within
-    :data:`SUB_SECONDS` each; ``"time"``; ``"enough"``: :func:`polish`'s ``enough`` reached; ``"interrupted"``:
-    Ctrl-C or ``cancel``; ``"stopped"``: the gap probe
-    beside it proved the gap, :func:`~exactplace.bounds.gap_probe.probe_beside_polish`), and its seconds."""
+    improvements of the best so far), why the search ended (``"local optimum"``: every neighbourhood proven without
+    an improving placement; ``"stalled"``: a sweep found none within :attr:`PolishSettings.sub_seconds` each;
+    ``"time"``; ``"enough"``: :func:`polish`'s ``enough`` reached; ``"interrupted"``: Ctrl-C or ``cancel``;
+    ``"stopped"``: the gap probe beside it proved the gap, :func:`~exactplace.bounds.gap_probe.probe_beside_polish`),
+    and its seconds."""
 
     device: np.ndarray
     value: float
@@ -132,9 +86,9 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
            time_limit: float = 5.0, solver: str = "highs", threads: int = 1,
            cancel: threading.Event | None = None, escalate: bool = False,
            on_improve: Callable[[float], None] | None = None, searches: int = 1,
-           enough: float | None = None) -> Polished:
+           enough: float | None = None, settings: PolishSettings = DEFAULT_POLISH) -> Polished:
     """Improve a placement whose colour classes each sit on one device by exact re-optimization of device
-    pairs and triples (module docstring) within ``time_limit`` seconds; never worse than ``device``.
+    pairs and triples (Notes) within ``time_limit`` seconds; never worse than ``device``.
 
     Parameters
     ----------
@@ -154,20 +108,64 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
         thread).
     escalate : bool
         After a sweep that stalls (some sub-IP undecided), sweep again with twice the sub-IP limit
-        instead of ending (module docstring).
+        instead of ending (Notes): for a search with a core of its own and minutes to spend.
     on_improve : callable, optional
         Called with the new max load after each improvement (from the thread the search runs in).
     searches : int
-        Searches from ``device`` at once, each on a core of its own with its own solver seed: the best of them
-        is returned. Where a search ends depends on which undecided sub-IP found what, so two land apart, and
-        the better of two reaches 1% of the packing bound on layer_resnet50_training far more often than one.
+        Searches from ``device`` at once, each on a core of its own (the sub-IPs release the interpreter lock)
+        with its own solver seed: the best of them is returned. Where a search ends depends on which undecided
+        sub-IP found what, so several land apart, and the best of several is often well ahead of one.
     enough : float, optional
         Stop every search once one has a max load at most this (``ended == "enough"``): say, a value a proven
         bound certifies.
+    settings : PolishSettings
+        The sub-IPs' time limit and the improvement a new placement must bring.
 
     Returns
     -------
     Polished
+        Re-scored by the evaluator (:func:`~exactplace.evaluators.max_load.device_loads`), never taken from a
+        sub-IP's objective.
+
+    Notes
+    -----
+    Let ``y`` put every colour class ``u`` on a device ``d(u)`` and let ``S`` be a set of devices. The
+    load of an accelerator ``j`` is
+
+    .. math::
+
+        \\ell_j = \\sum_{u: d(u) = j} \\frac{t_u}{s_j}
+                 + \\sum_{g} c_g \\, [\\exists\\, v \\in \\{s_g\\} \\cup T_g:\\ [d(v) = j] \\ne [d(s_g) = j]]
+
+    (``t_u`` the class's accelerator time, ``s_j`` the speed, ``c_g`` the cost of communication group
+    ``g`` with source class ``s_g`` and target classes ``T_g``: a device pays a group once when it holds
+    the source but not every target, or a target but not the source); a CPU core's load is its
+    classes' CPU time. Moving classes among the devices of ``S`` changes only the loads of ``S``: for
+    ``j \\notin S`` the indicator ``[d(v) = j]`` of every class is unchanged. So the best placement of
+    the classes on ``S`` with every other class fixed is the small assignment IP
+
+    .. math::
+
+        \\min L \\quad\\text{s.t.}\\quad \\sum_{j \\in S} y_{uj} = 1,\\quad
+        e_{gj} \\ge \\pm (y_{s_g j} - y_{tj}) \\;(t \\in T_g),\\quad
+        L \\ge \\sum_u \\frac{t_u}{s_j} y_{uj} + \\sum_g c_g e_{gj},\\quad
+        \\sum_u m_u y_{uj} \\le M_j \\qquad (j \\in S),
+
+    over the classes ``u`` now on ``S`` (a class off ``S`` has ``y_{uj} = 0``, a constant; with
+    ``overlap`` the compute and communication sums are bounded by ``L`` separately). Its optimum
+    ``L^*`` is the least possible max load over ``S``, exactly; when ``L^*`` is below the current
+    maximum over ``S`` the new placement is taken.
+
+    Search: let ``a`` be a device of maximum load. Pairs ``{a, b}`` are tried, ``b`` from the least
+    loaded up, then triples ``{a, b, c}`` (``b, c`` the least loaded first); the first that improves is
+    taken and the sweep starts again. ``L``'s upper bound is the current maximum over ``S`` less
+    ``settings.improvement`` (relative), so a sub-IP only looks for improving placements and an infeasible one
+    proves there is none. Every sub-IP has at most ``settings.sub_seconds``; a sweep that improves nothing ends
+    the search (``"local optimum"`` when every sub-IP was decided, else ``"stalled"``), as does
+    ``time_limit``. With ``escalate`` a stalled sweep starts again with twice the sub-IP limit, until
+    ``time_limit`` or a local optimum. The sub-IPs run on HiGHS without a hint (the current placement lies outside
+    a sub-IP whose ``L`` is below its max load), and identical devices of ``S`` are interchangeable in them: the
+    rank fixings of the full IP (its docstring proves them valid) are applied to them.
 
     Examples
     --------
@@ -196,7 +194,7 @@ def polish(graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool 
     with ctrl_c_sets(cancel) as stop:
         data = unit_data(graph, graph.color)
         search = _Search(graph, cluster, data, _allowed(data, cluster), _kinds(cluster), device, loads, overlap,
-                         clock + time_limit, solver, threads, escalate, stop, halt, improved)
+                         clock + time_limit, solver, threads, escalate, stop, halt, improved, settings)
         outcomes: dict[int, _Searched | Exception] = {}
 
         def run(seed: int) -> None:
@@ -267,7 +265,8 @@ class _Searched(NamedTuple):
 class _Search:
     """What :func:`polish`'s searches share: the instance (its classes, the devices each may go on, which devices are
     interchangeable), the start and its loads, the deadline, the events they stop on (``stop``: Ctrl-C or the caller's
-    cancel, also the sub-IPs' cancel; ``halt``: ``enough`` reached) and the callback each improvement goes to."""
+    cancel, also the sub-IPs' cancel; ``halt``: ``enough`` reached), the callback each improvement goes to and the
+    tuning."""
 
     graph: Graph
     cluster: Cluster
@@ -284,6 +283,7 @@ class _Search:
     stop: threading.Event
     halt: threading.Event
     improved: Callable[[float], None]
+    settings: PolishSettings
 
     def run(self, seed: int) -> _Searched:
         """One search from the start, with sub-IPs on solver seed ``seed``."""
@@ -292,7 +292,8 @@ class _Search:
         unit_device = device[np.unique(data.unit, return_index=True)[1]]  # the device of each class's first node
         solved = 0
         ended = "time"
-        sub_seconds = SUB_SECONDS
+        sub_seconds = self.settings.sub_seconds
+        improvement = self.settings.improvement
 
         def stopped() -> bool:
             return time.monotonic() >= deadline or self.stop.is_set() or self.halt.is_set()
@@ -305,7 +306,7 @@ class _Search:
                 S = list(neighbourhood)
                 sub_ip = _solve_sub(data, cluster, allowed, kinds, unit_device, neighbourhood,
                                     float(loads[S].max()), overlap, self.solver, self.threads,
-                                    min(deadline, time.monotonic() + sub_seconds), self.stop, seed)
+                                    min(deadline, time.monotonic() + sub_seconds), self.stop, seed, improvement)
                 solved += 1
                 undecided |= not sub_ip.decided
                 if sub_ip.interrupted:
@@ -315,8 +316,8 @@ class _Search:
                 candidate = sub_ip.found[data.unit]
                 new = _loads(graph, cluster, candidate, overlap)
                 # The evaluator's loads, with half the sub-IP's margin for its rounding; and its memory check: the
-                # solver's feasibility tolerance lets a memory row through 1e-6 over (found by the property test).
-                if (new[S].max() < loads[S].max() * (1 - IMPROVEMENT / 2)
+                # solver's feasibility tolerance can let a memory row through slightly over.
+                if (new[S].max() < loads[S].max() * (1 - improvement / 2)
                         and not check_feasibility(graph, cluster, candidate)):
                     device, unit_device, loads = candidate, sub_ip.found, new
                     self.improved(float(loads.max()))
@@ -335,11 +336,10 @@ class Alongside:
     branch-and-bound runs on one): start it, run the solve, then :meth:`stop` it for what it found.
 
     Restarts: the solve beside it may :meth:`offer` other starts (the device-set bound offers roundings of its
-    master's solutions). The latest offer is taken once the search has gone :data:`RESTART_SECONDS` without
-    improving (or has ended, at a local optimum); the best placement of all the searches is kept. (A local optimum
-    of the pairs and triples depends on its start: on layer_resnet50_inference, from CP-SAT's split the search ended
-    anywhere between 33.2246 and 33.2474, while roundings of the set relaxation's solutions near its limit polished
-    to 33.2222 to 33.2696 in a minute each.)
+    master's solutions). The latest offer is taken once the search has gone
+    :attr:`PolishSettings.restart_seconds` without improving (or has ended, at a local optimum); the best placement
+    of all the searches is kept. (A local optimum of the pairs and triples depends on its start, so other starts
+    reach other local optima.)
 
     >>> from exactplace import read_workload, workload_path, solve
     >>> w = read_workload(workload_path("layer_bert24_training"))
@@ -350,9 +350,12 @@ class Alongside:
     """
 
     def __init__(self, graph: Graph, cluster: Cluster, device: np.ndarray, *, overlap: bool = False,
-                 time_limit: float, heard: Callable[[float], None] | None = None) -> None:
+                 time_limit: float, heard: Callable[[float], None] | None = None,
+                 settings: PolishSettings = DEFAULT_POLISH) -> None:
         """``heard``: told the max load of each placement the searches find (the start's first): say,
-        :func:`~exactplace.core.interrupt.sets_at_most`, to stop a solve beside it once one is good enough."""
+        :func:`~exactplace.core.interrupt.sets_at_most`, to stop a solve beside it once one is good enough.
+        ``settings``: the searches' tuning, and when an offer is taken."""
+        self._settings = settings
         self._cancel = threading.Event()  # stop(): the end of every search
         self._box: dict[str, object] = {}
         self._started = time.monotonic()
@@ -391,7 +394,7 @@ class Alongside:
             starts += 1
             improved(float(_loads(graph, cluster, start, overlap).max()))  # (an offer may be better as it is)
             found = polish(graph, cluster, start, overlap=overlap, time_limit=max(0.0, deadline - time.monotonic()),
-                           cancel=self._search_cancel, escalate=True, on_improve=improved)
+                           cancel=self._search_cancel, escalate=True, on_improve=improved, settings=self._settings)
             solved += found.solved
             if best is None or found.value < best.value:
                 best = found
@@ -405,7 +408,7 @@ class Alongside:
             if found.ended == "time" or self._cancel.is_set():
                 break
         if best is None:  # stopped before the first search
-            best = polish(graph, cluster, device, overlap=overlap, time_limit=0.0)
+            best = polish(graph, cluster, device, overlap=overlap, time_limit=0.0, settings=self._settings)
         trace = self._record.trace()
         ended = "interrupted" if self._cancel.is_set() else best.ended
         return dataclasses.replace(best, start=self._start_value, solved=solved, improved=len(trace), ended=ended,
@@ -422,10 +425,10 @@ class Alongside:
 
     def offer(self, device: np.ndarray) -> None:
         """Another legal start (node position -> device), from any thread: it replaces an earlier offer not yet
-        taken, and is taken once the search has gone :data:`RESTART_SECONDS` without improving."""
+        taken, and is taken once the search has gone :attr:`PolishSettings.restart_seconds` without improving."""
         with self._lock:
             self._offered = np.asarray(device, dtype=np.int64).copy()
-            if time.monotonic() - self._idle_since >= RESTART_SECONDS:
+            if time.monotonic() - self._idle_since >= self._settings.restart_seconds:
                 self._search_cancel.set()
 
     def stop(self) -> Polished:
@@ -483,9 +486,10 @@ def _neighbourhoods(loads: np.ndarray) -> list[tuple[int, ...]]:
 
 def _solve_sub(data: UnitData, cluster: Cluster, allowed: np.ndarray, kinds: np.ndarray, unit_device: np.ndarray,
                devices: tuple[int, ...], current: float, overlap: bool, solver: str, threads: int,
-               deadline: float, cancel: threading.Event | None, seed: int = 0) -> _SubResult:
-    """The best placement of the classes on ``devices`` (module docstring's sub-IP) with a max load below
-    ``current``, as far as the solver got by ``deadline`` (on solver seed ``seed``)."""
+               deadline: float, cancel: threading.Event | None, seed: int, improvement: float) -> _SubResult:
+    """The best placement of the classes on ``devices`` (:func:`polish`'s sub-IP) with a max load at least
+    ``improvement`` (relative) below ``current``, as far as the solver got by ``deadline`` (on solver seed
+    ``seed``)."""
     k = cluster.accelerators
     S = np.asarray(sorted(devices), dtype=np.int64)
     free = np.flatnonzero(np.isin(unit_device, S))
@@ -525,7 +529,7 @@ def _solve_sub(data: UnitData, cluster: Cluster, allowed: np.ndarray, kinds: np.
                                                 y[other[idx[both]], slot]]),
                            vals=np.concatenate([np.ones(n), -np.ones(n), np.ones(len(both))]))
     # Only improving placements: L below the current maximum over S (an infeasible sub-IP proves there is none).
-    L = m.add_vars(1, ub=current * (1 - IMPROVEMENT), name="L")
+    L = m.add_vars(1, ub=current * (1 - improvement), name="L")
     for slot, d in enumerate(S.tolist()):
         if d < k:
             compute = data.acc[free].sum(axis=1) / float(cluster.speed[d])
@@ -548,8 +552,8 @@ def _solve_sub(data: UnitData, cluster: Cluster, allowed: np.ndarray, kinds: np.
         out = solve_model(m, solver, Request(deadline=deadline, rel_gap=0.0, threads=threads, cancel=cancel,
                                              isolate=False, seed=seed))
     except ExactplaceError:
-        # HiGHS 1.12 ends some small sub-IPs in kSolveError (seen: 18 variables, a 6-node brute-force graph,
-        # L's bound just below the current load): the neighbourhood stays undecided, the search goes on.
+        # HiGHS can end a small sub-IP in an error status (L's bound just below the current load): the
+        # neighbourhood stays undecided, the search goes on.
         return _SubResult(None, False, False)
     decided = out.status in (Status.OPTIMAL, Status.INFEASIBLE)
     if out.values is None:

@@ -1,13 +1,13 @@
 """A one-core solve and a second search on the core it leaves idle; the first to decide stops the other.
 
 :func:`race`: two solves of one IP that differ only by the solver's seed. :func:`beside_bound`: the solve and a bound
-prover that aims at the solver's best split (the device-set relaxation, :mod:`exactplace.methods.mip`).
+prover that aims at the solver's best split (the device-set relaxation, :mod:`exactplace.methods.portfolio`).
 
 Why: HiGHS's branch-and-bound runs on one core whatever threads it is given, and its time to close a gap swings
-widely with its seed (op_bert6_inference's to 1% from its optimum, for one). Where nothing else runs beside the
-solver (no lower bound of ``L`` for the polish to aim at: :class:`~exactplace.improvers.polish.Alongside`), a second
-seed on the idle core gets the sooner of two draws. Both solves are of the same IP: the result takes the better split
-(by the evaluator) and the higher bound; one certifying (or proving the IP infeasible) decides it.
+widely with its seed. Where nothing else runs beside the solver (no lower bound of ``L`` for the polish to aim at:
+:class:`~exactplace.improvers.polish.Alongside`), a second seed on the idle core gets the sooner of two draws. Both
+solves are of the same IP: the result takes the better split (by the evaluator) and the higher bound; one certifying
+(or proving the IP infeasible) decides it.
 """
 
 from __future__ import annotations
@@ -22,10 +22,19 @@ import numpy as np
 from exactplace.core.placement import Status, TracePoint
 from exactplace.core.problem import MethodResult
 
-__all__ = ["RACE_SEED", "Racer", "beside_bound", "race"]
+__all__ = ["DEFAULT_RACE", "RaceSettings", "Racer", "beside_bound", "race"]
 
-#: The second solve's seed (the first keeps the solver's default, 0).
-RACE_SEED = 1
+
+@dataclass(frozen=True)
+class RaceSettings:
+    """The race's settings (:data:`DEFAULT_RACE`; pass another to :func:`race`)."""
+
+    second_seed: int = 1
+    """The second solve's seed (the first keeps the solver's default, 0)."""
+
+
+#: The race's default settings.
+DEFAULT_RACE = RaceSettings()
 
 #: Statuses that end the race: the solve that reaches one first stops the other.
 DECIDED = (Status.OPTIMAL, Status.INFEASIBLE)
@@ -46,9 +55,10 @@ class Racer:
     quiet: bool = False
 
 
-def race(solve: Solve, value: Callable[[np.ndarray], float]) -> tuple[MethodResult, Any, dict]:
-    """Run ``solve(seed, stop)`` with seed 0 in this thread and :data:`RACE_SEED` in another; each is stopped (as by
-    Ctrl-C) when the other decides, and the second when the first ends for any reason (Ctrl-C included).
+def race(solve: Solve, value: Callable[[np.ndarray], float],
+         settings: RaceSettings = DEFAULT_RACE) -> tuple[MethodResult, Any, dict]:
+    """Run ``solve(seed, stop)`` with seed 0 in this thread and ``settings.second_seed`` in another; each is stopped
+    (as by Ctrl-C) when the other decides, and the second when the first ends for any reason (Ctrl-C included).
 
     ``solve`` returns a result and the adapter's raw output (whose ``values`` are the result's split); ``value`` is
     the evaluator's max load of a split. Returns the first solve's result, with the second's split when better, the
@@ -56,12 +66,14 @@ def race(solve: Solve, value: Callable[[np.ndarray], float]) -> tuple[MethodResu
     ``info`` (what the second solve did, which ones decided). The second solve failing costs nothing but its
     draw (the record says why).
     """
+    seed = settings.second_seed
+
     def second(stop: threading.Event) -> tuple[bool, tuple[MethodResult, Any]]:
-        got = solve(RACE_SEED, stop)
+        got = solve(seed, stop)
         return got[0].status in DECIDED, got
 
     (result, out), seconded = _side_by_side(lambda stop: solve(0, stop), second, "exactplace-race")
-    record: dict[str, Any] = {"seeds": [0, RACE_SEED]}
+    record: dict[str, Any] = {"seeds": [0, seed]}
     if isinstance(seconded, Exception):  # its draw is lost, not the solve
         record["second"] = f"failed ({seconded})"
         return result, out, record
@@ -69,7 +81,7 @@ def race(solve: Solve, value: Callable[[np.ndarray], float]) -> tuple[MethodResu
     other_value = None if other.device is None else value(other.device)
     record["second"] = {"status": other.status.value, "bound": other.bound, "seconds": other.timings.get("solve"),
                         "value": other_value}
-    record["decided"] = [seed for seed, each in ((0, result), (RACE_SEED, other)) if each.status in DECIDED]
+    record["decided"] = [side for side, each in ((0, result), (seed, other)) if each.status in DECIDED]
     if other.status is Status.INFEASIBLE and result.status not in DECIDED:  # (no start was given, none found)
         result.status, result.limit, result.device, result.bound = Status.INFEASIBLE, None, None, None
         result.info["reason"] = other.info.get("reason")
@@ -78,7 +90,7 @@ def race(solve: Solve, value: Callable[[np.ndarray], float]) -> tuple[MethodResu
         return result, out, record
     if other_value is not None and (result.device is None or other_value < value(result.device)):
         result.device, result.replicas, out = other.device, other.replicas, other_out
-        record["split_from"] = RACE_SEED
+        record["split_from"] = seed
     bounds = [bound for bound in (result.bound, other.bound) if bound is not None]
     result.bound = max(bounds) if bounds else None
     if record["decided"]:

@@ -1,34 +1,17 @@
-"""The latency program's solve: ``solve(objective="latency", method="mip")``.
+"""The latency program's solve: ``solve(objective="latency", method="mip")``, :class:`LatencyMIP`.
 
 It runs :mod:`exactplace.formulations.latency` (paper Fig. 3 with ``q=1``, Fig. 4 with ``q``
-subgraphs per accelerator) on any solver of the catalog through
-:func:`exactplace.solvers.program.solve_ip`, as the throughput IP runs. In order:
+subgraphs per accelerator) on any solver through :func:`exactplace.solvers.program.solve_ip`:
 
 1. *Starts* (:func:`exactplace.improvers.latency_starts.warm_start_candidates`), each scored once
-   by the evaluator: all-CPU, greedy, the linear latency DP, the max-load DP split and DPL, and
-   the user's ``warm_start``; with ``q >= 2`` also the best ``q=1`` placement, from a ``q=1`` run
-   on half the time (so a ``q >= 2`` run never ends above what ``q=1`` finds: its space holds
-   every ``q=1`` placement).
+   by the evaluator; with ``q >= 2`` also the best ``q=1`` placement, from a ``q=1`` run on half
+   the time (so a ``q >= 2`` run never ends above what ``q=1`` finds).
 2. With ``q=1`` (unless ``path_bound=False``) the path DP's lower bound
-   (:mod:`exactplace.bounds.latency_path`, within a quarter of the time), whose argmin chains
-   give starts of their own (``path_chain``): a start within ``rel_gap`` of it is returned at
-   once, optimal, without a solver (``solver == info["certified_by"] == "path_bound"``);
-   otherwise it is the program's floor.
-3. The program, built with the best start's latency as its horizon, solved from that start
-   (a CP-SAT hint, a MIP start); its bound lowered by the program's rounding allowance and
-   never below the path bound. The result's space is ``Space.SUBGRAPHS`` with its ``q``; for
-   ``q >= 2`` it names each accelerator node's subgraph (``subgraph``).
-
-Examples
---------
->>> from exactplace import read_workload, solve, workload_path
->>> w = read_workload(workload_path("layer_bert24_inference"))
->>> p = solve(w, objective="latency", method="mip", time_limit=30, threads=2)
->>> p.status.value, round(p.objective, 3), p.info["certified_by"]
-('optimal', 92.406, 'path_bound')
->>> p = solve(w, objective="latency", method="mip", time_limit=30, threads=2, path_bound=False)
->>> p.status.value, round(p.objective, 3), p.solver
-('optimal', 92.406, 'cpsat')
+   (:mod:`exactplace.bounds.latency_path`), whose argmin chains start the search too: a start
+   within ``rel_gap`` of it is returned at once, optimal, without a solver; else it is the floor.
+3. The program, its horizon the best start's latency, solved from that start; its bound lowered by
+   the program's rounding allowance, never below the path bound. The result's space is
+   ``Space.SUBGRAPHS`` with its ``q``; for ``q >= 2`` it names each accelerator node's ``subgraph``.
 """
 
 from __future__ import annotations
@@ -42,26 +25,65 @@ from typing import Any
 
 import numpy as np
 
-from exactplace.core.errors import ExactplaceError, PlacementError, SolverUnavailableError, check_param
+from exactplace.core.errors import ExactplaceError, PlacementError, SolverUnavailableError
 from exactplace.core.graph import Graph
 from exactplace.core.placement import Limit, Space, Status, TracePoint
 from exactplace.core.problem import MethodResult, Problem
-from exactplace.evaluators.feasibility import memory_summary
+from exactplace.evaluators.feasibility import Guarantees, memory_summary
 from exactplace.evaluators.latency import contiguous_pieces, latency
 from exactplace.methods.base import usable_cpus
+from exactplace.methods.mip_options import option, refuse_too_large, with_default_limit
+from exactplace.methods.mip_settings import DEFAULT_MIP, MIPSettings
+from exactplace.methods.rules import MIP_LATENCY_RULES, Rule
 from exactplace.solvers.program import progress_printer, solve_ip
 
-__all__ = ["check_latency", "solve_latency"]
-
-#: CP-SAT workers when ``threads`` is not given: its portfolio needs several even on two cores.
-CPSAT_WORKERS = 8
+__all__ = ["LatencyMIP", "estimated_nonzeros", "solve_latency"]
 
 
-def check_latency(options: dict) -> None:
-    """Reject what the latency program cannot do, naming the option."""
-    check_param("contiguous" not in options, "contiguous", "solve",
-                "left out for objective 'latency' (use q: q=1 is contiguous, q>=2 allows q subgraphs "
-                "per accelerator)", options.get("contiguous"))
+def estimated_nonzeros(problem: Problem, q: int) -> int:
+    """About how many nonzeros the latency program for ``problem`` has (an upper estimate from n, m, k and q)."""
+    return problem.cluster.accelerators * q * (12 * problem.graph.n + 20 * problem.graph.m)
+
+
+class LatencyMIP:
+    """The latency program (paper §4; module docstring), tuned by ``settings``.
+
+    >>> from exactplace import read_workload, solve, workload_path
+    >>> w = read_workload(workload_path("layer_bert24_inference"))
+    >>> p = solve(w, objective="latency", method="mip", time_limit=30, threads=2)
+    >>> p.status.value, round(p.objective, 3), p.info["certified_by"]
+    ('optimal', 92.406, 'path_bound')
+    >>> p = solve(w, objective="latency", method="mip", time_limit=30, threads=2, path_bound=False)
+    >>> p.status.value, round(p.objective, 3), p.solver
+    ('optimal', 92.406, 'cpsat')
+    """
+
+    #: The objective's option rules, checked in order after the size and the rules every objective shares.
+    rules: tuple[Rule, ...] = MIP_LATENCY_RULES
+
+    def __init__(self, settings: MIPSettings = DEFAULT_MIP) -> None:
+        self.settings = settings
+
+    def refuse_too_large(self, problem: Problem) -> None:
+        """Raise TooLargeError when the program is larger than ``settings.max_nonzeros``."""
+        refuse_too_large(problem, estimated_nonzeros(problem, int(option(problem, "q"))), self.settings,
+                         "method 'greedy'.")
+
+    @staticmethod
+    def promises(problem: Problem) -> Guarantees:
+        """Only the basics: CPU nodes are placed freely, so the CPU's node set is not contiguous."""
+        return Guarantees()
+
+    def run(self, problem: Problem) -> MethodResult:
+        """Solve the latency program for ``problem`` with its ``q`` (module docstring)."""
+        info: dict[str, Any] = {}
+        problem = with_default_limit(problem, info, self.settings)
+        q = int(option(problem, "q"))
+        result = solve_latency(problem, q=q, solver=option(problem, "solver"), threads=option(problem, "threads"),
+                               log=bool(option(problem, "log")), progress=bool(option(problem, "progress")),
+                               use_path_bound=bool(option(problem, "path_bound")), info=info, settings=self.settings)
+        result.q = q
+        return result
 
 
 @dataclass(frozen=True)
@@ -113,20 +135,16 @@ _NO_BOUND = {"too_many_ideals": "none (more reduced ideals than it enumerates)",
              "over_budget": "none (its tables would exceed its memory budget)", "time": "none (out of time)"}
 
 
-def _path_bound(problem: Problem, deadline: float, info: dict,
-                timings: dict) -> tuple[float | None, dict[str, tuple[np.ndarray, None]]]:
-    """The path DP's lower bound (:mod:`exactplace.bounds.latency_path`), within a quarter of the time
-    left, and the placements of its argmin chains as starts (``path_chain``, ``path_chain1``).
-
-    A quarter: on ``layer_inceptionv3`` (244 million candidate subgraphs) the DP takes tens of
-    seconds, and its bound is worth more than the solver's time (it is several times CP-SAT's own
-    bound after minutes)."""
+def _path_bound(problem: Problem, deadline: float, info: dict, timings: dict,
+                fraction: float) -> tuple[float | None, dict[str, tuple[np.ndarray, None]]]:
+    """The path DP's lower bound (:mod:`exactplace.bounds.latency_path`), within ``fraction`` of the time
+    left, and the placements of its argmin chains as starts (``path_chain``, ``path_chain1``)."""
     from exactplace.bounds.latency_path import path_bound
 
     clock = time.monotonic()
     details: dict = {}
     try:
-        found = path_bound(problem.graph, problem.cluster, deadline=clock + max(deadline - clock, 0.0) / 4,
+        found = path_bound(problem.graph, problem.cluster, deadline=clock + max(deadline - clock, 0.0) * fraction,
                            info=details)
     except SolverUnavailableError as error:  # the native DP is not built: the program runs without it
         info["path_bound"] = f"none ({error})"
@@ -145,8 +163,9 @@ def _path_bound(problem: Problem, deadline: float, info: dict,
 
 
 def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None, log: bool, progress: bool,
-                  use_path_bound: bool, info: dict) -> MethodResult:
-    """Solve the latency program for ``problem``; see the module docstring."""
+                  use_path_bound: bool, info: dict, settings: MIPSettings = DEFAULT_MIP) -> MethodResult:
+    """Solve the latency program for ``problem``; see the module docstring (``settings``: the path DP's share of
+    the time, CP-SAT's workers)."""
     graph, cluster = problem.graph, problem.cluster
     clock = time.monotonic()
     info.update(q=q)
@@ -165,7 +184,8 @@ def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None,
             if progress:
                 print("  q=1 first (its placement starts the q>=2 search), on half the time:", file=sys.stderr)
             first = solve_latency(dataclasses.replace(problem, deadline=half), q=1, solver=solver, threads=threads,
-                                  log=False, progress=progress, use_path_bound=use_path_bound, info={})
+                                  log=False, progress=progress, use_path_bound=use_path_bound, info={},
+                                  settings=settings)
             info["q1"] = {"status": first.status.value, "solver": first.solver, "seconds": time.monotonic() - clock}
             if first.limit is Limit.INTERRUPT:  # Ctrl-C during the q=1 run: stop with what it found
                 info.update(interrupted=True, returned="q=1 placement")
@@ -179,7 +199,7 @@ def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None,
         info["warm_start_candidates"] = {s.name: s.latency for s in starts}
         lower = None
         if q == 1 and use_path_bound:
-            lower, chains = _path_bound(problem, deadline, info, timings)
+            lower, chains = _path_bound(problem, deadline, info, timings, settings.path_bound_fraction)
             if chains:  # the bound's own placements start the search too
                 starts = sorted([*starts, *_score(problem, chains, q)], key=lambda s: s.latency)
                 info["warm_start_candidates"] = {s.name: s.latency for s in starts}
@@ -202,7 +222,7 @@ def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None,
         info.update(warm_start=start.name, warm_start_latency=start.latency)
     from exactplace.solvers import get_solver
 
-    workers = threads or (CPSAT_WORKERS if get_solver(solver).name == "cpsat" else usable_cpus())
+    workers = threads or (settings.latency_cpsat_workers if get_solver(solver).name == "cpsat" else usable_cpus())
     result, out = solve_ip(problem, ip, solver, warm=None if start is None else start.device, values=values,
                            threads=int(workers), log=log, progress=progress, space=space, info=info, timings=timings)
     if result.status is Status.INFEASIBLE:
