@@ -500,6 +500,20 @@ def test_cpsat_declines_a_model_it_would_round_past_the_gap_and_auto_takes_anoth
     assert chosen.objective == pytest.approx(solve(w, method="mip", solver="highs").objective)
 
 
+def test_cpsat_takes_a_model_whose_start_costs_nothing() -> None:
+    """A start of objective 0 (every node free on the CPU) is measured against the smallest load a row holds,
+    not against 0: a rounding of 1e-9 cannot reorder placements whose loads differ by 0.25 (a case hypothesis
+    drew, with gpipe)."""
+    free = [Node(i, 0.0, None, color=200 + i) for i in range(2)] + [Node(2, 0.0, 0.25, comm=1.0, color=202)]
+    backward = [Node(1000 + i, 0.0, None, color=200 + i, backward=True) for i in range(3)]
+    graph = Graph(free + backward, [(0, 1000), (1, 1001), (2, 1002), (0, 1001), (0, 1002), (1, 1000), (1, 1002),
+                                    (2, 1000)])
+    cluster = Cluster(1, cpus=1)
+    for contiguous in (True, False):
+        p = solve(graph, cluster, method="mip", solver="cpsat", contiguous=contiguous, rel_gap=0.0, gpipe=True)
+        assert p.status is Status.OPTIMAL and p.objective == 0.0
+
+
 @pytest.mark.parametrize("name", ["layer_bert24_inference", "layer_bert24_training", "op_bert3_inference"])
 def test_cpsat_declines_neither_ip_of_a_shipped_workload(name: str) -> None:
     from exactplace.solvers import Request

@@ -132,6 +132,16 @@ def scale_for_cpsat(model: Model) -> dict:
             "error": error, "wraps_int32": heavy}
 
 
+def _smallest_load(model: Model, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> float:
+    """The smallest nonzero coefficient of an integer variable in a row that holds a continuous one (a node's
+    time in a load row); 0 without one."""
+    continuous = model.kind == Kind.CONTINUOUS
+    row_of = np.repeat(np.arange(model.num_rows), np.diff(indptr))
+    mixed = np.bincount(row_of[continuous[indices]], minlength=model.num_rows) > 0
+    loads = np.abs(data[~continuous[indices] & mixed[row_of]])
+    return float(loads[loads > 0].min(initial=np.inf)) if np.any(loads > 0) else 0.0
+
+
 class CpSatSolver(Solver):
     """CP-SAT (Apache 2.0), from Google OR-Tools."""
 
@@ -146,11 +156,12 @@ class CpSatSolver(Solver):
         or a scale so coarse (a huge bound, say CPU times of 1e9 that mean "never on a CPU") that the rounding of
         the objective exceeds :data:`~.base.POINT_TOLERANCE` of the warm start's objective (and
         :data:`DECLINE_ABSOLUTE`): its point could break the model past what the referee accepts, and its bound
-        would certify nothing."""
+        would certify nothing. A start whose objective is below the smallest load a row can hold (a start of 0)
+        is measured against that load instead: placements differ by whole coefficients, not by the start."""
         continuous = model.kind == Kind.CONTINUOUS
         if not (np.all(np.isfinite(model.lb[continuous])) and np.all(np.isfinite(model.ub[continuous]))):
             return "CP-SAT needs finite bounds on every variable"
-        indices, data = model.csr()[1:]
+        indptr, indices, data = model.csr()
         if np.any(continuous[indices] & ~np.isclose(data, np.round(data))):
             return "CP-SAT needs integral coefficients on continuous variables"
         if request.warm_start is None or np.isnan(request.warm_start).any():
@@ -159,7 +170,8 @@ class CpSatSolver(Solver):
         weight = float(np.abs(model.objective[continuous]).sum())
         rounding = weight * (1.0 / form["scale"] + form["error"])
         start = abs(model.objective_value(request.warm_start))
-        if rounding > max(POINT_TOLERANCE * start, DECLINE_ABSOLUTE):
+        if rounding > max(POINT_TOLERANCE * max(start, _smallest_load(model, indptr, indices, data)),
+                          DECLINE_ABSOLUTE):
             return (f"its integer scaling rounds the objective by up to {rounding:.3g}, more than "
                     f"{POINT_TOLERANCE:g} of the start's {start:.6g} (a variable's bound or a coefficient is far "
                     "larger than the objective)")
