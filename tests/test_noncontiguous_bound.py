@@ -26,9 +26,8 @@ from oracle import brute_force_optima
 from strategies import brute_force_graphs, mixed_clusters, placements
 
 from exactplace import Cluster, Graph, Status, check_feasibility, max_load, solve
-from exactplace.bounds.packing import packing_bound
+from exactplace.bounds.packing import packing_bound, packing_falls_short
 from exactplace.core.graph import Node
-from exactplace.bounds.packing import packing_falls_short
 from exactplace.solvers import get_solver
 
 EXAMPLES = int(os.environ.get("NC_EXAMPLES", "30"))
