@@ -107,3 +107,13 @@ def test_relative_links_point_to_existing_files(page: Path) -> None:
         elif anchor and target.suffix == ".md" and anchor not in _anchors(target):
             broken.append(f"{link} (no such heading)")
     assert not broken, f"{page.relative_to(ROOT)}: broken links {broken}"
+
+
+def test_the_tuning_tables_are_generated_from_the_settings() -> None:
+    """docs/methods.md states every tuning default through docs/tuning.py, never retyped: a setting changed
+    without rerunning it fails here."""
+    import runpy
+
+    tuning = runpy.run_path(str(ROOT / "docs" / "tuning.py"))
+    page = (ROOT / "docs" / "methods.md").read_text(encoding="utf-8")
+    assert tuning["block"]() in page
