@@ -1,4 +1,4 @@
-"""Benchmark of DPL at scale (issue 9): the chain DP against the all-pairs DP it replaced.
+"""Benchmark of DPL at scale: the chain DP against the all-pairs DP it replaced.
 
 A chain of N operators (random CPU time 1..8, accelerator time 1..4, output cost 0..2,
 1 byte each; 6 accelerators holding N/4 bytes each, 1 CPU) is solved with ``method="dpl"``

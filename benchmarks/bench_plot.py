@@ -1,4 +1,4 @@
-"""Drawing time of every picture of ``exactplace.plot``, up to 1,000+ nodes (issue 18: each under 5 s).
+"""Drawing time of every picture of ``exactplace.plot``, up to 1,000+ nodes.
 
 Prints one row per workload and picture: nodes, marks drawn (the placement graph collapses
 chains), seconds to draw and render a PNG at 100 dpi, its size in pixels and kB, and the peak

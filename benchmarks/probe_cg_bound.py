@@ -4,7 +4,7 @@ Issue 21 asks for a bound on the non-contiguous max-load IP that closes to 1e-4 
 graphs. There the assignment IP's LP is ``(W + C) / (k + 1/10)`` (``W`` the accelerator work, the CPU core
 ten times slower, ``C`` the communication paid) with ``C = 0``: fractional classes cut no edge. This
 probe measures how far the relaxation over *device sets* gets instead, to decide whether a
-branch-and-price is worth building (``benchmarks/RESULTS.md``, issue 21).
+branch-and-price is worth building (its results: ``benchmarks/log/results-history-to-2026-12-01/``).
 
 The relaxation, for a threshold ``T`` (homogeneous accelerators, plain loads):
 

@@ -13,7 +13,7 @@ where the next work goes. This probe asks the split side, with the product's own
    means no split differing from it only by such moves is better; larger radii free more classes.
 
 Run: ``python benchmarks/probe_split_floor.py /tmp/heldout/OperatorGraphs_bert_L-12_training.json --radius 2 5``.
-Results: ``benchmarks/RESULTS.md``, issue 21, stop 43.
+Results: ``benchmarks/log/results-history-to-2026-12-01/``.
 """
 
 from __future__ import annotations
