@@ -525,3 +525,18 @@ def test_cpsat_declines_neither_ip_of_a_shipped_workload(name: str) -> None:
         values = ip.encode(start)
         assert values is not None
         assert get_solver("cpsat").declines(ip.model, Request(warm_start=values)) is None
+
+
+@pytest.mark.parametrize("seconds", [0.05, 0.5])
+def test_cpsat_stopped_short_of_a_proof_states_a_limit(seconds: float) -> None:
+    """Within its time limit CP-SAT ends short of a proof only at that limit, however early its presolve checks it:
+    the result says so (its status FEASIBLE or no solution, with a limit), never an unexplained end."""
+    import time
+
+    from exactplace.solvers import Request, solve_model
+
+    w = read_workload(workload_path("op_bert3_inference"))
+    ip = contiguous_ip(w.graph, w.cluster, contract(w.graph, w.cluster.memory_cap))
+    out = solve_model(ip.model, "cpsat", Request(deadline=time.monotonic() + seconds, isolate=False))
+    if out.status is not Status.OPTIMAL:
+        assert out.limit is not None, out.raw_status
