@@ -68,6 +68,25 @@ class Solution:
     seconds_dp: float
     threads: int
 
+class BoundedSolution:
+    """The result of :func:`solve_bounded`: the best split found and the best proven lower bound."""
+
+    status: Status
+    value: float
+    bound: float
+    device: np.ndarray | None
+    states: int
+    stages: int
+    remembered: int
+    thresholds: int
+    exhausted: bool  # the candidate stages passed ``stage_bytes``
+    seconds: float
+
+def solve_bounded(
+    request: Request, memo_limit: int = ..., tolerance: float = ..., bisect_after: int = ..., stage_bytes: int = ...
+) -> BoundedSolution:
+    """The bounded search over ideals on ``request``'s model: certified, or stopped with a true gap."""
+
 def count_ideals(
     units: int, src: npt.ArrayLike, dst: npt.ArrayLike, limit: int
 ) -> tuple[int, int] | None:

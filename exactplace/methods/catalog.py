@@ -13,6 +13,7 @@ __all__ = ["AUTO_ORDER", "BUILTIN_METHODS"]
 BUILTIN_METHODS: dict[str, str] = {
     "dp": "exactplace.methods.dp:DP",
     "dpl": "exactplace.methods.dp:DPL",
+    "bb": "exactplace.methods.bounded:BoundedSearch",
     "greedy": "exactplace.heuristics.greedy:Greedy",
     "mip": "exactplace.methods.mip:MIP",
     "m-topo": "exactplace.heuristics.m_topo:MTopo",
