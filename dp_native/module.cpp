@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "bounded.hpp"
 #include "dp.hpp"
 #include "ideals.hpp"
 #include "path.hpp"
@@ -195,6 +196,19 @@ exactplace::Solution solve(const Request& request) {
     });
 }
 
+// The bounded search (bounded.hpp) on the same request as solve(); its tuning as arguments.
+exactplace::BoundedSolution solve_bounded(const Request& request, std::int64_t memo_limit, double tolerance,
+                                          int bisect_after, std::int64_t stage_bytes) {
+    exactplace::BoundedSettings settings;
+    settings.stage_bytes = stage_bytes;
+    settings.memo_limit = memo_limit;
+    settings.tolerance = tolerance;
+    settings.bisect_after = bisect_after;
+    return without_gil(request.time_limit, [&](exactplace::Stopper& stop) {
+        return exactplace::solve_bounded(request.instance, request.options, settings, stop);
+    });
+}
+
 // A read-write array attribute of Request: numpy in (copied, any convertible dtype), numpy out.
 template <typename T, typename Field>
 void array_field(py::class_<Request>& cls, const char* name, Field field) {
@@ -313,6 +327,38 @@ PYBIND11_MODULE(_native, m) {
 
     m.def("solve", &solve, py::arg("request"),
           "Run the max-load DP over the ideals of the unit DAG (over the prefixes of `order` when it is set).");
+    using exactplace::BoundedSolution;
+    py::class_<BoundedSolution>(m, "BoundedSolution", "The result of solve_bounded().")
+        .def_property_readonly("status",
+                               [](const BoundedSolution& s) {
+                                   if (s.outcome == exactplace::Outcome::optimal) return exactplace::Status::optimal;
+                                   if (s.outcome == exactplace::Outcome::infeasible) {
+                                       return exactplace::Status::infeasible;
+                                   }
+                                   // Out of stage memory (exhausted) reads as a time stop.
+                                   return s.stop_reason == exactplace::StopReason::interrupt
+                                              ? exactplace::Status::interrupt
+                                              : exactplace::Status::time;
+                               })
+        .def_readonly("value", &BoundedSolution::value)
+        .def_readonly("bound", &BoundedSolution::bound)
+        .def_property_readonly("device", [](const BoundedSolution& s) -> py::object {
+            if (s.device.empty()) return py::none();
+            py::array_t<std::int64_t> device(static_cast<py::ssize_t>(s.device.size()));
+            auto view = device.mutable_unchecked<1>();
+            for (py::ssize_t i = 0; i < view.shape(0); ++i) view(i) = s.device[i];
+            return device;
+        })
+        .def_readonly("states", &BoundedSolution::states)
+        .def_readonly("stages", &BoundedSolution::stages)
+        .def_readonly("remembered", &BoundedSolution::remembered)
+        .def_readonly("thresholds", &BoundedSolution::thresholds)
+        .def_readonly("exhausted", &BoundedSolution::exhausted)
+        .def_readonly("seconds", &BoundedSolution::seconds);
+    m.def("solve_bounded", &solve_bounded, py::arg("request"), py::arg("memo_limit") = std::int64_t{1} << 22,
+          py::arg("tolerance") = 1e-9, py::arg("bisect_after") = 2, py::arg("stage_bytes") = std::int64_t{1} << 30,
+          "The bounded search over ideals (bounded.hpp) on the request solve() takes (its cutoff: a known split's "
+          "load); the best split, its value and a proven lower bound (exhausted: stopped by stage_bytes).");
     m.def(
         "memory_estimate",
         [](int units, int accelerators, int cpus, std::int64_t ideals, std::int64_t covers,

@@ -1,0 +1,580 @@
+#include "bounded.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "dp_model.hpp"
+#include "groups.hpp"
+#include "ideals.hpp"
+
+namespace exactplace {
+
+namespace {
+
+// What visit() returns when it completed the split within the threshold.
+constexpr double kFound = -1.0;
+
+void check_bounded(const Instance& in, const Options& options) {
+    const auto n = static_cast<std::size_t>(in.units);
+    if (in.units <= 0) throw std::invalid_argument("the instance needs at least one unit");
+    if (in.cpu_time.size() != n || in.acc_time.size() != n || in.memory.size() != n || in.supported.size() != n) {
+        throw std::invalid_argument("cpu_time, acc_time, memory and supported need one value per unit");
+    }
+    for (std::size_t u = 0; u < n; ++u) {
+        const bool bad = !(std::isfinite(in.cpu_time[u]) && in.cpu_time[u] >= 0) ||
+                         !(std::isfinite(in.memory[u]) && in.memory[u] >= 0) ||
+                         (in.supported[u] && !(std::isfinite(in.acc_time[u]) && in.acc_time[u] >= 0));
+        if (bad) throw std::invalid_argument("unit " + std::to_string(u) + " has a negative, NaN or infinite value");
+    }
+    check_groups(in.units, in.group_cost, in.group_source, in.group_ptr, in.group_target);
+    if (options.accelerators < 0 || options.cpus < 0 || options.accelerators + options.cpus == 0) {
+        throw std::invalid_argument("the cluster needs a non-negative number of devices, at least one");
+    }
+    if (std::isnan(options.memory_cap) || options.memory_cap < 0) {
+        throw std::invalid_argument("the memory cap must be non-negative");
+    }
+    const std::size_t types = options.type_count.size();
+    std::int64_t total = 0;
+    for (std::size_t t = 0; t < types; ++t) {
+        const bool bad = options.type_memory.size() != types || options.type_speed.size() != types ||
+                         options.type_count[t] < 1 || std::isnan(options.type_memory[t]) ||
+                         options.type_memory[t] < 0 ||
+                         !(std::isfinite(options.type_speed[t]) && options.type_speed[t] > 0);
+        if (bad) throw std::invalid_argument("accelerator type " + std::to_string(t) + " is malformed");
+        total += options.type_count[t];
+    }
+    if (types != 0 && total != options.accelerators) {
+        throw std::invalid_argument("the accelerator type counts must sum to the number of accelerators");
+    }
+    if (options.replication || !in.order.empty()) {
+        throw std::invalid_argument("the bounded search takes no replication and no order");
+    }
+    if (std::isnan(options.cutoff)) throw std::invalid_argument("the cutoff must not be NaN");
+}
+
+// The device kinds: the accelerator types (one of speed 1 on a homogeneous cluster), then the
+// CPUs when there are any. `capacity`: the most least time a device of the kind holds with a
+// load below L, in units of L (dp.cpp's device_capacity): every stage S on it has
+// least(S) <= capacity * load(S).
+struct Kinds {
+    int count = 0, types = 0;
+    std::vector<int> size;
+    std::vector<double> memory, speed, capacity;
+    std::vector<std::uint8_t> is_cpu;
+    std::vector<double> least;  // per unit label: its least time on any device that runs it
+
+    Kinds(const Options& o, const Model& model) {
+        if (o.type_count.empty()) {
+            if (o.accelerators > 0) add(o.accelerators, o.memory_cap, 1.0, false);
+        } else {
+            for (std::size_t t = 0; t < o.type_count.size(); ++t) {
+                add(static_cast<int>(o.type_count[t]), o.type_memory[t], o.type_speed[t], false);
+            }
+        }
+        types = count;
+        double fastest = 0.0;
+        for (int k = 0; k < count; ++k) fastest = std::max(fastest, speed[k]);
+        least.resize(model.n);
+        double rho = kInf;
+        for (int v = 0; v < model.n; ++v) {
+            double t = o.cpus > 0 ? model.cpu[v] : kInf;
+            if (types > 0 && !model.unsupported[v]) t = std::min(t, model.acc[v] / fastest);
+            least[v] = t < kInf ? t : 0.0;
+            if (least[v] > 0) rho = std::min(rho, model.cpu[v] / least[v]);
+        }
+        for (int k = 0; k < count; ++k) capacity.push_back(speed[k] / fastest);
+        if (o.cpus > 0) {
+            add(o.cpus, kInf, 1.0, true);
+            capacity.push_back(rho < kInf ? 1.0 / rho : 1.0);
+        }
+    }
+
+private:
+    void add(int n, double cap, double s, bool cpu) {
+        size.push_back(n);
+        memory.push_back(cap);
+        speed.push_back(s);
+        is_cpu.push_back(cpu ? 1 : 0);
+        ++count;
+    }
+};
+
+struct KeyHash {
+    std::size_t operator()(const std::vector<std::uint64_t>& key) const {
+        std::uint64_t h = 0x9e3779b97f4a7c15ull;
+        for (std::uint64_t w : key) {
+            w ^= w >> 33;
+            w *= 0xff51afd7ed558ccdull;
+            w ^= w >> 33;
+            h = (h ^ w) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
+        }
+        return static_cast<std::size_t>(h ^ (h >> 29));
+    }
+};
+
+class Search {
+public:
+    Search(const Instance& in, const Options& options, const BoundedSettings& settings, Stopper& stop)
+        : poset_(in.units, in.edge_src, in.edge_dst), model_(in, poset_), kinds_(options, model_), options_(options),
+          settings_(settings), stop_(stop), walker_(poset_), stage_cost_(model_), words_(poset_.words()),
+          stage_bits_(words_, 0), left_(kinds_.size), key_(words_, 0) {
+        const int n = model_.n;
+        for (int v = 0; v < n; ++v) total_least_ += kinds_.least[v];
+        slack_ = 1e-11 * total_least_;
+        comm_ = std::any_of(model_.group_cost.begin(), model_.group_cost.end(), [](double c) { return c > 0; });
+        by_least_.resize(n);
+        for (int v = 0; v < n; ++v) by_least_[v] = v;
+        std::stable_sort(by_least_.begin(), by_least_.end(),
+                         [this](int a, int b) { return kinds_.least[a] > kinds_.least[b]; });
+        integral_ = !comm_;
+        for (int k = 0; k < kinds_.count && integral_; ++k) integral_ = kinds_.speed[k] == 1.0;
+        for (int v = 0; v < n && integral_; ++v) {
+            integral_ = (kinds_.types == 0 || model_.acc[v] == std::floor(model_.acc[v])) &&
+                        (options.cpus == 0 || model_.cpu[v] == std::floor(model_.cpu[v]));
+        }
+        std::int64_t product = 1;
+        for (int k = 0; k < kinds_.count; ++k) {
+            stride_.push_back(product);
+            if (product > (std::int64_t{1} << 40) / (kinds_.size[k] + 1)) {
+                throw std::invalid_argument("too many device-count combinations for the bounded search");
+            }
+            product *= kinds_.size[k] + 1;
+        }
+        int devices = 0;
+        for (int k = 0; k < kinds_.count; ++k) devices += kinds_.size[k];
+        levels_.resize(static_cast<std::size_t>(std::min(devices, n)) + 2);
+        if (devices > n) {  // more devices than units: the extra ones stay empty
+            for (int k = 0; k < kinds_.count; ++k) left_[k] = std::min(left_[k], n);
+        }
+    }
+
+    BoundedSolution run() {
+        const auto t0 = Stopper::Clock::now();
+        BoundedSolution out;
+        if (stop_.check_owner_now()) {
+            out.stop_reason = stop_.reason();
+            return out;
+        }
+        double lb = state_bound(0.0);
+        double ub = kInf;
+        int fails = 0;
+        while (true) {
+            if (certified(lb, ub)) {
+                out.outcome = Outcome::optimal;
+                break;
+            }
+            if (lb == kInf) {
+                out.outcome = Outcome::infeasible;
+                break;
+            }
+            T_ = next_threshold(lb, std::min(ub, options_.cutoff), fails);
+            ++out.thresholds;
+            path_.clear();
+            const double r = visit(0, 0.0);
+            if (stopped_) {
+                out.stop_reason = stop_.reason();
+                out.exhausted = exhausted_;
+                break;
+            }
+            if (r == kFound) {
+                ub = record(out);
+                fails = 0;
+            } else {
+                lb = std::max(lb, r);
+                ++fails;
+            }
+        }
+        out.value = ub;
+        out.bound = std::min(lb, ub);
+        out.states = states_;
+        out.stages = stages_;
+        out.remembered = remembered_;
+        out.seconds = seconds_since(t0);
+        return out;
+    }
+
+private:
+    struct Candidate {
+        std::size_t offset;  // into Level::bits
+        double load, least;
+    };
+    struct Level {
+        std::vector<std::uint64_t> bits;
+        std::vector<Candidate> cands;
+    };
+
+    bool certified(double lb, double ub) const {
+        if (ub == kInf) return false;
+        return integral_ ? ub <= lb : ub <= lb * (1.0 + settings_.tolerance);
+    }
+
+    // Just above the bound (IDA*), or halfway to the best split after `bisect_after` failures.
+    double next_threshold(double lb, double upper, int fails) const {
+        const bool bisect = fails >= settings_.bisect_after && upper < kInf;
+        if (integral_) {
+            if (bisect && upper - 1 > lb) return lb + std::floor((upper - 1 - lb) / 2);
+            return lb;
+        }
+        if (bisect && upper > lb * (1.0 + settings_.tolerance)) return lb + (upper - lb) / 2;
+        return lb * (1.0 + settings_.tolerance);
+    }
+
+    // The split on path_ (its stages, last first): device per unit; returns its max-load.
+    double record(BoundedSolution& out) const {
+        std::vector<int> next(kinds_.count, 0);
+        int first = 0;
+        for (int k = 0; k < kinds_.count; ++k) {
+            next[k] = first;
+            first += kinds_.size[k];
+        }
+        // CPUs come after every accelerator, whichever kinds exist.
+        out.device.assign(model_.n, -1);
+        double worst = 0.0;
+        for (const Step& step : path_) {
+            const int device = next[step.kind]++;
+            worst = std::max(worst, step.load);
+            for (int w = 0; w < words_; ++w) {
+                for (std::uint64_t word = step.bits[w]; word != 0; word &= word - 1) {
+                    out.device[poset_.node_of((w << 6) + __builtin_ctzll(word))] = device;
+                }
+            }
+        }
+        return worst;
+    }
+
+    std::int64_t left_index() const {
+        std::int64_t index = 0;
+        for (int k = 0; k < kinds_.count; ++k) index += left_[k] * stride_[k];
+        return index;
+    }
+
+    std::int64_t level_bytes(const Level& level) const {
+        return static_cast<std::int64_t>(level.cands.size() * sizeof(Candidate) + level.bits.size() * sizeof(std::uint64_t));
+    }
+
+    double capacity_left() const {
+        double capacity = 0.0;
+        for (int k = 0; k < kinds_.count; ++k) capacity += left_[k] * kinds_.capacity[k];
+        return capacity;
+    }
+
+    // A lower bound on the best completion from the current ideal (least time `least_in`) with
+    // the devices left: least time left over their capacity, the largest unit left, and the
+    // pigeonhole bounds (D devices, D + 1 or 2D + 1 largest units left: two or three share one).
+    double state_bound(double least_in) {
+        double capacity = 0.0, widest = 0.0;
+        int devices = 0;
+        for (int k = 0; k < kinds_.count; ++k) {
+            if (left_[k] == 0) continue;
+            capacity += left_[k] * kinds_.capacity[k];
+            widest = std::max(widest, kinds_.capacity[k]);
+            devices += left_[k];
+        }
+        const double rest = total_least_ - least_in - slack_;
+        if (devices == 0) return rest > 0 ? kInf : 0.0;
+        double lb = rest > 0 ? rest / capacity : 0.0;
+        const std::vector<std::uint64_t>& in = walker_.members();
+        top_.clear();
+        const std::size_t want = 2 * static_cast<std::size_t>(devices) + 1;
+        for (std::size_t i = 0; i < by_least_.size() && top_.size() < want; ++i) {
+            const int v = by_least_[i];
+            if (((in[v >> 6] >> (v & 63)) & 1u) == 0) top_.push_back(kinds_.least[v]);
+        }
+        const std::size_t d = static_cast<std::size_t>(devices);
+        if (!top_.empty()) lb = std::max(lb, (top_[0] - slack_) / widest);
+        if (top_.size() >= d + 1) lb = std::max(lb, (top_[d - 1] + top_[d] - slack_) / widest);
+        if (top_.size() >= 2 * d + 1) {
+            lb = std::max(lb, (top_[2 * d - 2] + top_[2 * d - 1] + top_[2 * d] - slack_) / widest);
+        }
+        return integral_ ? std::ceil(lb) : lb;
+    }
+
+    // Compute (and memory and support) of a stage on kind k: a lower bound on the load of it and
+    // of every larger stage.
+    double compute_load(const Sums& s, int k) const {
+        if (kinds_.is_cpu[k]) return s.cpu;
+        if (s.unsupported > 0 || s.mem > kinds_.memory[k]) return kInf;
+        return s.acc / kinds_.speed[k];
+    }
+    double stage_load(const Sums& s, int k) const {
+        if (kinds_.is_cpu[k]) return s.cpu;
+        if (s.unsupported > 0 || s.mem > kinds_.memory[k]) return kInf;
+        return s.accelerator_load(options_.overlap, kinds_.speed[k]);
+    }
+
+    // The table holds, per ideal, bounds proven for some device counts left. A bound for more
+    // devices of every kind holds for fewer too (an unused device may stay empty).
+    bool covers(std::int64_t stored) const {
+        for (int k = 0; k < kinds_.count; ++k) {
+            if ((stored / stride_[k]) % (kinds_.size[k] + 1) < left_[k]) return false;
+        }
+        return true;
+    }
+
+    double recall() const {
+        const auto hit = memo_.find(key_);
+        double best = -kInf;
+        if (hit == memo_.end()) return best;
+        for (const Entry& e : hit->second) {
+            if (e.bound > best && covers(e.left)) best = e.bound;
+        }
+        return best;
+    }
+
+    double remember(double value) {
+        if (entries_ >= settings_.memo_limit) return value;
+        const std::int64_t left = left_index();
+        std::vector<Entry>& list = memo_[key_];
+        for (Entry& e : list) {
+            if (e.left == left) {
+                e.bound = std::max(e.bound, value);
+                return value;
+            }
+        }
+        list.push_back({left, value});
+        ++entries_;
+        return value;
+    }
+
+    void set_key() {
+        const std::vector<std::uint64_t>& in = walker_.members();
+        std::copy(in.begin(), in.end(), key_.begin());
+    }
+
+    // The current ideal with the devices left_: kFound when it completes within T_ (path_ then
+    // holds the stages), else a lower bound above T_ on its best completion.
+    double visit(int depth, double least_in) {
+        ++states_;
+        if (stop_.check_owner(ticks_)) {
+            stopped_ = true;
+            return 0.0;
+        }
+        if (walker_.size() == model_.n) return kFound;
+        int devices = 0, only = -1;
+        for (int k = 0; k < kinds_.count; ++k) {
+            devices += left_[k];
+            if (left_[k] > 0) only = k;
+        }
+        if (devices == 0) return kInf;
+        set_key();
+        const double known = recall();
+        if (known > T_) {
+            ++remembered_;
+            return known;
+        }
+        const double bound = state_bound(least_in);
+        if (bound > T_) return bound;  // cheap to recompute: not kept
+        if (devices == 1) return last_stage(only);
+        double best = kInf;
+        Level& level = levels_[depth];
+        for (int k = 0; k < kinds_.count; ++k) {
+            if (left_[k] == 0) continue;
+            bytes_ -= level_bytes(level);
+            level.bits.clear();
+            level.cands.clear();
+            cut_ = kInf;
+            if (comm_) {
+                stage_cost_.sums = Sums{};  // the stage is empty: every group counter is zero
+                grow<true>(k, -1, Sums{}, 0.0, level);
+            } else {
+                grow<false>(k, -1, Sums{}, 0.0, level);
+            }
+            if (stopped_) return 0.0;
+            best = std::min(best, cut_);
+            // The stage must leave the other devices no more least time than they hold within T_.
+            const double others = capacity_left() - kinds_.capacity[k];
+            const double needed = total_least_ - least_in - slack_ - others * T_ * (1 + 1e-12);
+            std::size_t kept = 0;
+            for (std::size_t c = 0; c < level.cands.size(); ++c) {
+                const Candidate& cand = level.cands[c];
+                if (cand.least >= needed) {
+                    level.cands[kept++] = cand;
+                    continue;
+                }
+                // Left out: the child's least-time bound (as state_bound's) exceeds T_.
+                const double rest = total_least_ - least_in - cand.least - slack_;
+                double lb = others > 0 ? rest / others : kInf;
+                if (integral_) lb = std::ceil(lb);
+                best = std::min(best, std::max(cand.load, lb));
+            }
+            bytes_ -= static_cast<std::int64_t>((level.cands.size() - kept) * sizeof(Candidate));
+            level.cands.resize(kept);
+            stages_ += static_cast<std::int64_t>(level.cands.size());
+            std::stable_sort(level.cands.begin(), level.cands.end(),
+                             [](const Candidate& a, const Candidate& b) { return a.load > b.load; });
+            for (std::size_t c = 0; c < level.cands.size(); ++c) {
+                const Candidate cand = level.cands[c];
+                const std::uint64_t* bits = level.bits.data() + cand.offset;
+                apply(bits, true);
+                --left_[k];
+                const double r = visit(depth + 1, least_in + cand.least);
+                ++left_[k];
+                apply(bits, false);
+                if (stopped_) return 0.0;
+                if (r == kFound) {
+                    path_.push_back({k, cand.load, std::vector<std::uint64_t>(bits, bits + words_)});
+                    bytes_ -= level_bytes(level);
+                    level.bits.clear();
+                    level.cands.clear();
+                    return kFound;
+                }
+                best = std::min(best, std::max(cand.load, r));
+            }
+        }
+        bytes_ -= level_bytes(level);
+        level.bits.clear();
+        level.cands.clear();
+        set_key();
+        return remember(best);
+    }
+
+    // One device left (of kind k): it takes everything that is left.
+    double last_stage(int k) {
+        const std::vector<std::uint64_t>& in = walker_.members();
+        std::vector<std::uint64_t> rest(words_);
+        for (int w = 0; w < words_; ++w) rest[w] = ~in[w];
+        if (model_.n % 64 != 0) rest[words_ - 1] &= (std::uint64_t{1} << (model_.n % 64)) - 1;
+        // The stage's SetCost holds the empty set here: add the rest, read, take it out again.
+        const Sums before = stage_cost_.sums;
+        for (int w = 0; w < words_; ++w) {
+            for (std::uint64_t word = rest[w]; word != 0; word &= word - 1) stage_cost_.add((w << 6) + __builtin_ctzll(word));
+        }
+        const double load = stage_load(stage_cost_.sums, k);
+        for (int w = 0; w < words_; ++w) {
+            for (std::uint64_t word = rest[w]; word != 0; word &= word - 1) stage_cost_.remove((w << 6) + __builtin_ctzll(word));
+        }
+        stage_cost_.sums = before;
+        if (load <= T_) {
+            path_.push_back({k, load, std::move(rest)});
+            return kFound;
+        }
+        return remember(load);
+    }
+
+    // Adds (or removes, in reverse) the units of a stage to the current ideal, in label order.
+    void apply(const std::uint64_t* bits, bool adding) {
+        if (adding) {
+            for (int w = 0; w < words_; ++w) {
+                for (std::uint64_t word = bits[w]; word != 0; word &= word - 1) walker_.add((w << 6) + __builtin_ctzll(word));
+            }
+            return;
+        }
+        for (int w = words_ - 1; w >= 0; --w) {
+            for (std::uint64_t word = bits[w]; word != 0;) {
+                const int high = 63 - __builtin_clzll(word);
+                walker_.remove((w << 6) + high);
+                word &= ~(std::uint64_t{1} << high);
+            }
+        }
+    }
+
+    // The stages on kind k from the current ideal, by a canonical depth-first search (units added
+    // in increasing label order, so each stage once): every stage within T_, or with `Comm` false
+    // only the maximal ones. cut_ takes the least load of the stages just past T_.
+    template <bool Comm>
+    void grow(int k, int after, Sums s, double least, Level& level) {
+        if (stop_.check_owner(ticks_)) {
+            stopped_ = true;
+            return;
+        }
+        bool maximal = true;
+        for (int v = walker_.next_addable(-1); v >= 0; v = walker_.next_addable(v)) {
+            Sums t = s;
+            t.cpu += model_.cpu[v];
+            t.acc += model_.acc[v];
+            t.mem += model_.mem[v];
+            t.unsupported += model_.unsupported[v];
+            const double lower = compute_load(t, k);
+            if (!(lower <= T_)) {
+                if (v > after) cut_ = std::min(cut_, lower);
+                continue;
+            }
+            maximal = false;
+            if (v < after) continue;
+            walker_.add(v);
+            stage_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
+            if constexpr (Comm) {
+                const Sums before = stage_cost_.sums;
+                stage_cost_.add(v);
+                grow<Comm>(k, v, stage_cost_.sums, least + kinds_.least[v], level);
+                stage_cost_.undo_add(v, before);
+            } else {
+                grow<Comm>(k, v, t, least + kinds_.least[v], level);
+            }
+            stage_bits_[v >> 6] &= ~(std::uint64_t{1} << (v & 63));
+            walker_.remove(v);
+            if (stopped_) return;
+        }
+        if (after < 0) return;  // the empty stage
+        double load = compute_load(s, k);
+        if constexpr (Comm) {
+            load = stage_load(s, k);
+            if (!(load <= T_)) {
+                cut_ = std::min(cut_, load);
+                return;
+            }
+        } else if (!maximal) {
+            return;
+        }
+        bytes_ += static_cast<std::int64_t>(sizeof(Candidate) + sizeof(std::uint64_t) * words_);
+        if (bytes_ > settings_.stage_bytes) {
+            exhausted_ = stopped_ = true;
+            return;
+        }
+        level.cands.push_back({level.bits.size(), load, least});
+        level.bits.insert(level.bits.end(), stage_bits_.begin(), stage_bits_.end());
+    }
+
+    struct Step {
+        int kind;
+        double load;
+        std::vector<std::uint64_t> bits;
+    };
+
+    const Poset poset_;
+    const Model model_;
+    const Kinds kinds_;
+    const Options& options_;
+    const BoundedSettings& settings_;
+    Stopper& stop_;
+    IdealWalker walker_;
+    SetCost stage_cost_;
+    const int words_;
+    std::vector<std::uint64_t> stage_bits_;
+    std::vector<int> left_;
+    std::vector<std::int64_t> stride_;
+    std::vector<std::uint64_t> key_;
+    std::vector<Level> levels_;
+    std::vector<int> by_least_;
+    std::vector<double> top_;
+    std::vector<Step> path_;
+    struct Entry {
+        std::int64_t left;  // left_index() of the devices left
+        double bound;
+    };
+    std::unordered_map<std::vector<std::uint64_t>, std::vector<Entry>, KeyHash> memo_;
+    std::int64_t entries_ = 0;
+    double total_least_ = 0.0, slack_ = 0.0, T_ = 0.0, cut_ = kInf;
+    bool comm_ = false, integral_ = false, stopped_ = false, exhausted_ = false;
+    std::int64_t bytes_ = 0;  // candidate stages held by the levels
+    std::uint32_t ticks_ = 0;
+    std::int64_t states_ = 0, stages_ = 0, remembered_ = 0;
+};
+
+}  // namespace
+
+BoundedSolution solve_bounded(const Instance& instance, const Options& options, const BoundedSettings& settings,
+                              Stopper& stop) {
+    check_bounded(instance, options);
+    Search search(instance, options, settings, stop);
+    return search.run();
+}
+
+}  // namespace exactplace

@@ -1,0 +1,60 @@
+// A bounded search over ideals for the max-load chain split ("branch, bound and remember"), for
+// graphs whose lattice of ideals is too large for the DP (dp.hpp) to enumerate.
+//
+// Same problem and same stage loads as the DP: a chain {} = I0 < I1 < ... of ideals of the unit DAG,
+// each difference I_j \ I_{j-1} on its own device (a CPU: cpu time; an accelerator of type t: compute
+// / speed_t plus communication, or their max with `overlap`, within the type's memory). Ideals are
+// bitsets built on the fly, never enumerated. For a threshold T, a depth-first search fills one
+// device after another with stages of load <= T; without communication only maximal stages (no
+// addable unit still fits) are tried, since moving a unit into an earlier stage never raises a load.
+// Each failed state (ideal, devices left) proves a lower bound on its best completion, kept in a
+// hash table (the "remember" part) and returned: the least load any pruned branch would have
+// needed (IDA*). Bounds at every state: the least time left over the devices' capacity, pigeonhole
+// bounds on the largest units left (bin packing), the largest unit. T moves between the best
+// proven bound and the best split found (own or Options::cutoff, a known split's load), first
+// just above the bound, then by bisection; the answer is certified when they meet.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "dp.hpp"
+#include "stop.hpp"
+
+namespace exactplace {
+
+struct BoundedSettings {
+    // States (ideal, devices left) whose bounds the table keeps; past it, no new ones are kept.
+    std::int64_t memo_limit = 1 << 22;
+    // Relative tolerance of the certificate: optimal once the best split is within it of the bound.
+    double tolerance = 1e-9;
+    // Consecutive failed thresholds just above the bound after which the next one bisects.
+    int bisect_after = 2;
+    // Bytes the candidate stages of the states on the search path may take; past it the search
+    // stops (BoundedSolution::exhausted), keeping its best split and bound.
+    std::int64_t stage_bytes = std::int64_t{1} << 30;
+};
+
+struct BoundedSolution {
+    Outcome outcome = Outcome::stopped;
+    StopReason stop_reason = StopReason::none;
+    double value = std::numeric_limits<double>::infinity();  // the best split's max-load (inf: none found)
+    double bound = 0.0;          // proven: no chain split has a smaller max-load
+    std::vector<int> device;     // per unit, numbered as Solution::device; empty when none found
+    std::int64_t states = 0;     // search states entered
+    std::int64_t stages = 0;     // candidate stages tried
+    std::int64_t remembered = 0; // states pruned by the table
+    std::int64_t thresholds = 0; // thresholds T searched
+    bool exhausted = false;      // stopped by BoundedSettings::stage_bytes (stop_reason stays none)
+    double seconds = 0.0;
+};
+
+// Options as for solve() (dp.hpp): accelerators, cpus, memory_cap or the accelerator types,
+// overlap, and cutoff (a known split's max-load, or inf: the upper end of the bisection; the
+// result is the search's own split either way). Replication and an `order` are rejected; threads
+// and max_ideals do not apply. Throws std::invalid_argument for malformed input.
+BoundedSolution solve_bounded(const Instance& instance, const Options& options, const BoundedSettings& settings,
+                              Stopper& stop);
+
+}  // namespace exactplace
