@@ -1,7 +1,7 @@
-// Internal to the native core (no Python): what the max-load DP (dp.cpp) and the DP with
-// replicated stages (replicated.cpp) share: the instance relabelled by the poset's topological
-// labels (Model), the sums of a set of units (Sums, SetCost), the walks' stack (FixedStack), and
-// the replicated DP's entry.
+// Internal to the native core (no Python): what the max-load DP (dp.cpp), the DP with
+// replicated stages (replicated.cpp) and the bounded search (bounded.cpp) share: the instance
+// relabelled by the poset's topological labels (Model), the sums of a set of units (Sums, SetCost),
+// the walks' stack (FixedStack), and the replicated DP's entry.
 //
 // The two DPs are separate translation units so that neither one's code generation depends on
 // the other's: while they shared dp.cpp, GCC inlined SetCost differently and the plain DP's walk
