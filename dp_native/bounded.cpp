@@ -22,37 +22,12 @@ namespace {
 constexpr double kFound = -1.0;
 
 void check_bounded(const Instance& in, const Options& options) {
-    const auto n = static_cast<std::size_t>(in.units);
-    if (in.units <= 0) throw std::invalid_argument("the instance needs at least one unit");
-    if (in.cpu_time.size() != n || in.acc_time.size() != n || in.memory.size() != n || in.supported.size() != n) {
-        throw std::invalid_argument("cpu_time, acc_time, memory and supported need one value per unit");
-    }
-    for (std::size_t u = 0; u < n; ++u) {
-        const bool bad = !(std::isfinite(in.cpu_time[u]) && in.cpu_time[u] >= 0) ||
-                         !(std::isfinite(in.memory[u]) && in.memory[u] >= 0) ||
-                         (in.supported[u] && !(std::isfinite(in.acc_time[u]) && in.acc_time[u] >= 0));
-        if (bad) throw std::invalid_argument("unit " + std::to_string(u) + " has a negative, NaN or infinite value");
-    }
-    check_groups(in.units, in.group_cost, in.group_source, in.group_ptr, in.group_target);
-    if (options.accelerators < 0 || options.cpus < 0 || options.accelerators + options.cpus == 0) {
-        throw std::invalid_argument("the cluster needs a non-negative number of devices, at least one");
-    }
-    if (std::isnan(options.memory_cap) || options.memory_cap < 0) {
-        throw std::invalid_argument("the memory cap must be non-negative");
-    }
-    const std::size_t types = options.type_count.size();
-    std::int64_t total = 0;
-    for (std::size_t t = 0; t < types; ++t) {
-        const bool bad = options.type_memory.size() != types || options.type_speed.size() != types ||
-                         options.type_count[t] < 1 || std::isnan(options.type_memory[t]) ||
-                         options.type_memory[t] < 0 ||
-                         !(std::isfinite(options.type_speed[t]) && options.type_speed[t] > 0);
-        if (bad) throw std::invalid_argument("accelerator type " + std::to_string(t) + " is malformed");
-        total += options.type_count[t];
-    }
-    if (types != 0 && total != options.accelerators) {
-        throw std::invalid_argument("the accelerator type counts must sum to the number of accelerators");
-    }
+    // The DP's checks, less its own table's: a cutoff here is an incumbent's load, which may be 0, and
+    // no table of ideals is built.
+    Options as_dp = options;
+    as_dp.cutoff = kInf;
+    as_dp.max_ideals = 1;
+    check_instance(in, as_dp);
     if (options.replication || !in.order.empty()) {
         throw std::invalid_argument("the bounded search takes no replication and no order");
     }

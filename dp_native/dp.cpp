@@ -814,6 +814,9 @@ void run_workers(Table& table, int threads, Stopper& stop, Solution& out) {
     }
 }
 
+
+}  // namespace
+
 void check_instance(const Instance& in, const Options& options) {
     const auto n = static_cast<std::size_t>(in.units);
     if (in.units <= 0) throw std::invalid_argument("the instance needs at least one unit");
@@ -883,8 +886,6 @@ void check_instance(const Instance& in, const Options& options) {
         throw std::invalid_argument("max_ideals must be between 1 and 2**30");
     }
 }
-
-}  // namespace
 
 namespace {
 

@@ -200,4 +200,7 @@ private:
 };
 
 }  // namespace
+// Throws std::invalid_argument naming what is malformed in an instance and its options (dp.cpp).
+void check_instance(const Instance& in, const Options& options);
+
 }  // namespace exactplace
