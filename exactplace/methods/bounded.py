@@ -25,7 +25,7 @@ from exactplace.evaluators.feasibility import Guarantees, contiguity_violations,
 from exactplace.methods.base import Method
 from exactplace.methods.dp import DPL
 from exactplace.methods.dp_sizing import accelerator_types
-from exactplace.methods.rules import Rule, check_rules
+from exactplace.methods.rules import NO_GPIPE, Rule, check_rules
 
 __all__ = ["BB_RULES", "DEFAULT_BB", "BBSettings", "BoundedSearch"]
 
@@ -71,8 +71,7 @@ MEMO_LIMIT = Option("memo_limit", Integer(low=0), DEFAULT_BB.memo_limit,
 BB_RULES: tuple[Rule, ...] = (
     Rule("cluster", "a one-level cluster{method} (its stage loads price communication per stage alone)",
          holds=lambda problem, method: not problem.cluster.is_two_level),
-    Rule("gpipe", "False{method} (it optimizes the PipeDream schedule, FW + BW per device)",
-         holds=lambda problem, method: not problem.option("gpipe")),
+    NO_GPIPE,
 )
 
 

@@ -18,7 +18,7 @@ from exactplace.core.problem import Problem
 from exactplace.methods.base import Method
 
 __all__ = ["DPL_RULES", "DP_RULES", "MAX_REPLICATED_ACCELERATORS", "MIP_LATENCY_RULES", "MIP_RULES",
-           "MIP_THROUGHPUT_RULES", "Rule", "check_rules"]
+           "MIP_THROUGHPUT_RULES", "NO_GPIPE", "Rule", "check_rules"]
 
 #: The most accelerators the replicated DP takes (its replica counts are 16-bit).
 MAX_REPLICATED_ACCELERATORS = 65535
@@ -118,7 +118,8 @@ _DPL_HOMOGENEOUS = Rule(
     "accelerators as identical; methods 'dp' and 'mip' take heterogeneous clusters)",
     holds=lambda problem, method: problem.cluster.is_homogeneous,
 )
-_NO_GPIPE = Rule(
+#: The PipeDream schedule: the DP's stage loads are FW + BW per device (``dp``, ``dpl``, ``bb``).
+NO_GPIPE = Rule(
     "gpipe", "False{method} (it optimizes the PipeDream schedule, FW + BW per device)",
     holds=lambda problem, method: not problem.option("gpipe"),
 )
@@ -130,9 +131,9 @@ _DP_REPLICATION = (REPLICATION_NEEDS_THROUGHPUT, REPLICATION_NEEDS_HOMOGENEOUS, 
                    _REPLICATED_ACCELERATORS)
 
 #: ``dp``: two-level clusters of identical accelerators without replication, the PipeDream schedule, replication's.
-DP_RULES: tuple[Rule, ...] = (_TWO_LEVEL_DP, _NO_GPIPE, *_DP_REPLICATION)
+DP_RULES: tuple[Rule, ...] = (_TWO_LEVEL_DP, NO_GPIPE, *_DP_REPLICATION)
 #: ``dpl``: a homogeneous one-level cluster, the PipeDream schedule (and replication's, which its options refuse).
-DPL_RULES: tuple[Rule, ...] = (_TWO_LEVEL_DPL, _DPL_HOMOGENEOUS, _NO_GPIPE, *_DP_REPLICATION)
+DPL_RULES: tuple[Rule, ...] = (_TWO_LEVEL_DPL, _DPL_HOMOGENEOUS, NO_GPIPE, *_DP_REPLICATION)
 
 # -- the MIP (exactplace.methods.mip) ------------------------------------------------------------------------
 
