@@ -56,7 +56,7 @@ def write_reports(suite: Suite, records: Sequence[dict[str, Any]], findings: Seq
         and hold the jobs done, the rest ``not run``.
     draw : callable, optional
         Draws ``<suite>.report.png`` (embedded in the markdown), e.g. :func:`exactplace.plot.against_baseline`;
-        None, or a drawer that finds no matplotlib (SolverUnavailableError, ImportError): no picture.
+        None, or a drawer that finds no matplotlib (SolverUnavailableError): no picture.
     """
     directory.mkdir(parents=True, exist_ok=True)
     regressions = [f for f in findings if f.kind == "regression"]
@@ -89,7 +89,7 @@ def write_reports(suite: Suite, records: Sequence[dict[str, Any]], findings: Seq
 
 def _draw_against_baseline(suite: Suite, findings: Sequence[Finding], directory: Path, draw: Drawer) -> Path | None:
     """``<suite>.report.png``: each case's value (and replayed time) over the baseline's, drawn by ``draw``;
-    None when it cannot draw (matplotlib is not installed: SolverUnavailableError or ImportError)."""
+    None when it cannot draw (matplotlib is not installed: the drawer's SolverUnavailableError)."""
     def ratio(f: Finding, key: str) -> float | None:
         now, base = f.current.get(key), f.baseline.get(key)
         return None if now is None or not base else now / base
@@ -99,7 +99,7 @@ def _draw_against_baseline(suite: Suite, findings: Sequence[Finding], directory:
         figure = draw([f.key for f in shown],
                       [{"value": ratio(f, "value"), "measured": ratio(f, "measured")} for f in shown],
                       [f.kind for f in shown], title=f"{suite.name}: this run against the baseline")
-    except (SolverUnavailableError, ImportError):  # no matplotlib: the drawer's install hint, or its own import
+    except SolverUnavailableError:  # no matplotlib: the drawer's install hint
         return None
     path = directory / f"{suite.name}.report.png"
     picture = io.BytesIO()
