@@ -77,7 +77,9 @@ def scale_for_cpsat(model: Model) -> dict:
       two making it integral (rounded at ``2**30`` when none does), its bounds rounded inwards.
 
     ``error`` is the worst rounding error of any row, in the model's units; ``wraps_int32``
-    whether a row reaches google/or-tools#5293 (module docstring).
+    whether a row reaches google/or-tools#5293 (module docstring); ``smallest_load`` the smallest
+    nonzero coefficient of an integer variable in a row with a continuous one (a node's time in a
+    load row; 0 without one).
 
     >>> from exactplace.formulations.model import Model, Kind
     >>> m = Model()
@@ -85,8 +87,8 @@ def scale_for_cpsat(model: Model) -> dict:
     >>> _ = m.add_rows("load", 1, ub=0.0, rows=[0, 0, 0], cols=[y[0], y[1], L[0]], vals=[1.5, 2.25, -1.0])
     >>> m.minimize(L, [1.0])
     >>> s = scale_for_cpsat(m)
-    >>> s["scale"], s["error"]
-    (268435456.0, 0.0)
+    >>> s["scale"], s["error"], s["smallest_load"]
+    (268435456.0, 0.0, 1.5)
     """
     indptr, indices, data = model.csr()
     kind = model.kind
@@ -95,7 +97,8 @@ def scale_for_cpsat(model: Model) -> dict:
     has_cont = np.zeros(model.num_rows, dtype=bool)
     has_cont[row_of[continuous[indices]]] = True
     in_cont_row = has_cont[row_of] & ~continuous[indices]
-    biggest = float(np.max(np.abs(data[in_cont_row]), initial=0.0))
+    loads = np.abs(data[in_cont_row])
+    biggest = float(np.max(loads, initial=0.0))
     span_cont = np.maximum(np.abs(model.lb), np.abs(model.ub))[continuous]
     widest = float(np.max(span_cont[np.isfinite(span_cont)], initial=1.0))
     scale = _pow2_at_most(_RESOLUTION / widest)
@@ -129,17 +132,8 @@ def scale_for_cpsat(model: Model) -> dict:
     heavy = bool(np.any(np.bincount(row_of[integral], weights=np.abs(coef[integral]), minlength=model.num_rows)
                         >= _INT32))
     return {"scale": scale, "factor": factor, "coef": coef.astype(np.int64), "indptr": indptr, "indices": indices,
-            "error": error, "wraps_int32": heavy}
-
-
-def _smallest_load(model: Model, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> float:
-    """The smallest nonzero coefficient of an integer variable in a row that holds a continuous one (a node's
-    time in a load row); 0 without one."""
-    continuous = model.kind == Kind.CONTINUOUS
-    row_of = np.repeat(np.arange(model.num_rows), np.diff(indptr))
-    mixed = np.bincount(row_of[continuous[indices]], minlength=model.num_rows) > 0
-    loads = np.abs(data[~continuous[indices] & mixed[row_of]])
-    return float(loads[loads > 0].min(initial=np.inf)) if np.any(loads > 0) else 0.0
+            "error": error, "wraps_int32": heavy,
+            "smallest_load": float(loads[loads > 0].min()) if np.any(loads > 0) else 0.0}
 
 
 class CpSatSolver(Solver):
@@ -161,7 +155,7 @@ class CpSatSolver(Solver):
         continuous = model.kind == Kind.CONTINUOUS
         if not (np.all(np.isfinite(model.lb[continuous])) and np.all(np.isfinite(model.ub[continuous]))):
             return "CP-SAT needs finite bounds on every variable"
-        indptr, indices, data = model.csr()
+        indices, data = model.csr()[1:]
         if np.any(continuous[indices] & ~np.isclose(data, np.round(data))):
             return "CP-SAT needs integral coefficients on continuous variables"
         if request.warm_start is None or np.isnan(request.warm_start).any():
@@ -170,8 +164,7 @@ class CpSatSolver(Solver):
         weight = float(np.abs(model.objective[continuous]).sum())
         rounding = weight * (1.0 / form["scale"] + form["error"])
         start = abs(model.objective_value(request.warm_start))
-        if rounding > max(POINT_TOLERANCE * max(start, _smallest_load(model, indptr, indices, data)),
-                          DECLINE_ABSOLUTE):
+        if rounding > max(POINT_TOLERANCE * max(start, form["smallest_load"]), DECLINE_ABSOLUTE):
             return (f"its integer scaling rounds the objective by up to {rounding:.3g}, more than "
                     f"{POINT_TOLERANCE:g} of the start's {start:.6g} (a variable's bound or a coefficient is far "
                     "larger than the objective)")
