@@ -18,9 +18,9 @@ from processes import EXACTPLACE
 
 from exactplace import Cluster, Graph, Node, Status, read_workload, solve, workload_path
 from exactplace.cli import main as cli
-from exactplace.cli.files import check_output, write_output
 from exactplace.core.errors import ParameterError
 from exactplace.core.placement import Limit
+from exactplace.io.paths import check_output, write_output
 
 main = cli.main
 BERT = "layer_bert24_inference"

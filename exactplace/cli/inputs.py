@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from exactplace.cli.files import STDIO
 from exactplace.core.errors import ParameterError
 from exactplace.data import shipped_workloads, workload_path
 from exactplace.io import (
@@ -17,6 +16,7 @@ from exactplace.io import (
     workload_format,
     workload_from_text,
 )
+from exactplace.io.paths import STDIO
 
 __all__ = ["CLUSTER_FIELDS", "input_path", "load_workload", "read_stdin_text"]
 

@@ -26,7 +26,6 @@ from typing import Any, NoReturn, TextIO
 
 import numpy as np
 
-from exactplace.cli.files import STDIO, check_output, write_output
 from exactplace.cli.inputs import input_path, load_workload, read_stdin_text
 from exactplace.cli.pictures import check_plot, save_figure
 from exactplace.core.cluster import MAX_INTER_MACHINE_COST, Cluster
@@ -37,6 +36,7 @@ from exactplace.core.objectives import OBJECTIVES
 from exactplace.core.params import Constraint, Integer, Real
 from exactplace.core.problem import DEFAULT_REL_GAP
 from exactplace.data import shipped_workloads
+from exactplace.io.paths import STDIO, check_output, write_output
 
 EXIT_NO_RESULT = 1
 EXIT_INPUT_ERROR = 2

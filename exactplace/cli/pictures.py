@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from exactplace.cli.files import STDIO, check_output, same_file, write_output
 from exactplace.core.errors import ParameterError
+from exactplace.io.paths import STDIO, check_output, same_file, write_output
 
 #: The picture formats ``--plot`` writes, by file suffix.
 FORMATS = (".png", ".svg", ".pdf")
