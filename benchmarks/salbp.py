@@ -10,16 +10,20 @@ become edges of cost 0.
 
 The Otto SALBP-2 sets (``jordipereiragude/salbp2instances``, ``generateOtto.sh``) take the first
 ``n`` tasks of an instance (the precedences among them) and ``m = n * i // 100`` stations for
-``i`` in 10, 15, ..., 60: :func:`otto_station_counts`.
+``i`` in 10, 15, ..., 60: :func:`otto_station_counts`. The classical Scholl (1993) SALBP-2 set
+(302 instances, 17 precedence graphs of 29 to 297 tasks, ``scholl/*.IN2``) pairs each graph with
+the station counts its ``generateScholl.sh`` lists: :func:`parse_in2`, :func:`scholl_station_counts`.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["AlbInstance", "otto_station_counts", "parse_alb", "read_alb", "workload_dict"]
+__all__ = ["AlbInstance", "otto_station_counts", "parse_alb", "parse_in2", "read_alb", "scholl_station_counts",
+           "workload_dict"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,35 @@ def parse_alb(text: str) -> AlbInstance:
         return int(values[0]) if values else None
 
     return AlbInstance(tuple(times), tuple(precedences), single("cycle time"), single("number of stations"))
+
+
+def parse_in2(text: str) -> AlbInstance:
+    """Parse a classical ``.IN2`` file: the number of tasks, one task time per line, then ``i,j``
+    precedences up to ``-1,-1`` (what follows is commentary).
+
+    >>> parse_in2("3\\n4\\n5\\n6\\n1,2\\n1,3\\n-1,-1\\n(notes)\\n").precedences
+    ((1, 2), (1, 3))
+    """
+    lines = iter(line.strip() for line in text.splitlines() if line.strip())
+    n = int(next(lines))
+    times = tuple(int(next(lines)) for _ in range(n))
+    precedences = []
+    for line in lines:
+        i, j = (int(x) for x in line.split(","))
+        if i == -1:
+            break
+        precedences.append((i, j))
+    return AlbInstance(times, tuple(precedences))
+
+
+def scholl_station_counts(script: str) -> list[tuple[str, int]]:
+    """The (graph, stations) pairs of the Scholl SALBP-2 set, read from ``generateScholl.sh``.
+
+    >>> scholl_station_counts("for i in {7..9}\\ndo\\n    ./in2alb scholl/BUXEY.IN2 x ${i}\\ndone\\n")
+    [('BUXEY', 7), ('BUXEY', 8), ('BUXEY', 9)]
+    """
+    loops = re.findall(r"for i in \{(\d+)\.\.(\d+)\}\s*do\s*\./in2alb scholl/([\w-]+)\.IN2", script)
+    return [(graph, m) for low, high, graph in loops for m in range(int(low), int(high) + 1)]
 
 
 def read_alb(path: str | Path) -> AlbInstance:
