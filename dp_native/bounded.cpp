@@ -108,12 +108,21 @@ public:
         for (int v = 0; v < n; ++v) by_least_[v] = v;
         std::stable_sort(by_least_.begin(), by_least_.end(),
                          [this](int a, int b) { return kinds_.least[a] > kinds_.least[b]; });
+        rank_.resize(n);
+        labels_.resize(n);
+        for (int r = 0; r < n; ++r) {
+            rank_[by_least_[r]] = r;
+            labels_[r] = r;
+        }
+        weight_rank_ = positional_weight_ranks();
+        dive_next_.resize(static_cast<std::size_t>(n) + 1);
         integral_ = !comm_;
         for (int k = 0; k < kinds_.count && integral_; ++k) integral_ = kinds_.speed[k] == 1.0;
         for (int v = 0; v < n && integral_; ++v) {
             integral_ = (kinds_.types == 0 || model_.acc[v] == std::floor(model_.acc[v])) &&
                         (options.cpus == 0 || model_.cpu[v] == std::floor(model_.cpu[v]));
         }
+        packing_ = kinds_.count == 1 && !kinds_.is_cpu[0];
         std::int64_t product = 1;
         for (int k = 0; k < kinds_.count; ++k) {
             stride_.push_back(product);
@@ -139,6 +148,7 @@ public:
         }
         double lb = state_bound(0.0);
         double ub = kInf;
+        if (lb < kInf) descend(lb, ub, out);
         int fails = 0;
         while (true) {
             if (certified(lb, ub)) {
@@ -152,7 +162,7 @@ public:
             T_ = next_threshold(lb, std::min(ub, options_.cutoff), fails);
             ++out.thresholds;
             path_.clear();
-            const double r = visit(0, 0.0);
+            const double r = stopped_ ? 0.0 : dives() ? kFound : visit(0, 0.0);
             if (stopped_) {
                 out.stop_reason = stop_.reason();
                 out.exhausted = exhausted_;
@@ -271,6 +281,42 @@ private:
         return integral_ ? std::ceil(lb) : lb;
     }
 
+    // The least threshold above t that the search tells apart from t.
+    double just_above(double t) const {
+        return integral_ ? t + 1 : std::max(std::nextafter(t, kInf), t * (1.0 + settings_.tolerance));
+    }
+
+    // Martello and Toth's bound L2 on the bins of capacity T_ the units left need, their times as
+    // sizes (one kind of accelerator: a unit's least time is its load): for each alpha <= T_/2,
+    // the units above T_ - alpha (J1) and above T_/2 (J2) take a bin each, J1's alone, and the
+    // units in [alpha, T_/2] (J3) fill J2's bins before taking bins of their own.
+    int packing_bound() {
+        const std::vector<std::uint64_t>& in = walker_.members();
+        sizes_.clear();
+        for (const int v : by_least_) {
+            if (kinds_.least[v] <= 0) break;
+            if (((in[v >> 6] >> (v & 63)) & 1u) == 0) sizes_.push_back(kinds_.least[v]);
+        }
+        const double c = integral_ ? T_ : T_ * (1 + 1e-12) + slack_;  // err towards fewer bins
+        const std::size_t n = sizes_.size();
+        prefix_.assign(n + 1, 0.0);
+        for (std::size_t i = 0; i < n; ++i) prefix_[i + 1] = prefix_[i] + sizes_[i];
+        std::size_t half = 0;  // sizes_[0, half) exceed c / 2
+        while (half < n && sizes_[half] > c / 2) ++half;
+        int best = static_cast<int>(half);
+        std::size_t big = half;  // sizes_[0, big) exceed c - alpha
+        for (std::size_t end = half; end < n;) {
+            const double alpha = sizes_[end];
+            while (end < n && sizes_[end] >= alpha) ++end;  // J3 = sizes_[half, end)
+            while (big > 0 && sizes_[big - 1] <= c - alpha) --big;
+            const double room = static_cast<double>(half - big) * c - (prefix_[half] - prefix_[big]);
+            const double spill = prefix_[end] - prefix_[half] - room;
+            const int extra = spill > 0 ? static_cast<int>(std::ceil(spill / c - 1e-9)) : 0;
+            best = std::max(best, static_cast<int>(half) + extra);
+        }
+        return best;
+    }
+
     // Compute (and memory and support) of a stage on kind k: a lower bound on the load of it and
     // of every larger stage.
     double compute_load(const Sums& s, int k) const {
@@ -346,6 +392,7 @@ private:
         }
         const double bound = state_bound(least_in);
         if (bound > T_) return bound;  // cheap to recompute: not kept
+        if (packing_ && devices > 1 && packing_bound() > devices) return just_above(T_);
         if (devices == 1) return last_stage(only);
         double best = kInf;
         Level& level = levels_[depth];
@@ -408,6 +455,185 @@ private:
         level.cands.clear();
         set_key();
         return remember(best);
+    }
+
+    // A greedy split within T_ (Hoffmann's rule): device after device, the stage of the most least
+    // time that a search of at most BoundedSettings::dive_nodes steps finds, adding units in
+    // increasing `rank` (labels_: the topological order; rank_: the longest first; the budget
+    // makes them find different stages). True when it places every unit (path_ then holds its stages, last first); the
+    // current ideal and the devices left are restored either way.
+    bool dive(const std::vector<int>& rank) {
+        if (settings_.dive_nodes <= 0) return false;
+        std::vector<Step> applied;
+        bool placed = false;
+        while (!stopped_) {
+            if (walker_.size() == model_.n) {
+                placed = true;
+                break;
+            }
+            int kind = -1, devices = 0;
+            for (int k = 0; k < kinds_.count; ++k) {
+                devices += left_[k];
+                if (left_[k] > 0 && kind < 0) kind = k;
+            }
+            if (devices == 0) break;
+            if (devices == 1) {  // the last device takes the rest: a step of path_, not applied
+                set_key();
+                placed = last_stage(kind) == kFound;
+                break;
+            }
+            dive_nodes_left_ = settings_.dive_nodes;
+            dive_least_ = 0.0;
+            if (comm_) {
+                stage_cost_.sums = Sums{};
+                dive_grow<true>(rank, kind, -1, Sums{}, 0.0, 0);
+            } else {
+                dive_grow<false>(rank, kind, -1, Sums{}, 0.0, 0);
+            }
+            if (dive_least_ <= 0.0 || stopped_) break;
+            applied.push_back({kind, dive_load_, dive_bits_});
+            apply(dive_bits_.data(), true);
+            --left_[kind];
+        }
+        for (auto step = applied.rbegin(); step != applied.rend(); ++step) {
+            apply(step->bits.data(), false);
+            ++left_[step->kind];
+            if (placed) path_.push_back(std::move(*step));
+        }
+        if (!placed) path_.clear();
+        return placed && !stopped_;
+    }
+
+    // The dive's stage search: units added in increasing `rank`, each set once; the set of the
+    // most least time within T_ goes to dive_bits_.
+    template <bool Comm>
+    void dive_grow(const std::vector<int>& rank, int k, int after_rank, Sums s, double least, int size) {
+        if (stop_.check_owner(ticks_)) {
+            stopped_ = true;
+            return;
+        }
+        if (dive_nodes_left_-- <= 0) return;
+        if (size > 0 && least > dive_least_) {
+            const double load = Comm ? stage_load(s, k) : compute_load(s, k);
+            if (load <= T_) {
+                dive_least_ = least;
+                dive_load_ = load;
+                dive_bits_ = stage_bits_;
+            }
+        }
+        std::vector<int>& next = dive_next_[size];
+        next.clear();
+        for (int v = walker_.next_addable(-1); v >= 0; v = walker_.next_addable(v)) {
+            if (rank[v] > after_rank) next.push_back(v);
+        }
+        std::sort(next.begin(), next.end(), [&rank](int a, int b) { return rank[a] < rank[b]; });
+        for (std::size_t i = 0; i < next.size() && dive_nodes_left_ > 0; ++i) {
+            const int v = next[i];
+            Sums t = s;
+            t.cpu += model_.cpu[v];
+            t.acc += model_.acc[v];
+            t.mem += model_.mem[v];
+            t.unsupported += model_.unsupported[v];
+            if (!(compute_load(t, k) <= T_)) continue;
+            walker_.add(v);
+            stage_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
+            if constexpr (Comm) {
+                const Sums before = stage_cost_.sums;
+                stage_cost_.add(v);
+                dive_grow<Comm>(rank, k, rank[v], stage_cost_.sums, least + kinds_.least[v], size + 1);
+                stage_cost_.undo_add(v, before);
+            } else {
+                dive_grow<Comm>(rank, k, rank[v], t, least + kinds_.least[v], size + 1);
+            }
+            stage_bits_[v >> 6] &= ~(std::uint64_t{1} << (v & 63));
+            walker_.remove(v);
+            if (stopped_) return;
+        }
+    }
+
+    bool dives() { return dive(weight_rank_) || dive(labels_) || dive(rank_); }
+
+    // Ranks by positional weight (Helgeson and Birnie): a unit's least time plus its descendants'
+    // (exact up to 4096 units; past that, along its longest path to a sink), the heaviest first.
+    std::vector<int> positional_weight_ranks(double noise = 0.0) {
+        const int n = model_.n;
+        std::vector<double> weight(n, 0.0);
+        if (n <= 4096) {
+            std::vector<std::uint64_t> below(static_cast<std::size_t>(n) * words_, 0);
+            for (int v = n - 1; v >= 0; --v) {
+                std::uint64_t* row = below.data() + static_cast<std::size_t>(v) * words_;
+                row[v >> 6] |= std::uint64_t{1} << (v & 63);
+                for (const int* t = poset_.succs_begin(v); t != poset_.succs_end(v); ++t) {
+                    const std::uint64_t* child = below.data() + static_cast<std::size_t>(*t) * words_;
+                    for (int w = 0; w < words_; ++w) row[w] |= child[w];
+                }
+                for (int w = 0; w < words_; ++w) {
+                    for (std::uint64_t word = row[w]; word != 0; word &= word - 1) {
+                        weight[v] += kinds_.least[(w << 6) + __builtin_ctzll(word)];
+                    }
+                }
+            }
+        } else {
+            for (int v = n - 1; v >= 0; --v) {
+                double tail = 0.0;
+                for (const int* t = poset_.succs_begin(v); t != poset_.succs_end(v); ++t) tail = std::max(tail, weight[*t]);
+                weight[v] = kinds_.least[v] + tail;
+            }
+        }
+        for (int v = 0; v < n && noise > 0; ++v) weight[v] *= 1.0 + noise * uniform();
+        std::vector<int> order(n);
+        for (int v = 0; v < n; ++v) order[v] = v;
+        std::stable_sort(order.begin(), order.end(), [&weight](int a, int b) { return weight[a] > weight[b]; });
+        std::vector<int> rank(n);
+        for (int r = 0; r < n; ++r) rank[order[r]] = r;
+        return rank;
+    }
+
+    // Greedy splits for thresholds between the bound and the best split, by bisection, before any
+    // exact search: each found lowers the best split. `low` only steers the bisection (a greedy
+    // failure proves nothing).
+    void descend(double lb, double& ub, BoundedSolution& out) {
+        double low = lb;
+        double high = std::min(ub, options_.cutoff);
+        if (high == kInf) {
+            T_ = std::numeric_limits<double>::max();  // finite: a stage over memory (load inf) stays out
+            path_.clear();
+            if (!dives()) return;
+            high = ub = record(out);
+        }
+        for (int step = 0; step < 64 && !stopped_ && !certified(lb, ub); ++step) {
+            const double t = integral_ ? std::floor((low + high - 1) / 2) : low + (high - low) / 2;
+            if (t < low || (!integral_ && high <= low * (1.0 + settings_.tolerance))) break;
+            T_ = t;
+            path_.clear();
+            if (dives()) {
+                ub = std::min(ub, record(out));
+                high = ub;
+            } else {
+                low = integral_ ? t + 1 : t;
+            }
+            if (high <= low) break;
+        }
+        random_dives(lb, ub, out);
+    }
+
+    // Greedy splits just below the best one, by positional weights perturbed at random.
+    void random_dives(double lb, double& ub, BoundedSolution& out) {
+        if (ub == kInf) return;
+        for (int round = 0; round < settings_.random_dives && !stopped_ && !certified(lb, ub); ++round) {
+            T_ = integral_ ? ub - 1 : std::max(lb, ub * (1.0 - settings_.tolerance));
+            if (T_ < lb) break;
+            path_.clear();
+            if (dive(positional_weight_ranks(0.5))) ub = std::min(ub, record(out));
+        }
+    }
+
+    // A uniform number in [0, 1) (xorshift64*, seeded the same on every run: results repeat).
+    double uniform() {
+        random_ ^= random_ >> 12;
+        random_ ^= random_ << 25;
+        random_ ^= random_ >> 27;
+        return static_cast<double>((random_ * 0x2545F4914F6CDD1Dull) >> 11) * 0x1.0p-53;
     }
 
     // One device left (of kind k): it takes everything that is left.
@@ -530,6 +756,7 @@ private:
     std::vector<int> by_least_;
     std::vector<double> top_;
     std::vector<Step> path_;
+    std::vector<double> sizes_, prefix_;  // packing_bound()'s scratch
     struct Entry {
         std::int64_t left;  // left_index() of the devices left
         double bound;
@@ -537,9 +764,17 @@ private:
     std::unordered_map<std::vector<std::uint64_t>, std::vector<Entry>, KeyHash> memo_;
     std::int64_t entries_ = 0;
     double total_least_ = 0.0, slack_ = 0.0, T_ = 0.0, cut_ = kInf;
+    bool packing_ = false;  // one kind of accelerator, no CPU: packing_bound() applies
     bool comm_ = false, integral_ = false, stopped_ = false, exhausted_ = false;
     std::int64_t bytes_ = 0;  // candidate stages held by the levels
     std::uint32_t ticks_ = 0;
+    std::int64_t dive_nodes_left_ = 0;  // stage search steps the dive has left
+    std::vector<int> rank_, labels_;      // per label: its place in by_least_, and itself
+    std::vector<int> weight_rank_;        // per label: its place by positional weight
+    std::uint64_t random_ = 0x9e3779b97f4a7c15ull;
+    std::vector<std::vector<int>> dive_next_;  // dive_grow()'s children, by depth
+    std::vector<std::uint64_t> dive_bits_;
+    double dive_least_ = 0.0, dive_load_ = 0.0;
     std::int64_t states_ = 0, stages_ = 0, remembered_ = 0;
 };
 

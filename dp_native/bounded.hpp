@@ -10,9 +10,12 @@
 // Each failed state (ideal, devices left) proves a lower bound on its best completion, kept in a
 // hash table (the "remember" part) and returned: the least load any pruned branch would have
 // needed (IDA*). Bounds at every state: the least time left over the devices' capacity, pigeonhole
-// bounds on the largest units left (bin packing), the largest unit. T moves between the best
-// proven bound and the best split found (own or Options::cutoff, a known split's load), first
-// just above the bound, then by bisection; the answer is certified when they meet.
+// bounds on the largest units left, the largest unit, and on one kind of accelerator without CPUs
+// Martello and Toth's bin-packing bound L2. Greedy splits (Hoffmann's rule: device after device
+// the fullest stage a budgeted search finds, in three unit orders, then at random) lower the best
+// split, first by bisection between the bound and it, then before each threshold. T moves between
+// the best proven bound and the best split found (own or Options::cutoff, a known split's load),
+// first just above the bound, then by bisection; the answer is certified when they meet.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,12 @@ struct BoundedSettings {
     // Bytes the candidate stages of the states on the search path may take; past it the search
     // stops (BoundedSolution::exhausted), keeping its best split and bound.
     std::int64_t stage_bytes = std::int64_t{1} << 30;
+    // Stage search steps per device of the greedy split tried before each threshold's search
+    // (Hoffmann's rule: the fullest stage found); 0: no greedy split.
+    std::int64_t dive_nodes = 20000;
+    // Greedy splits tried after the bisection, just below the best one, by positional weights
+    // perturbed at random (each unit's by up to half).
+    int random_dives = 30;
 };
 
 struct BoundedSolution {

@@ -83,7 +83,8 @@ class BoundedSolution:
     seconds: float
 
 def solve_bounded(
-    request: Request, memo_limit: int = ..., tolerance: float = ..., bisect_after: int = ..., stage_bytes: int = ...
+    request: Request, memo_limit: int = ..., tolerance: float = ..., bisect_after: int = ..., stage_bytes: int = ...,
+    dive_nodes: int = ..., random_dives: int = ...,
 ) -> BoundedSolution:
     """The bounded search over ideals on ``request``'s model: certified, or stopped with a true gap."""
 

@@ -26,11 +26,15 @@ from exactplace.methods.base import Method
 from exactplace.methods.dp import DPL
 from exactplace.methods.dp_sizing import accelerator_types
 from exactplace.methods.rules import NO_GPIPE, Rule, check_rules
+from exactplace.methods.trials import take_trial_result, trial_outlook, trial_verdict
 
 __all__ = ["BB_RULES", "DEFAULT_BB", "BBSettings", "BoundedSearch"]
 
 #: The native core's name, as ``Placement.solver`` reports it.
 SOLVER = "native-bb"
+
+#: Where ``auto``'s trial run leaves its result (or why the search does not suit) in ``Problem.cache``.
+TRIAL_KEY = "bb:trial"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,22 +47,37 @@ class BBSettings:
         States (ideal, devices left) whose proven bounds the search keeps; past it none are added.
     tolerance : float
         Relative gap at which the best split counts as certified (real-valued loads; integral ones
-        close exactly).
+        close exactly); ``solve``'s ``rel_gap`` when larger.
     bisect_after : int
         Consecutive failed thresholds just above the bound after which the next threshold bisects
         towards the best split.
     stage_bytes : int
         Bytes the candidate stages on the search path may take; past it the search stops with its
         best split and bound (``limit=Limit.MEMORY``).
+    dive_nodes : int
+        Stage search steps per device of the greedy split tried before each threshold's search
+        (Hoffmann's rule: the fullest stage found); 0 for none.
+    random_dives : int
+        Greedy splits tried just below the best one before the exact search, by positional weights
+        perturbed at random.
     incumbent : bool
         Run DPL first (homogeneous clusters): its load bounds the search from above.
+    auto_seconds : float
+        The time ``method="auto"`` plans with when no time limit is given.
+    trial_fraction : float
+        The share of that time (or of the time left) ``auto`` gives a trial run; the search is
+        chosen when the trial certifies, since its running time cannot be told in advance.
     """
 
     memo_limit: int = 1 << 22
     tolerance: float = 1e-9
     bisect_after: int = 2
     stage_bytes: int = 1 << 30
+    dive_nodes: int = 20_000
+    random_dives: int = 30
     incumbent: bool = True
+    auto_seconds: float = 60.0
+    trial_fraction: float = 0.1
 
 
 #: The settings the method runs with unless given others.
@@ -166,18 +185,33 @@ class BoundedSearch(Method):
 
     @classmethod
     def unsuited(cls, problem: Problem) -> str | None:
-        """The native core lacks the search (an extension built from older sources)."""
+        """The native core lacks the search (an extension built from older sources), or a trial run
+        for ``trial_fraction`` of the time left (``auto_seconds`` without a limit) does not certify."""
         from exactplace.native import load
 
         try:
             native = load()
         except SolverUnavailableError as error:
             return str(error)
-        return None if hasattr(native, "solve_bounded") else "the native extension has no bounded search"
+        if not hasattr(native, "solve_bounded"):
+            return "the native extension has no bounded search"
+        horizon = cls.settings.auto_seconds if problem.deadline is None else problem.remaining()
+        return trial_verdict(problem, TRIAL_KEY, cls.settings.trial_fraction * horizon,
+                             "its running time is not known in advance", lambda trial: cls().run(trial),
+                             lambda result: result.limit in (None, Limit.INTERRUPT),
+                             "a trial run did not certify it in {seconds} s")
+
+    @classmethod
+    def outlook(cls, problem: Problem) -> str:
+        """The trial run's ending when ``auto`` ran one, else no estimate."""
+        return trial_outlook(problem, TRIAL_KEY) or "exact; no estimate of its time (auto runs a trial)"
 
     def run(self, problem: Problem) -> MethodResult:
         from exactplace.native import load, request
 
+        trial = take_trial_result(problem, TRIAL_KEY)
+        if trial is not None:  # auto's trial run certified (or was interrupted): its answer
+            return trial
         native = load()
         if not hasattr(native, "solve_bounded"):
             raise SolverUnavailableError("The native extension has no bounded search; rebuild it.")
@@ -196,8 +230,10 @@ class BoundedSearch(Method):
                 return _stopped(problem, Limit.TIME, info, timings, None, incumbent)
             out = native.solve_bounded(
                 request(**fields, time_limit=remaining, cutoff=upper),
-                memo_limit=int(self.setting(problem, "memo_limit")), tolerance=self.settings.tolerance,
-                bisect_after=self.settings.bisect_after, stage_bytes=self.settings.stage_bytes)
+                memo_limit=int(self.setting(problem, "memo_limit")),
+                tolerance=max(self.settings.tolerance, problem.rel_gap),
+                bisect_after=self.settings.bisect_after, stage_bytes=self.settings.stage_bytes,
+                dive_nodes=self.settings.dive_nodes, random_dives=self.settings.random_dives)
         except KeyboardInterrupt:
             return _stopped(problem, Limit.INTERRUPT, info, timings, None, incumbent)
         except ValueError as error:  # std::invalid_argument
@@ -229,4 +265,7 @@ class BoundedSearch(Method):
                 info["returned"] = "DPL incumbent"
             return MethodResult(device, Status.FEASIBLE, bound=out.bound, limit=stopped, solver=SOLVER,
                                 timings=timings, info=info)
-        return MethodResult(device, Status.OPTIMAL, bound=value, solver=SOLVER, timings=timings, info=info)
+        # Certified within rounding (the bound is the value), or within a larger rel_gap (the bound proven).
+        exact = value <= out.bound * (1 + self.settings.tolerance) + 1e-12
+        return MethodResult(device, Status.OPTIMAL, bound=value if exact else min(value, out.bound), solver=SOLVER,
+                            timings=timings, info=info)
