@@ -21,6 +21,7 @@ START, END = "<!-- tuning -->", "<!-- /tuning -->"
 SETTINGS = (
     ("`method=\"mip\"`", "exactplace.methods.mip_settings", "DEFAULT_MIP"),
     ("`method=\"dp\"` and `\"dpl\"`", "exactplace.methods.dp_sizing", "DEFAULT_DP"),
+    ("`method=\"bb\"`", "exactplace.methods.bounded", "DEFAULT_BB"),
     ("the device-set bound (`set_bound`)", "exactplace.bounds.device_sets", "DEFAULT_DEVICE_SETS"),
 )
 

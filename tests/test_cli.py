@@ -48,6 +48,20 @@ def test_info(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["info", "layer_bert24_training"]) == 0
     out = capsys.readouterr().out
     assert "64 (32 forward, 32 backward)" in out and "ideals:" in out
+    assert "method=auto: dp (exact; " in out and " ideals, about " in out
+
+
+def test_info_names_the_method_that_certifies_a_wide_graph(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Six parallel chains of 20: millions of ideals, past the DP; the bounded search's trial certifies it."""
+    nodes = [{"id": v, "supportedOnFpga": 1, "cpuLatency": 1.0, "fpgaLatency": float(1 + (7 * v) % 13),
+              "isBackwardNode": 0, "size": 0.0} for v in range(120)]
+    edges = [{"sourceId": v - 1, "destId": v, "cost": 0.0} for v in range(120) if v % 20]
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps({"maxSizePerFPGA": 1e12, "maxFPGAs": 6, "maxCPUs": 0, "nodes": nodes, "edges": edges}))
+    assert main(["info", str(path), "--time-limit", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "method=auto: bb (optimal in a trial run of " in out
+    assert "not dp: more than " in out and "memory budget" in out
 
 
 @pytest.mark.parametrize(

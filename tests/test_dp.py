@@ -255,7 +255,8 @@ def test_dpl_refuses_a_heterogeneous_cluster_that_dp_takes(cluster: Cluster) -> 
     assert solve(graph, cluster, method="dp").status is Status.OPTIMAL
 
 
-def test_auto_prefers_dp_then_mip_then_dpl_then_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_prefers_dp_then_bb_then_mip_then_dpl_then_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
+    from exactplace.methods import bounded as bb_module
     from exactplace.methods import mip as mip_module
     from exactplace.methods.mip_settings import DEFAULT_MIP
 
@@ -264,10 +265,18 @@ def test_auto_prefers_dp_then_mip_then_dpl_then_greedy(monkeypatch: pytest.Monke
     # auto takes the registered class: its settings, no trial run (the estimate decides), 5 ideals in time
     monkeypatch.setattr(dp_module.DP, "settings", dataclasses.replace(
         DEFAULT_DP, pairs_per_ideal=DEFAULT_DP.auto_seconds / 5 / DEFAULT_DP.seconds_per_pair, trial_fraction=0.0))
-    certified = solve(graph, HARD, threads=1)  # too slow for the DP: the contiguous IP proves the same optimum
+    searched = solve(graph, HARD)  # too slow for the DP: the bounded search certifies in its trial
+    assert searched.method == "bb" and searched.status is Status.OPTIMAL and "trial" in searched.info
+    assert "the DP is expected to finish in 60 s" in searched.info["passed_over"]["dp"]
+    # an option the search does not take (threads) passes over it
+    assert solve(graph, HARD, threads=1).info["passed_over"]["bb"] == "takes no option 'threads'"
+    # no time for a trial of the search either: the contiguous IP proves the same optimum
+    monkeypatch.setattr(bb_module.BoundedSearch, "settings", dataclasses.replace(bb_module.DEFAULT_BB,
+                                                                                trial_fraction=0.0))
+    certified = solve(graph, HARD)
     assert certified.method == "mip" and certified.status is Status.OPTIMAL
     assert certified.objective == pytest.approx(solve(graph, HARD, method="dp").objective)
-    assert "more than 5 ideals, more than the DP is expected to finish in 60 s" in certified.info["passed_over"]["dp"]
+    assert certified.info["passed_over"]["bb"] == "its running time is not known in advance"
     monkeypatch.setattr(mip_module.MIP, "settings", dataclasses.replace(DEFAULT_MIP, max_nonzeros=10))
     assert solve(graph, HARD).method == "dpl"
     assert solve(graph, Cluster(2, memory=[1e9, 2e9], cpus=1)).method == "greedy"
@@ -323,8 +332,8 @@ def test_auto_tries_the_dp_when_the_estimate_is_over_the_time(monkeypatch: pytes
 
     runs.clear()
     monkeypatch.setattr(dp_module._NativeDP, "run", too_slow)  # DP's own run, under the trial's cache lookup
-    passed = solve(graph, HARD)  # mip, whose default start asks the DP again: the cached verdict
-    assert passed.method == "mip" and passed.status is Status.OPTIMAL and len(runs) == 1
+    passed = solve(graph, HARD)  # the bounded search, whose trial certifies; the DP is not tried again
+    assert passed.method == "bb" and passed.status is Status.OPTIMAL and len(runs) == 1
     assert passed.objective == pytest.approx(exact.objective)
     assert "a trial run did not finish in 6 s either" in passed.info["passed_over"]["dp"]
     with_limit = solve(graph, HARD, time_limit=20)

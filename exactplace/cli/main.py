@@ -29,13 +29,14 @@ import numpy as np
 from exactplace.cli.inputs import input_path, load_workload, read_stdin_text
 from exactplace.cli.pictures import check_plot, save_figure
 from exactplace.core.cluster import MAX_INTER_MACHINE_COST, Cluster
-from exactplace.core.errors import ExactplaceError, ParameterError
+from exactplace.core.errors import ExactplaceError, ParameterError, SolverUnavailableError
 from exactplace.core.graph import Graph
 from exactplace.core.interrupt import handled_interrupt, stop_as_ctrl_c
 from exactplace.core.objectives import OBJECTIVES
 from exactplace.core.params import Constraint, Integer, Real
 from exactplace.core.problem import DEFAULT_REL_GAP
 from exactplace.data import shipped_workloads
+from exactplace.io import Workload
 from exactplace.io.paths import STDIO, check_output, write_output
 
 EXIT_NO_RESULT = 1
@@ -280,7 +281,22 @@ def _command_info(args: argparse.Namespace) -> int:
           f"({100 * graph.memory.sum() / capacity if capacity else math.inf:.1f}%); "
           f"largest color class {class_memory.max():.4g} bytes")
     print(f"  ideals: {_ideals_text(graph, cluster, args.ideal_limit)}")
+    print(f"  method=auto: {_plan_text(workload, args.time_limit)}")
     return 0
+
+
+def _plan_text(workload: Workload, time_limit: float | None) -> str:
+    """Which method certifies the throughput optimum (auto's choice), what to expect of it, and why not the others."""
+    from exactplace.methods.front_door import auto_plan
+
+    try:
+        plan = auto_plan(workload, time_limit=time_limit)
+    except SolverUnavailableError as error:
+        return str(error)
+    text = f"{plan.method} ({plan.outlook})"
+    for name, why in plan.passed_over.items():
+        text += f"\n    not {name}: {why}"
+    return text
 
 
 def _ideals_text(graph: Graph, cluster: Cluster, limit: int) -> str:
@@ -290,7 +306,7 @@ def _ideals_text(graph: Graph, cluster: Cluster, limit: int) -> str:
         return "unknown (native extension not available)"
     count = count_ideals(graph, limit, cluster=cluster)  # the limit was checked by the parser
     if count is None:
-        return f"more than {limit} (the exact DP is out of reach: --method mip certifies chain splits, dpl is fast)"
+        return f"more than {limit} (the exact DP is out of reach; see method=auto below)"
     return str(count)
 
 
@@ -461,6 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("workload", help=workload_help)
     info.add_argument("--ideal-limit", type=_count, default=1_000_000, metavar="N",
                       help="count ideals up to this many (default 1000000)")
+    info.add_argument("--time-limit", type=_positive, default=None, metavar="S",
+                      help="plan method=auto for this time limit (default: none, as solve)")
     info.set_defaults(run=_command_info)
 
     _add_compare(commands, workload_help)

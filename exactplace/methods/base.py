@@ -102,6 +102,11 @@ class Method(ABC):
         return None
 
     @classmethod
+    def outlook(cls, problem: Problem) -> str:
+        """What to expect of a run on ``problem`` that ``unsuited`` accepted: how it ends, roughly how long."""
+        return "exact; no estimate of its time" if cls.exact else "a heuristic: a split with no bound"
+
+    @classmethod
     def promises(cls, problem: Problem) -> Guarantees:
         """What this run's placement will satisfy (``guarantee`` unless an option changes it)."""
         return cls.guarantee

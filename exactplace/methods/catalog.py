@@ -28,10 +28,10 @@ BUILTIN_METHODS: dict[str, str] = {
 }
 
 AUTO_ORDER: dict[str, tuple[str, ...]] = {
-    # Past the DP's ideals, the contiguous IP (warm-started by DPL) certifies branchy graphs the DP
-    # cannot enumerate (PipeDream's InceptionV3 and NASNet profiles in seconds); past its
-    # size limit DPL answers alone, with no bound.
-    "throughput": ("dp", "mip", "dpl", "greedy"),
+    # Past the DP's ideals, the bounded search over the same chain splits when a trial run
+    # certifies (wide graphs); else the contiguous IP (warm-started by DPL), which certifies some
+    # branchy graphs neither does; past its size limit DPL answers alone, with no bound.
+    "throughput": ("dp", "bb", "mip", "dpl", "greedy"),
     "latency": ("mip", "greedy"),
     "makespan": ("m-etf",),
 }

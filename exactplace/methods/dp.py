@@ -30,6 +30,7 @@ from exactplace.evaluators.feasibility import Guarantees, contiguity_violations,
 from exactplace.methods.base import THREADS, Method, usable_cpus
 from exactplace.methods.dp_sizing import (
     DEFAULT_DP,
+    TRIAL_KEY,
     AcceleratorTypes,
     DPSettings,
     accelerator_types,
@@ -38,10 +39,11 @@ from exactplace.methods.dp_sizing import (
     dp_seconds,
     format_bytes,
     ideal_capacity,
+    known_ideals,
     replicated_cluster,
-    take_trial_result,
 )
 from exactplace.methods.rules import DP_RULES, DPL_RULES, Rule, check_rules
+from exactplace.methods.trials import take_trial_result, trial_outlook
 from exactplace.methods.two_level import StageTable, stage_table, two_level_dp
 
 __all__ = ["DEFAULT_DP", "DP", "DPL", "AcceleratorTypes", "DPSettings", "accelerator_types", "dp_seconds",
@@ -362,7 +364,7 @@ class DP(_NativeDP):
     description = "exact max-load DP over ideals (optimal among chain splits); needs few enough ideals"
 
     def run(self, problem: Problem) -> MethodResult:
-        trial = take_trial_result(problem)
+        trial = take_trial_result(problem, TRIAL_KEY)
         if trial is not None:  # auto's trial run finished (or was interrupted): its answer
             return trial
         if problem.cluster.is_two_level:
@@ -382,6 +384,18 @@ class DP(_NativeDP):
             return None
         threads = int(cls.setting(problem, "threads") or usable_cpus())
         return auto_verdict(problem, cls.settings, cls.memory_budget(problem), threads, lambda trial: cls().run(trial))
+
+    @classmethod
+    def outlook(cls, problem: Problem) -> str:
+        """The trial run's ending when ``auto`` ran one, else the ideal count and the time expected for it."""
+        tried = trial_outlook(problem, TRIAL_KEY)
+        if tried is not None or problem.cluster.is_two_level:
+            return tried or "exact over the two-level chain splits"
+        ideals = known_ideals(problem)
+        if ideals is None:
+            return "exact; no estimate of its time"
+        threads = int(cls.setting(problem, "threads") or usable_cpus())
+        return f"exact; {ideals:,} ideals, about {dp_seconds(ideals, threads, cls.settings):.2g} s before skipping"
 
 
 class DPL(_NativeDP):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -23,10 +22,11 @@ from exactplace.core.errors import TooManyIdealsError
 from exactplace.core.placement import Limit
 from exactplace.core.problem import MethodResult, Problem
 from exactplace.methods.ideals import count_unit_ideals
+from exactplace.methods.trials import trial_verdict
 
 __all__ = ["DEFAULT_DP", "AcceleratorTypes", "DPSettings", "accelerator_types", "auto_verdict", "check_table_memory",
-           "counted_ideals", "dp_seconds", "format_bytes", "ideal_capacity", "replicated_cluster", "table_bytes",
-           "take_trial_result"]
+           "counted_ideals", "dp_seconds", "format_bytes", "ideal_capacity", "known_ideals", "replicated_cluster",
+           "table_bytes"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +71,7 @@ DEFAULT_DP = DPSettings()
 _NATIVE_MAX_IDEALS = 2**30 - 1
 
 #: Where ``auto_verdict`` leaves its trial's result (or why the DP does not suit) in ``Problem.cache``.
-_TRIAL = "dp:trial"
+TRIAL_KEY = "dp:trial"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,9 +171,12 @@ def format_bytes(size: float) -> str:
     return f"{size:.0f} bytes"
 
 
+_IDEALS_KEY = "ideals:dp"
+
+
 def counted_ideals(problem: Problem, contraction: Contraction, limit: int) -> tuple[int, int] | None:
     """``count_unit_ideals`` memoized on the problem: an exact count, or "more than L", is reused."""
-    key = "ideals:dp"
+    key = _IDEALS_KEY
     known = problem.cache.get(key)
     if known is not None:
         counted, beyond = known  # (ideals, covers) or None, and the limit it was taken with
@@ -184,6 +187,12 @@ def counted_ideals(problem: Problem, contraction: Contraction, limit: int) -> tu
     counted = count_unit_ideals(contraction, limit)
     problem.cache[key] = (counted, limit)
     return counted
+
+
+def known_ideals(problem: Problem) -> int | None:
+    """The ideal count :func:`counted_ideals` found on ``problem`` already, if it counted them all."""
+    known = problem.cache.get(_IDEALS_KEY)
+    return None if known is None or known[0] is None else int(known[0][0])
 
 
 def _chain_memory(method: str, contraction: Contraction, cpus: int, budget: float) -> tuple[int, int]:
@@ -266,30 +275,6 @@ def auto_verdict(problem: Problem, settings: DPSettings, budget: float, threads:
     slow = (f"more than {in_time:,} ideals, more than the DP is expected to finish in {horizon:.3g} s "
             f"on {threads} thread(s) (at {settings.pairs_per_ideal:,} pairs per ideal, "
             f"{settings.seconds_per_pair:.2g} s each)")
-    return _trial(problem, settings.trial_fraction * horizon, slow, run)
-
-
-def _trial(problem: Problem, seconds: float, slow: str, run: Callable[[Problem], MethodResult]) -> str | None:
-    """Run the DP for ``seconds``: None if it finished or was interrupted (its result waits in the
-    problem's cache, :func:`take_trial_result`), else why not to run it. Decided once per problem."""
-    known = problem.cache.get(_TRIAL)
-    if known is not None:
-        return None if isinstance(known, MethodResult) else known
-    if seconds <= 0:
-        return slow
-    clock = time.perf_counter()
-    result = run(dataclasses.replace(problem, deadline=time.monotonic() + seconds))
-    took = time.perf_counter() - clock
-    if result.limit is Limit.TIME:
-        problem.cache[_TRIAL] = f"{slow}; a trial run did not finish in {seconds:.3g} s either"
-        return problem.cache[_TRIAL]
-    result.timings["trial"] = took
-    result.info["trial"] = f"finished in {took:.3g} s of a {seconds:.3g}-s trial ({slow})"
-    problem.cache[_TRIAL] = result
-    return None
-
-
-def take_trial_result(problem: Problem) -> MethodResult | None:
-    """The result of ``auto``'s trial run on ``problem`` (finished or interrupted), once; else None."""
-    trial = problem.cache.pop(_TRIAL, None)
-    return trial if isinstance(trial, MethodResult) else None
+    return trial_verdict(problem, TRIAL_KEY, settings.trial_fraction * horizon, slow, run,
+                         lambda result: result.limit is not Limit.TIME,
+                         "a trial run did not finish in {seconds} s either")

@@ -35,7 +35,7 @@ from exactplace.methods.base import Method
 from exactplace.methods.catalog import AUTO_ORDER
 from exactplace.methods.registry import get_method, registered_methods
 
-__all__ = ["solve"]
+__all__ = ["AutoPlan", "auto_plan", "solve"]
 
 _TIME_LIMIT = Real(low=0, low_closed=False, finite=False)
 #: A cluster may state more accelerators (or CPUs) than the graph has nodes up to this many; beyond,
@@ -140,6 +140,55 @@ def _choose(problem: Problem) -> tuple[type[Method], dict[str, str], Problem]:
     raise SolverUnavailableError(
         f"No method can solve this {problem.objective!r} problem with method='auto' ({reasons})."
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class AutoPlan:
+    """What ``method="auto"`` would run on a problem.
+
+    Attributes
+    ----------
+    method : str
+        The method it picks.
+    outlook : str
+        What to expect of that method's run (:meth:`Method.outlook`): how it ends, roughly how long.
+    passed_over : dict
+        Each method before it in ``AUTO_ORDER``, with why it was passed over.
+    """
+
+    method: str
+    outlook: str
+    passed_over: dict[str, str]
+
+
+def auto_plan(graph: Graph | Workload, cluster: Cluster | None = None, objective: str = "throughput",
+              time_limit: float | None = None) -> AutoPlan:
+    """Which method ``solve(..., method="auto")`` would run, and what to expect of it, without running it.
+
+    The trial runs that decide (the DP past its estimate, the bounded search on a graph too wide
+    for the DP) do run, as in ``solve``: their time is the answer's.
+
+    Examples
+    --------
+    >>> from exactplace import read_workload, workload_path
+    >>> plan = auto_plan(read_workload(workload_path("layer_bert24_inference")))
+    >>> plan.method, plan.outlook.startswith("exact; 30 ideals"), plan.passed_over
+    ('dp', True, {})
+    """
+    if isinstance(graph, Workload):
+        cluster = graph.cluster if cluster is None else cluster
+        graph = graph.graph
+    check_param(isinstance(graph, Graph), "graph", "auto_plan", "a Graph or a Workload", type(graph).__name__)
+    check_param(isinstance(cluster, Cluster), "cluster", "auto_plan", "a Cluster (required with a bare Graph)",
+                cluster)
+    check_param(objective in OBJECTIVES, "objective", "auto_plan", f"one of {list(OBJECTIVES)}", objective)
+    check_param(time_limit is None or _TIME_LIMIT.accepts(time_limit), "time_limit", "auto_plan",
+                "a positive number or None", brief(time_limit))
+    start = time.monotonic()
+    deadline = None if time_limit is None or math.isinf(time_limit) else start + float(time_limit)
+    problem = Problem(graph, cluster, objective, deadline, limit_given=time_limit is not None, started=start)
+    cls, passed_over, fitted = _choose(problem)
+    return AutoPlan(cls.name, cls.outlook(fitted), passed_over)
 
 
 def solve(

@@ -78,6 +78,12 @@ class MIP(Method):
         """Chain splits when contiguous (forward parts contiguous and ordered); else only the basics."""
         return cls.implementation(problem).promises(problem)
 
+    @classmethod
+    def outlook(cls, problem: Problem) -> str:
+        """How long it may run: the time limit, or its default one."""
+        limit = problem.remaining() if problem.deadline is not None else cls.settings.default_time_limit
+        return f"exact; certified when the program closes, else stopped after {limit:.3g} s with its gap"
+
     def run(self, problem: Problem) -> MethodResult:
         """Solve ``problem`` with the program for its objective."""
         return self.implementation(problem).run(problem)
