@@ -114,7 +114,8 @@ public:
             rank_[by_least_[r]] = r;
             labels_[r] = r;
         }
-        weight_rank_ = positional_weight_ranks();
+        weight_ = positional_weights();
+        weight_rank_ = ranks_by_weight(0.0);
         dive_next_.resize(static_cast<std::size_t>(n) + 1);
         integral_ = !comm_;
         for (int k = 0; k < kinds_.count && integral_; ++k) integral_ = kinds_.speed[k] == 1.0;
@@ -317,6 +318,25 @@ private:
         return best;
     }
 
+    // The compute, memory and support sums of a stage with unit v added (communication aside).
+    Sums with_unit(Sums s, int v) const {
+        s.cpu += model_.cpu[v];
+        s.acc += model_.acc[v];
+        s.mem += model_.mem[v];
+        s.unsupported += model_.unsupported[v];
+        return s;
+    }
+
+    // Unit v joins (leaves) the stage being grown: the current ideal and stage_bits_.
+    void enter_stage(int v) {
+        walker_.add(v);
+        stage_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
+    }
+    void leave_stage(int v) {
+        stage_bits_[v >> 6] &= ~(std::uint64_t{1} << (v & 63));
+        walker_.remove(v);
+    }
+
     // Compute (and memory and support) of a stage on kind k: a lower bound on the load of it and
     // of every larger stage.
     double compute_load(const Sums& s, int k) const {
@@ -459,9 +479,10 @@ private:
 
     // A greedy split within T_ (Hoffmann's rule): device after device, the stage of the most least
     // time that a search of at most BoundedSettings::dive_nodes steps finds, adding units in
-    // increasing `rank` (labels_: the topological order; rank_: the longest first; the budget
-    // makes them find different stages). True when it places every unit (path_ then holds its stages, last first); the
-    // current ideal and the devices left are restored either way.
+    // increasing `rank` (weight_rank_: the heaviest positional weight first; labels_: the
+    // topological order; rank_: the longest first; the budget makes them find different stages).
+    // True when it places every unit (path_ then holds its stages, last first); the current
+    // ideal and the devices left are restored either way.
     bool dive(const std::vector<int>& rank) {
         if (settings_.dive_nodes <= 0) return false;
         std::vector<Step> applied;
@@ -529,14 +550,9 @@ private:
         std::sort(next.begin(), next.end(), [&rank](int a, int b) { return rank[a] < rank[b]; });
         for (std::size_t i = 0; i < next.size() && dive_nodes_left_ > 0; ++i) {
             const int v = next[i];
-            Sums t = s;
-            t.cpu += model_.cpu[v];
-            t.acc += model_.acc[v];
-            t.mem += model_.mem[v];
-            t.unsupported += model_.unsupported[v];
+            const Sums t = with_unit(s, v);
             if (!(compute_load(t, k) <= T_)) continue;
-            walker_.add(v);
-            stage_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
+            enter_stage(v);
             if constexpr (Comm) {
                 const Sums before = stage_cost_.sums;
                 stage_cost_.add(v);
@@ -545,17 +561,16 @@ private:
             } else {
                 dive_grow<Comm>(rank, k, rank[v], t, least + kinds_.least[v], size + 1);
             }
-            stage_bits_[v >> 6] &= ~(std::uint64_t{1} << (v & 63));
-            walker_.remove(v);
+            leave_stage(v);
             if (stopped_) return;
         }
     }
 
     bool dives() { return dive(weight_rank_) || dive(labels_) || dive(rank_); }
 
-    // Ranks by positional weight (Helgeson and Birnie): a unit's least time plus its descendants'
-    // (exact up to 4096 units; past that, along its longest path to a sink), the heaviest first.
-    std::vector<int> positional_weight_ranks(double noise = 0.0) {
+    // Positional weights (Helgeson and Birnie): a unit's least time plus its descendants' (exact
+    // up to 4096 units; past that, along its longest path to a sink).
+    std::vector<double> positional_weights() const {
         const int n = model_.n;
         std::vector<double> weight(n, 0.0);
         if (n <= 4096) {
@@ -576,10 +591,19 @@ private:
         } else {
             for (int v = n - 1; v >= 0; --v) {
                 double tail = 0.0;
-                for (const int* t = poset_.succs_begin(v); t != poset_.succs_end(v); ++t) tail = std::max(tail, weight[*t]);
+                for (const int* t = poset_.succs_begin(v); t != poset_.succs_end(v); ++t) {
+                    tail = std::max(tail, weight[*t]);
+                }
                 weight[v] = kinds_.least[v] + tail;
             }
         }
+        return weight;
+    }
+
+    // Ranks by positional weight, the heaviest first, each weight scaled by 1 + noise * U[0, 1).
+    std::vector<int> ranks_by_weight(double noise) {
+        const int n = model_.n;
+        std::vector<double> weight = weight_;
         for (int v = 0; v < n && noise > 0; ++v) weight[v] *= 1.0 + noise * uniform();
         std::vector<int> order(n);
         for (int v = 0; v < n; ++v) order[v] = v;
@@ -624,7 +648,7 @@ private:
             T_ = integral_ ? ub - 1 : std::max(lb, ub * (1.0 - settings_.tolerance));
             if (T_ < lb) break;
             path_.clear();
-            if (dive(positional_weight_ranks(0.5))) ub = std::min(ub, record(out));
+            if (dive(ranks_by_weight(0.5))) ub = std::min(ub, record(out));
         }
     }
 
@@ -687,11 +711,7 @@ private:
         }
         bool maximal = true;
         for (int v = walker_.next_addable(-1); v >= 0; v = walker_.next_addable(v)) {
-            Sums t = s;
-            t.cpu += model_.cpu[v];
-            t.acc += model_.acc[v];
-            t.mem += model_.mem[v];
-            t.unsupported += model_.unsupported[v];
+            const Sums t = with_unit(s, v);
             const double lower = compute_load(t, k);
             if (!(lower <= T_)) {
                 if (v > after) cut_ = std::min(cut_, lower);
@@ -699,8 +719,7 @@ private:
             }
             maximal = false;
             if (v < after) continue;
-            walker_.add(v);
-            stage_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
+            enter_stage(v);
             if constexpr (Comm) {
                 const Sums before = stage_cost_.sums;
                 stage_cost_.add(v);
@@ -709,8 +728,7 @@ private:
             } else {
                 grow<Comm>(k, v, t, least + kinds_.least[v], level);
             }
-            stage_bits_[v >> 6] &= ~(std::uint64_t{1} << (v & 63));
-            walker_.remove(v);
+            leave_stage(v);
             if (stopped_) return;
         }
         if (after < 0) return;  // the empty stage
@@ -770,6 +788,7 @@ private:
     std::uint32_t ticks_ = 0;
     std::int64_t dive_nodes_left_ = 0;  // stage search steps the dive has left
     std::vector<int> rank_, labels_;      // per label: its place in by_least_, and itself
+    std::vector<double> weight_;          // per label: its positional weight
     std::vector<int> weight_rank_;        // per label: its place by positional weight
     std::uint64_t random_ = 0x9e3779b97f4a7c15ull;
     std::vector<std::vector<int>> dive_next_;  // dive_grow()'s children, by depth
