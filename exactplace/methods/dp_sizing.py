@@ -176,8 +176,7 @@ _IDEALS_KEY = "ideals:dp"
 
 def counted_ideals(problem: Problem, contraction: Contraction, limit: int) -> tuple[int, int] | None:
     """``count_unit_ideals`` memoized on the problem: an exact count, or "more than L", is reused."""
-    key = _IDEALS_KEY
-    known = problem.cache.get(key)
+    known = problem.cache.get(_IDEALS_KEY)
     if known is not None:
         counted, beyond = known  # (ideals, covers) or None, and the limit it was taken with
         if counted is not None:
@@ -185,7 +184,7 @@ def counted_ideals(problem: Problem, contraction: Contraction, limit: int) -> tu
         if limit <= beyond:
             return None
     counted = count_unit_ideals(contraction, limit)
-    problem.cache[key] = (counted, limit)
+    problem.cache[_IDEALS_KEY] = (counted, limit)
     return counted
 
 

@@ -142,6 +142,27 @@ def _choose(problem: Problem) -> tuple[type[Method], dict[str, str], Problem]:
     )
 
 
+def _instance(graph: Graph | Workload, cluster: Cluster | None, objective: str,
+              caller: str) -> tuple[Graph, Cluster, dict[str, int]]:
+    """The graph and cluster to solve (a Workload's own cluster unless one is given, with the device counts it
+    states beyond one per node), checked with the objective; errors name ``caller``'s parameters."""
+    stated: dict[str, int] = {}
+    if isinstance(graph, Workload):
+        if cluster is None:
+            cluster, stated = graph.cluster, dict(graph.stated)
+        graph = graph.graph
+    check_param(isinstance(graph, Graph), "graph", caller, "a Graph or a Workload", type(graph).__name__)
+    check_param(isinstance(cluster, Cluster), "cluster", caller, "a Cluster (required with a bare Graph)", cluster)
+    check_param(max(cluster.accelerators, cluster.cpus) <= max(graph.n, LARGE_CLUSTER), "cluster", caller,
+                f"at most {LARGE_CLUSTER:,} accelerators and CPUs, or one per node (a placement uses at most one "
+                f"device per node: cluster.for_nodes({graph.n}) states the same problem)", cluster)
+    check_param(isinstance(objective, str) and objective in OBJECTIVES, "objective", caller,
+                f"one of {list(OBJECTIVES)}", objective)
+    if objective != "throughput":
+        cluster.require_one_level(f"The {objective} objective")
+    return graph, cluster, stated
+
+
 @dataclasses.dataclass(frozen=True)
 class AutoPlan:
     """What ``method="auto"`` would run on a problem.
@@ -175,13 +196,7 @@ def auto_plan(graph: Graph | Workload, cluster: Cluster | None = None, objective
     >>> plan.method, plan.outlook.startswith("exact; 30 ideals"), plan.passed_over
     ('dp', True, {})
     """
-    if isinstance(graph, Workload):
-        cluster = graph.cluster if cluster is None else cluster
-        graph = graph.graph
-    check_param(isinstance(graph, Graph), "graph", "auto_plan", "a Graph or a Workload", type(graph).__name__)
-    check_param(isinstance(cluster, Cluster), "cluster", "auto_plan", "a Cluster (required with a bare Graph)",
-                cluster)
-    check_param(objective in OBJECTIVES, "objective", "auto_plan", f"one of {list(OBJECTIVES)}", objective)
+    graph, cluster, _ = _instance(graph, cluster, objective, "auto_plan")
     check_param(time_limit is None or _TIME_LIMIT.accepts(time_limit), "time_limit", "auto_plan",
                 "a positive number or None", brief(time_limit))
     start = time.monotonic()
@@ -266,20 +281,7 @@ def solve(
     if "gap" in options:
         warnings.warn("solve(gap=...) is deprecated; use rel_gap=...", DeprecationWarning, stacklevel=2)
         rel_gap = options.pop("gap")
-    stated: dict[str, int] = {}
-    if isinstance(graph, Workload):
-        if cluster is None:
-            cluster, stated = graph.cluster, dict(graph.stated)
-        graph = graph.graph
-    check_param(isinstance(graph, Graph), "graph", "solve", "a Graph or a Workload", type(graph).__name__)
-    check_param(isinstance(cluster, Cluster), "cluster", "solve", "a Cluster (required with a bare Graph)", cluster)
-    check_param(max(cluster.accelerators, cluster.cpus) <= max(graph.n, LARGE_CLUSTER), "cluster", "solve",
-                f"at most {LARGE_CLUSTER:,} accelerators and CPUs, or one per node (a placement uses at most one "
-                f"device per node: cluster.for_nodes({graph.n}) states the same problem)", cluster)
-    check_param(isinstance(objective, str) and objective in OBJECTIVES, "objective", "solve",
-                f"one of {list(OBJECTIVES)}", objective)
-    if objective != "throughput":
-        cluster.require_one_level(f"The {objective} objective")
+    graph, cluster, stated = _instance(graph, cluster, objective, "solve")
     check_param(isinstance(method, str), "method", "solve", "a method name", method)
     if method != "auto":
         get_method(method, objective)
