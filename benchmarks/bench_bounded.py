@@ -98,6 +98,12 @@ def run(workload, method: str, limit: float, rel_gap: float) -> dict:
             "certified": p.status is Status.OPTIMAL, "states": p.info.get("states")}
 
 
+def row_cells(row: dict) -> str:
+    """Each method's status, value, bound and seconds, as table cells."""
+    return " | ".join(f"{r['status']} | {r.get('value', '-')} | {r.get('bound', '-')} | {r['seconds']:.3f}"
+                      for r in row.values())
+
+
 def span(text: str) -> list[int]:
     out: list[int] = []
     for part in text.split(","):
@@ -156,8 +162,7 @@ def main() -> None:
         known = optima.get((label, m))
         row = {m_: {**run(workload, m_, args.time_limit, args.rel_gap), "known": known} for m_ in methods}
         rows.append(row)
-        cells = " | ".join(f"{r['status']} | {r.get('value', '-')} | {r.get('bound', '-')} | "
-                           f"{r['seconds']:.3f}" for r in row.values())
+        cells = row_cells(row)
         shown = "-" if known is None else f"{known[0]:g}" if known[0] == known[1] else f"[{known[0]:g}, {known[1]:g}]"
         print(f"| {label} | {m} | {shown} | {cells} |", flush=True)
     if args.pipedream is not None:
@@ -168,9 +173,7 @@ def main() -> None:
                 workload = read_workload(profile, accelerators=k)
                 row = {m_: run(workload, m_, args.time_limit, args.rel_gap) for m_ in methods}
                 rows.append(row)
-                cells = " | ".join(f"{r['status']} | {r.get('value', '-')} | {r.get('bound', '-')} | "
-                                   f"{r['seconds']:.3f}" for r in row.values())
-                print(f"| {name} | {k} | - | {cells} |", flush=True)
+                print(f"| {name} | {k} | - | {row_cells(row)} |", flush=True)
     summarize(rows, methods)
 
 
