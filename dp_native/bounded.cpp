@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -20,6 +21,8 @@ namespace {
 
 // What visit() returns when it completed the split within the threshold.
 constexpr double kFound = -1.0;
+// Units up to which per-unit bitset rows (descendants, dominance) are kept.
+constexpr int kMaxRows = 4096;
 
 void check_bounded(const Instance& in, const Options& options) {
     // The DP's checks, less its own table's: a cutoff here is an incumbent's load, which may be 0, and
@@ -94,6 +97,12 @@ struct KeyHash {
     }
 };
 
+// How one threshold's search ended (Search::attempt).
+struct Attempt {
+    enum Kind { found, failed, paused, stopped } kind;
+    double bound;  // failed: the proven bound above the threshold
+};
+
 class Search {
 public:
     Search(const Instance& in, const Options& options, const BoundedSettings& settings, Stopper& stop)
@@ -114,7 +123,9 @@ public:
             rank_[by_least_[r]] = r;
             labels_[r] = r;
         }
-        weight_ = positional_weights();
+        const std::vector<std::uint64_t> below = descendants();
+        weight_ = positional_weights(below);
+        dominates_ = dominance(below);
         weight_rank_ = ranks_by_weight(0.0);
         dive_next_.resize(static_cast<std::size_t>(n) + 1);
         integral_ = !comm_;
@@ -140,61 +151,27 @@ public:
         }
     }
 
-    BoundedSolution run() {
-        const auto t0 = Stopper::Clock::now();
-        BoundedSolution out;
-        if (stop_.check_owner_now()) {
-            out.stop_reason = stop_.reason();
-            return out;
-        }
-        double lb = state_bound(0.0);
-        double ub = kInf;
-        if (lb < kInf) descend(lb, ub, out);
-        int fails = 0;
-        while (true) {
-            if (certified(lb, ub)) {
-                out.outcome = Outcome::optimal;
-                break;
-            }
-            if (lb == kInf) {
-                out.outcome = Outcome::infeasible;
-                break;
-            }
-            T_ = next_threshold(lb, std::min(ub, options_.cutoff), fails);
-            ++out.thresholds;
-            path_.clear();
-            const double r = stopped_ ? 0.0 : dives() ? kFound : visit(0, 0.0);
-            if (stopped_) {
-                out.stop_reason = stop_.reason();
-                out.exhausted = exhausted_;
-                break;
-            }
-            if (r == kFound) {
-                ub = record(out);
-                fails = 0;
-            } else {
-                lb = std::max(lb, r);
-                ++fails;
-            }
-        }
-        out.value = ub;
-        out.bound = std::min(lb, ub);
-        out.states = states_;
-        out.stages = stages_;
-        out.remembered = remembered_;
-        out.seconds = seconds_since(t0);
-        return out;
-    }
+    // The proven bound at the empty ideal with every device left.
+    double root_bound() { return state_bound(0.0); }
 
-private:
-    struct Candidate {
-        std::size_t offset;  // into Level::bits
-        double load, least;
-    };
-    struct Level {
-        std::vector<std::uint64_t> bits;
-        std::vector<Candidate> cands;
-    };
+    // One threshold's search, within `budget` states (-1: no budget), after the greedy splits when
+    // `fresh` (the threshold's first attempt): found (record() takes the split), failed (`bound`:
+    // proven, above T), paused (the budget is spent; the table keeps every bound proven so far, so
+    // a later attempt at T resumes from it) or stopped (time limit, interruption or stage bytes).
+    Attempt attempt(double T, bool fresh, std::int64_t budget) {
+        T_ = T;
+        path_.clear();
+        if (fresh && dives()) return {Attempt::found, 0.0};
+        if (stopped_) return {Attempt::stopped, 0.0};
+        budget_end_ = budget < 0 ? std::numeric_limits<std::int64_t>::max() : work_ + budget;
+        const double r = visit(0, 0.0);
+        if (paused_) {
+            paused_ = stopped_ = false;
+            return {Attempt::paused, 0.0};
+        }
+        if (stopped_) return {Attempt::stopped, 0.0};
+        return r == kFound ? Attempt{Attempt::found, 0.0} : Attempt{Attempt::failed, r};
+    }
 
     bool certified(double lb, double ub) const {
         if (ub == kInf) return false;
@@ -234,6 +211,52 @@ private:
         }
         return worst;
     }
+
+    // Adds this search's counts to `out`.
+    void count_into(BoundedSolution& out) const {
+        out.states += states_;
+        out.stages += stages_;
+        out.remembered += remembered_;
+        out.exhausted = out.exhausted || exhausted_;
+    }
+
+    // Greedy splits for thresholds between the bound and the best split, by bisection, before any
+    // exact search: each found lowers the best split. `low` only steers the bisection (a greedy
+    // failure proves nothing).
+    void descend(double lb, double& ub, BoundedSolution& out) {
+        double low = lb;
+        double high = std::min(ub, options_.cutoff);
+        if (high == kInf) {
+            T_ = std::numeric_limits<double>::max();  // finite: a stage over memory (load inf) stays out
+            path_.clear();
+            if (!dives()) return;
+            high = ub = record(out);
+        }
+        for (int step = 0; step < 64 && !stopped_ && !certified(lb, ub); ++step) {
+            const double t = integral_ ? std::floor((low + high - 1) / 2) : low + (high - low) / 2;
+            if (t < low || (!integral_ && high <= low * (1.0 + settings_.tolerance))) break;
+            T_ = t;
+            path_.clear();
+            if (dives()) {
+                ub = std::min(ub, record(out));
+                high = ub;
+            } else {
+                low = integral_ ? t + 1 : t;
+            }
+            if (high <= low) break;
+        }
+        random_dives(lb, ub, out);
+    }
+
+private:
+    struct Candidate {
+        std::size_t offset;  // into Level::bits
+        double load, least;
+    };
+    struct Level {
+        std::vector<std::uint64_t> bits;
+        std::vector<Candidate> cands;
+    };
 
     std::int64_t left_index() const {
         std::int64_t index = 0;
@@ -393,6 +416,7 @@ private:
     // holds the stages), else a lower bound above T_ on its best completion.
     double visit(int depth, double least_in) {
         ++states_;
+        if (spent()) return 0.0;
         if (stop_.check_owner(ticks_)) {
             stopped_ = true;
             return 0.0;
@@ -568,20 +592,30 @@ private:
 
     bool dives() { return dive(weight_rank_) || dive(labels_) || dive(rank_); }
 
+    // Per unit (up to kMaxRows units; empty past that), the bitset row of its descendants, itself included.
+    std::vector<std::uint64_t> descendants() const {
+        const int n = model_.n;
+        if (n > kMaxRows) return {};
+        std::vector<std::uint64_t> below(static_cast<std::size_t>(n) * words_, 0);
+        for (int v = n - 1; v >= 0; --v) {
+            std::uint64_t* row = below.data() + static_cast<std::size_t>(v) * words_;
+            row[v >> 6] |= std::uint64_t{1} << (v & 63);
+            for (const int* t = poset_.succs_begin(v); t != poset_.succs_end(v); ++t) {
+                const std::uint64_t* child = below.data() + static_cast<std::size_t>(*t) * words_;
+                for (int w = 0; w < words_; ++w) row[w] |= child[w];
+            }
+        }
+        return below;
+    }
+
     // Positional weights (Helgeson and Birnie): a unit's least time plus its descendants' (exact
-    // up to 4096 units; past that, along its longest path to a sink).
-    std::vector<double> positional_weights() const {
+    // up to kMaxRows units; past that, along its longest path to a sink).
+    std::vector<double> positional_weights(const std::vector<std::uint64_t>& below) const {
         const int n = model_.n;
         std::vector<double> weight(n, 0.0);
-        if (n <= 4096) {
-            std::vector<std::uint64_t> below(static_cast<std::size_t>(n) * words_, 0);
-            for (int v = n - 1; v >= 0; --v) {
-                std::uint64_t* row = below.data() + static_cast<std::size_t>(v) * words_;
-                row[v >> 6] |= std::uint64_t{1} << (v & 63);
-                for (const int* t = poset_.succs_begin(v); t != poset_.succs_end(v); ++t) {
-                    const std::uint64_t* child = below.data() + static_cast<std::size_t>(*t) * words_;
-                    for (int w = 0; w < words_; ++w) row[w] |= child[w];
-                }
+        if (!below.empty()) {
+            for (int v = 0; v < n; ++v) {
+                const std::uint64_t* row = below.data() + static_cast<std::size_t>(v) * words_;
                 for (int w = 0; w < words_; ++w) {
                     for (std::uint64_t word = row[w]; word != 0; word &= word - 1) {
                         weight[v] += kinds_.least[(w << 6) + __builtin_ctzll(word)];
@@ -600,6 +634,66 @@ private:
         return weight;
     }
 
+    // Jackson's dominance between units: v dominates j when j's proper descendants are among v's
+    // and j needs no more than v of every resource (cpu and accelerator time, memory, support),
+    // ties going to the lower label (a strict order, so every chain of swaps ends). The rows of
+    // dominates_: per v, the units it dominates. Empty with communication (a swap changes it) or
+    // without descendant rows.
+    std::vector<std::uint64_t> dominance(const std::vector<std::uint64_t>& below) const {
+        const int n = model_.n;
+        if (comm_ || below.empty()) return {};
+        std::vector<std::uint64_t> rows(static_cast<std::size_t>(n) * words_, 0);
+        for (int v = 0; v < n; ++v) {
+            const std::uint64_t* dv = below.data() + static_cast<std::size_t>(v) * words_;
+            for (int j = 0; j < n; ++j) {
+                if (j == v || ((dv[j >> 6] >> (j & 63)) & 1u)) continue;  // a descendant j never meets v
+                const std::uint64_t* dj = below.data() + static_cast<std::size_t>(j) * words_;
+                bool covered = true, larger = false;
+                for (int w = 0; w < words_ && covered; ++w) {
+                    const std::uint64_t proper = w == (j >> 6) ? dj[w] & ~(std::uint64_t{1} << (j & 63)) : dj[w];
+                    const std::uint64_t own = w == (v >> 6) ? dv[w] & ~(std::uint64_t{1} << (v & 63)) : dv[w];
+                    covered = (proper & ~own) == 0;
+                    larger = larger || own != proper;
+                }
+                if (!covered) continue;
+                const double need[4] = {model_.cpu[j], model_.acc[j], model_.mem[j], double(model_.unsupported[j])};
+                const double have[4] = {model_.cpu[v], model_.acc[v], model_.mem[v], double(model_.unsupported[v])};
+                bool enough = true;
+                for (int r = 0; r < 4; ++r) {
+                    enough = enough && need[r] <= have[r];
+                    larger = larger || need[r] < have[r];
+                }
+                if (enough && (larger || v < j)) rows[static_cast<std::size_t>(v) * words_ + (j >> 6)] |= std::uint64_t{1} << (j & 63);
+            }
+        }
+        return rows;
+    }
+
+    // Whether the maximal stage being grown (sums `s`, on kind k) is dominated: an addable unit v
+    // dominates a unit j of it and the stage with v in j's place fits within T_. Then swapping v
+    // and j in any completion through the stage gives one through the swapped stage with no load
+    // above max(T_, its own), and the stage need not be tried. The swap's sums are padded by a
+    // relative 1e-9 (exact sums aside), so that rounding never prunes a stage that does not fit.
+    bool dominated(const Sums& s, int k) {
+        if (dominates_.empty()) return false;
+        const double pad = integral_ ? 0.0 : 1e-9;
+        for (int v = walker_.next_addable(-1); v >= 0; v = walker_.next_addable(v)) {
+            const std::uint64_t* row = dominates_.data() + static_cast<std::size_t>(v) * words_;
+            for (int w = 0; w < words_; ++w) {
+                for (std::uint64_t word = row[w] & stage_bits_[w]; word != 0; word &= word - 1) {
+                    const int j = (w << 6) + __builtin_ctzll(word);
+                    Sums t = s;
+                    t.cpu += model_.cpu[v] - model_.cpu[j] + pad * s.cpu;
+                    t.acc += model_.acc[v] - model_.acc[j] + pad * s.acc;
+                    t.mem += model_.mem[v] - model_.mem[j] + 1e-9 * s.mem;
+                    t.unsupported += model_.unsupported[v] - model_.unsupported[j];
+                    if (compute_load(t, k) <= T_) return true;
+                }
+            }
+        }
+        return false;
+    }
+
     // Ranks by positional weight, the heaviest first, each weight scaled by 1 + noise * U[0, 1).
     std::vector<int> ranks_by_weight(double noise) {
         const int n = model_.n;
@@ -611,34 +705,6 @@ private:
         std::vector<int> rank(n);
         for (int r = 0; r < n; ++r) rank[order[r]] = r;
         return rank;
-    }
-
-    // Greedy splits for thresholds between the bound and the best split, by bisection, before any
-    // exact search: each found lowers the best split. `low` only steers the bisection (a greedy
-    // failure proves nothing).
-    void descend(double lb, double& ub, BoundedSolution& out) {
-        double low = lb;
-        double high = std::min(ub, options_.cutoff);
-        if (high == kInf) {
-            T_ = std::numeric_limits<double>::max();  // finite: a stage over memory (load inf) stays out
-            path_.clear();
-            if (!dives()) return;
-            high = ub = record(out);
-        }
-        for (int step = 0; step < 64 && !stopped_ && !certified(lb, ub); ++step) {
-            const double t = integral_ ? std::floor((low + high - 1) / 2) : low + (high - low) / 2;
-            if (t < low || (!integral_ && high <= low * (1.0 + settings_.tolerance))) break;
-            T_ = t;
-            path_.clear();
-            if (dives()) {
-                ub = std::min(ub, record(out));
-                high = ub;
-            } else {
-                low = integral_ ? t + 1 : t;
-            }
-            if (high <= low) break;
-        }
-        random_dives(lb, ub, out);
     }
 
     // Greedy splits just below the best one, by positional weights perturbed at random.
@@ -683,6 +749,14 @@ private:
         return remember(load);
     }
 
+    // Counts a step of the exact search (a state or a stage search step); true, with the search
+    // paused, once the attempt's budget is spent.
+    bool spent() {
+        if (++work_ <= budget_end_) return false;
+        paused_ = stopped_ = true;
+        return true;
+    }
+
     // Adds (or removes, in reverse) the units of a stage to the current ideal, in label order.
     void apply(const std::uint64_t* bits, bool adding) {
         if (adding) {
@@ -705,6 +779,7 @@ private:
     // only the maximal ones. cut_ takes the least load of the stages just past T_.
     template <bool Comm>
     void grow(int k, int after, Sums s, double least, Level& level) {
+        if (spent()) return;
         if (stop_.check_owner(ticks_)) {
             stopped_ = true;
             return;
@@ -739,7 +814,7 @@ private:
                 cut_ = std::min(cut_, load);
                 return;
             }
-        } else if (!maximal) {
+        } else if (!maximal || dominated(s, k)) {
             return;
         }
         bytes_ += static_cast<std::int64_t>(sizeof(Candidate) + sizeof(std::uint64_t) * words_);
@@ -784,11 +859,15 @@ private:
     double total_least_ = 0.0, slack_ = 0.0, T_ = 0.0, cut_ = kInf;
     bool packing_ = false;  // one kind of accelerator, no CPU: packing_bound() applies
     bool comm_ = false, integral_ = false, stopped_ = false, exhausted_ = false;
+    bool paused_ = false;  // stopped_ by the attempt's budget only
+    std::int64_t work_ = 0;  // steps of the exact search so far (spent())
+    std::int64_t budget_end_ = std::numeric_limits<std::int64_t>::max();  // work_ at which it pauses
     std::int64_t bytes_ = 0;  // candidate stages held by the levels
     std::uint32_t ticks_ = 0;
     std::int64_t dive_nodes_left_ = 0;  // stage search steps the dive has left
     std::vector<int> rank_, labels_;      // per label: its place in by_least_, and itself
     std::vector<double> weight_;          // per label: its positional weight
+    std::vector<std::uint64_t> dominates_;  // dominance()'s rows
     std::vector<int> weight_rank_;        // per label: its place by positional weight
     std::uint64_t random_ = 0x9e3779b97f4a7c15ull;
     std::vector<std::vector<int>> dive_next_;  // dive_grow()'s children, by depth
@@ -797,13 +876,94 @@ private:
     std::int64_t states_ = 0, stages_ = 0, remembered_ = 0;
 };
 
+// The instance with every edge reversed: without communication a chain split of it, read backwards,
+// is one of the instance with the same loads, and a search often decides a threshold far sooner
+// in one direction than in the other.
+Instance reversed(const Instance& in) {
+    Instance out = in;
+    std::swap(out.edge_src, out.edge_dst);
+    out.group_cost.clear();
+    out.group_source.clear();
+    out.group_target.clear();
+    out.group_ptr.assign(1, 0);
+    return out;
+}
+
+// Alternates the searches on threshold T, each within a budget of states that doubles every round,
+// until one decides it; `winner` is the one that did.
+Attempt decide(std::vector<Search*>& searches, double T, std::int64_t first_budget, Search*& winner) {
+    std::int64_t budget = searches.size() == 1 ? -1 : first_budget;
+    for (bool fresh = true;; fresh = false) {
+        for (Search* search : searches) {
+            const Attempt a = search->attempt(T, fresh, budget);
+            if (a.kind != Attempt::paused) {
+                winner = search;
+                return a;
+            }
+        }
+        budget = budget > std::numeric_limits<std::int64_t>::max() / 2 ? -1 : 2 * budget;
+    }
+}
+
 }  // namespace
 
 BoundedSolution solve_bounded(const Instance& instance, const Options& options, const BoundedSettings& settings,
                               Stopper& stop) {
     check_bounded(instance, options);
-    Search search(instance, options, settings, stop);
-    return search.run();
+    const auto t0 = Stopper::Clock::now();
+    BoundedSolution out;
+    const bool comm = std::any_of(instance.group_cost.begin(), instance.group_cost.end(), [](double c) { return c > 0; });
+    const bool both = settings.bidirectional && !comm;
+    BoundedSettings each = settings;
+    if (both) each.memo_limit = settings.memo_limit / 2;
+    Search forward(instance, options, each, stop);
+    std::vector<Search*> searches{&forward};
+    const Instance backward_instance = both ? reversed(instance) : Instance{};
+    std::unique_ptr<Search> backward;
+    if (both) {
+        backward = std::make_unique<Search>(backward_instance, options, each, stop);
+        searches.push_back(backward.get());
+    }
+    if (stop.check_owner_now()) {
+        out.stop_reason = stop.reason();
+        return out;
+    }
+    double lb = forward.root_bound();
+    double ub = kInf;
+    if (lb < kInf) {
+        for (Search* search : searches) search->descend(lb, ub, out);
+    }
+    int fails = 0;
+    while (true) {
+        if (forward.certified(lb, ub)) {
+            out.outcome = Outcome::optimal;
+            break;
+        }
+        if (lb == kInf) {
+            out.outcome = Outcome::infeasible;
+            break;
+        }
+        const double T = forward.next_threshold(lb, std::min(ub, options.cutoff), fails);
+        ++out.thresholds;
+        Search* winner = nullptr;
+        const Attempt a = decide(searches, T, settings.first_budget, winner);
+        if (a.kind == Attempt::stopped) {
+            out.stop_reason = stop.reason();
+            break;
+        }
+        if (a.kind == Attempt::found) {
+            ub = winner->record(out);
+            fails = 0;
+        } else {
+            lb = std::max(lb, a.bound);
+            ++fails;
+        }
+    }
+    out.value = ub;
+    out.bound = std::min(lb, ub);
+    for (const Search* search : searches) search->count_into(out);
+    out.seconds = seconds_since(t0);
+    return out;
 }
 
 }  // namespace exactplace

@@ -15,7 +15,10 @@
 // the fullest stage a budgeted search finds, in three unit orders, then at random) lower the best
 // split, first by bisection between the bound and it, then before each threshold. T moves between
 // the best proven bound and the best split found (own or Options::cutoff, a known split's load),
-// first just above the bound, then by bisection; the answer is certified when they meet.
+// first just above the bound, then by bisection; the answer is certified when they meet. Without
+// communication, maximal stages dominated by Jackson's rule (an addable unit with more descendants
+// and resources could take a unit's place) are skipped, and the reversed graph is searched too:
+// each threshold goes to both directions in turn, within budgets that double, until one decides it.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,12 @@ struct BoundedSettings {
     // Greedy splits tried after the bisection, just below the best one, by positional weights
     // perturbed at random (each unit's by up to half).
     int random_dives = 30;
+    // Without communication, search the reversed graph too: each threshold goes to both directions
+    // in turn, each within a budget of steps (states and stage search steps) that starts at
+    // `first_budget` and doubles every round, until one decides it (a bound either proves holds
+    // for both). Each direction keeps half of `memo_limit`.
+    bool bidirectional = true;
+    std::int64_t first_budget = 10000;
 };
 
 struct BoundedSolution {

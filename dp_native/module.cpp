@@ -199,8 +199,10 @@ exactplace::Solution solve(const Request& request) {
 // The bounded search (bounded.hpp) on the same request as solve(); its tuning as arguments.
 exactplace::BoundedSolution solve_bounded(const Request& request, std::int64_t memo_limit, double tolerance,
                                           int bisect_after, std::int64_t stage_bytes, std::int64_t dive_nodes,
-                                          int random_dives) {
+                                          int random_dives, bool bidirectional, std::int64_t first_budget) {
     exactplace::BoundedSettings settings;
+    settings.bidirectional = bidirectional;
+    settings.first_budget = first_budget;
     settings.stage_bytes = stage_bytes;
     settings.dive_nodes = dive_nodes;
     settings.random_dives = random_dives;
@@ -361,6 +363,7 @@ PYBIND11_MODULE(_native, m) {
     m.def("solve_bounded", &solve_bounded, py::arg("request"), py::arg("memo_limit") = std::int64_t{1} << 22,
           py::arg("tolerance") = 1e-9, py::arg("bisect_after") = 2, py::arg("stage_bytes") = std::int64_t{1} << 30,
           py::arg("dive_nodes") = 20000, py::arg("random_dives") = 30,
+          py::arg("bidirectional") = true, py::arg("first_budget") = 10000,
           "The bounded search over ideals (bounded.hpp) on the request solve() takes (its cutoff: a known split's "
           "load); the best split, its value and a proven lower bound (exhausted: stopped by stage_bytes).");
     m.def(

@@ -84,7 +84,7 @@ class BoundedSolution:
 
 def solve_bounded(
     request: Request, memo_limit: int = ..., tolerance: float = ..., bisect_after: int = ..., stage_bytes: int = ...,
-    dive_nodes: int = ..., random_dives: int = ...,
+    dive_nodes: int = ..., random_dives: int = ..., bidirectional: bool = ..., first_budget: int = ...,
 ) -> BoundedSolution:
     """The bounded search over ideals on ``request``'s model: certified, or stopped with a true gap."""
 

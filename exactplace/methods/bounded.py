@@ -60,6 +60,13 @@ class BBSettings:
     random_dives : int
         Greedy splits tried just below the best one before the exact search, by positional weights
         perturbed at random.
+    bidirectional : bool
+        Without communication, search the reversed graph too, each threshold going to both
+        directions in turn until one decides it (one is often far faster, and which one cannot be
+        told in advance).
+    first_budget : int
+        Steps (states and stage search steps) each direction may take on a threshold before the
+        other's turn; doubles every round. Each direction keeps half of ``memo_limit`` states.
     incumbent : bool
         Run DPL first (homogeneous clusters): its load bounds the search from above.
     auto_seconds : float
@@ -75,6 +82,8 @@ class BBSettings:
     stage_bytes: int = 1 << 30
     dive_nodes: int = 20_000
     random_dives: int = 30
+    bidirectional: bool = True
+    first_budget: int = 10_000
     incumbent: bool = True
     auto_seconds: float = 60.0
     trial_fraction: float = 0.1
@@ -233,7 +242,8 @@ class BoundedSearch(Method):
                 memo_limit=int(self.setting(problem, "memo_limit")),
                 tolerance=max(self.settings.tolerance, problem.rel_gap),
                 bisect_after=self.settings.bisect_after, stage_bytes=self.settings.stage_bytes,
-                dive_nodes=self.settings.dive_nodes, random_dives=self.settings.random_dives)
+                dive_nodes=self.settings.dive_nodes, random_dives=self.settings.random_dives,
+                bidirectional=self.settings.bidirectional, first_budget=self.settings.first_budget)
         except KeyboardInterrupt:
             return _stopped(problem, Limit.INTERRUPT, info, timings, None, incumbent)
         except ValueError as error:  # std::invalid_argument
