@@ -160,6 +160,7 @@ public:
     // a later attempt at T resumes from it) or stopped (time limit, interruption or stage bytes).
     Attempt attempt(double T, bool fresh, std::int64_t budget) {
         T_ = T;
+        round_ = fresh ? 0 : round_ + 1;
         path_.clear();
         if (fresh && dives()) return {Attempt::found, 0.0};
         if (stopped_) return {Attempt::stopped, 0.0};
@@ -252,6 +253,7 @@ private:
     struct Candidate {
         std::size_t offset;  // into Level::bits
         double load, least;
+        double weight;  // the order among stages of equal load, the greatest first (see round_)
     };
     struct Level {
         std::vector<std::uint64_t> bits;
@@ -473,8 +475,9 @@ private:
             bytes_ -= static_cast<std::int64_t>((level.cands.size() - kept) * sizeof(Candidate));
             level.cands.resize(kept);
             stages_ += static_cast<std::int64_t>(level.cands.size());
-            std::stable_sort(level.cands.begin(), level.cands.end(),
-                             [](const Candidate& a, const Candidate& b) { return a.load > b.load; });
+            std::stable_sort(level.cands.begin(), level.cands.end(), [](const Candidate& a, const Candidate& b) {
+                return a.load > b.load || (a.load == b.load && a.weight > b.weight);
+            });
             for (std::size_t c = 0; c < level.cands.size(); ++c) {
                 const Candidate cand = level.cands[c];
                 const std::uint64_t* bits = level.bits.data() + cand.offset;
@@ -588,6 +591,19 @@ private:
             leave_stage(v);
             if (stopped_) return;
         }
+    }
+
+    // The order of the stage being grown among stages of equal load (Candidate::weight): each new
+    // attempt at a threshold is a restart in another order that keeps the table, since one order
+    // often finds a split or a proof far sooner than another: the enumeration's (label) order
+    // first, then the heaviest positional weight first, then those weights perturbed at random.
+    double order_weight() {
+        if (round_ == 0) return 0.0;
+        double weight = 0.0;
+        for (int w = 0; w < words_; ++w) {
+            for (std::uint64_t word = stage_bits_[w]; word != 0; word &= word - 1) weight += weight_[(w << 6) + __builtin_ctzll(word)];
+        }
+        return round_ == 1 ? weight : weight * (1.0 + uniform());
     }
 
     bool dives() { return dive(weight_rank_) || dive(labels_) || dive(rank_); }
@@ -822,7 +838,7 @@ private:
             exhausted_ = stopped_ = true;
             return;
         }
-        level.cands.push_back({level.bits.size(), load, least});
+        level.cands.push_back({level.bits.size(), load, least, order_weight()});
         level.bits.insert(level.bits.end(), stage_bits_.begin(), stage_bits_.end());
     }
 
@@ -860,6 +876,7 @@ private:
     bool packing_ = false;  // one kind of accelerator, no CPU: packing_bound() applies
     bool comm_ = false, integral_ = false, stopped_ = false, exhausted_ = false;
     bool paused_ = false;  // stopped_ by the attempt's budget only
+    int round_ = 0;  // attempts at the current threshold before this one (order_weight())
     std::int64_t work_ = 0;  // steps of the exact search so far (spent())
     std::int64_t budget_end_ = std::numeric_limits<std::int64_t>::max();  // work_ at which it pauses
     std::int64_t bytes_ = 0;  // candidate stages held by the levels

@@ -18,7 +18,9 @@
 // first just above the bound, then by bisection; the answer is certified when they meet. Without
 // communication, maximal stages dominated by Jackson's rule (an addable unit with more descendants
 // and resources could take a unit's place) are skipped, and the reversed graph is searched too:
-// each threshold goes to both directions in turn, within budgets that double, until one decides it.
+// each threshold goes to both directions in turn, within budgets that double, until one decides it;
+// each new attempt at a threshold orders stages of equal load differently (a restart that keeps the
+// table): by label, then by positional weight, then by positional weights perturbed at random.
 #pragma once
 
 #include <cstdint>
