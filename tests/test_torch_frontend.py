@@ -126,6 +126,30 @@ def test_exports_refuse_what_they_cannot_express() -> None:
         export.accelerate_device_map(block, device)
 
 
+class NestedReads(nn.Module):
+    """A forward that reads a nested submodule's parameters itself, as Hugging Face models do (tied embeddings)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = nn.Sequential(nn.Linear(8, 8))
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.nn.functional.linear(x, self.block[0].weight, self.block[0].bias).relu()
+        return self.head(h) + self.block[0].bias[:4]
+
+
+def test_replay_reads_nested_parameters_by_their_dotted_names() -> None:
+    torch.manual_seed(0)
+    module, x = NestedReads().eval(), torch.randn(2, 8)
+    graph = ep.from_torch(module, (x,), repeats=1)
+    device = np.zeros(graph.n, dtype=int)
+    device[list(graph.fx_names).index("head"):] = 1
+    result = ep.replay(graph, device, cluster=ep.Cluster(accelerators=2, cpus=0), devices="cpu", samples=2,
+                       repeats=1)
+    torch.testing.assert_close(result.outputs, module(x))
+
+
 def test_module_replay_refuses_replicated_stages() -> None:
     """A module's replay runs one copy of each part: replicas are refused, naming the option to change."""
     torch.manual_seed(0)

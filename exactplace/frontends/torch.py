@@ -24,7 +24,7 @@ import numpy as np
 from exactplace.core.errors import GraphError, ParameterError, check_param
 from exactplace.core.graph import Graph, Node
 from exactplace.core.params import Real, brief
-from exactplace.frontends.torch_support import move_to
+from exactplace.frontends.torch_support import attribute, move_to
 
 __all__ = ["TorchGraph", "fit_bandwidth", "from_torch"]
 
@@ -335,17 +335,10 @@ def _parameter_bytes(traced: Any, fx_nodes: list[Any], training: bool) -> list[f
         for p in n.all_input_nodes:
             if p.op == "get_attr" and p.target not in seen:
                 seen.add(p.target)  # a constant read by several nodes is counted at its first reader
-                value = _attribute(traced, p.target)
+                value = attribute(traced, p.target)
                 total += _nbytes(value) * (factor if getattr(value, "requires_grad", False) else 1)
         owned.append(total)
     return owned
-
-
-def _attribute(module: Any, qualified: str) -> Any:
-    value = module
-    for part in qualified.split("."):
-        value = getattr(value, part)
-    return value
 
 
 def _backward_times(traced: Any, inputs: tuple[Any, ...], fx_nodes: list[Any], device: str, warmup: int,

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["move_to", "one_thread_per_op", "require_torch"]
+__all__ = ["attribute", "move_to", "one_thread_per_op", "require_torch"]
 
 
 def require_torch() -> Any:
@@ -28,6 +28,22 @@ def require_torch() -> Any:
             "Replay and from_torch need PyTorch: pip install 'exactplace[torch]'."
         ) from None
     return torch
+
+
+def attribute(module: Any, qualified: str) -> Any:
+    """The attribute an fx ``get_attr`` or ``call_module`` target names, dotted path included.
+
+    ``getattr`` alone reads one level: a graph traced from a model whose forward reads
+    ``self.transformer.wte.weight`` has the target ``"transformer.wte.weight"``.
+
+    >>> from types import SimpleNamespace
+    >>> attribute(SimpleNamespace(block=SimpleNamespace(lin="w")), "block.lin")
+    'w'
+    """
+    value = module
+    for part in qualified.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def move_to(value: Any, device: str) -> Any:

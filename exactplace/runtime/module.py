@@ -97,7 +97,7 @@ def replay_module(graph: Any, cluster: Cluster, dev: np.ndarray, *, devices: str
 
     from exactplace.evaluators import device_loads, max_load
     from exactplace.evaluators.latency import latency
-    from exactplace.frontends.torch_support import move_to, one_thread_per_op
+    from exactplace.frontends.torch_support import attribute, move_to, one_thread_per_op
 
     check_param(mode in MODES, "mode", "replay", f"one of {list(MODES)}", mode)
     check_param(isinstance(samples, int) and samples >= 1, "samples", "replay", "a positive integer", samples)
@@ -125,7 +125,7 @@ def replay_module(graph: Any, cluster: Cluster, dev: np.ndarray, *, devices: str
             env[node.name] = value
         for node in prefix:
             if node.op == "get_attr":
-                env[node.name] = getattr(split, str(node.target))
+                env[node.name] = attribute(split, str(node.target))
         return env
 
     def run_stage(name: str, nodes: list[Any], env: dict[str, Any]) -> float:
@@ -135,7 +135,7 @@ def replay_module(graph: Any, cluster: Cluster, dev: np.ndarray, *, devices: str
             kwargs = map_arg(node.kwargs, lambda n: env[n.name])
             if node.op == "call_module":
                 target = place[stage_device[name]]
-                env[node.name] = getattr(split, str(node.target))(*move_to(args, target), **move_to(kwargs, target))
+                env[node.name] = attribute(split, str(node.target))(*move_to(args, target), **move_to(kwargs, target))
             else:
                 env[node.name] = node.target(*args, **kwargs)
         if place[stage_device[name]].startswith("cuda"):
