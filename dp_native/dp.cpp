@@ -69,7 +69,9 @@ std::vector<double> device_capacity(const Model& model, const Options& options, 
     for (int v = 0; v < model.n; ++v) {
         if (least[v] > 0) rho = std::min(rho, model.cpu[v] / least[v]);
     }
-    capacity.push_back(rho < kInf ? 1.0 / rho : 1.0);
+    // Without CPUs the CPU side holds nothing: 0, never 1 / rho, which a unit with no CPU time makes
+    // infinite (and 0 CPUs times infinity is NaN, which would declare every ideal dead).
+    capacity.push_back(options.cpus == 0 ? 0.0 : rho < kInf ? 1.0 / rho : 1.0);
     return capacity;
 }
 

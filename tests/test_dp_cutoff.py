@@ -29,7 +29,8 @@ pytest.importorskip("exactplace._native")
 @st.composite
 def branchy(draw: st.DrawFn) -> tuple[Graph, bool]:
     """A random DAG of 6 to 14 nodes (a node takes inputs from up to 3 earlier ones), and whether
-    it communicates; some nodes unsupported on accelerators, CPUs 1 to 40 times slower."""
+    it communicates; some nodes unsupported on accelerators, CPUs 1 to 40 times slower, or faster
+    (even free: with no CPU in the cluster, CPU times must not matter)."""
     n = draw(st.integers(6, 14))
     free = draw(st.booleans())
     slow = draw(st.sampled_from([1.0, 3.0, 10.0]))  # CPUs at least this much slower (device_capacity)
@@ -38,7 +39,7 @@ def branchy(draw: st.DrawFn) -> tuple[Graph, bool]:
     for i in range(n):
         acc = draw(times)
         supported = draw(st.integers(0, 9)) > 0
-        nodes.append(Node(i, cpu_time=acc * slow * draw(st.sampled_from([1.0, 1.5, 4.0])),
+        nodes.append(Node(i, cpu_time=acc * slow * draw(st.sampled_from([0.0, 0.25, 1.0, 1.5, 4.0])),
                           acc_time=acc if supported else None, memory=draw(times),
                           comm=0.0 if free else draw(times)))
         if i:
@@ -90,6 +91,18 @@ def test_any_cutoff_above_the_optimum_keeps_it(
     if value > 0:  # nothing below the optimum: infeasible, not a worse split
         for cutoff in (value, value * 0.9):
             assert native(graph, cluster, cutoff, overlap).status == load().Status.infeasible
+
+
+def test_free_cpu_times_do_not_skip_ideals_on_a_cluster_without_cpus() -> None:
+    """A unit with no CPU time once made the CPU side's capacity infinite; 0 CPUs times infinity is NaN,
+    and every ideal failed the skipping test: the split {0}, {1} (load 0.5) was lost for one device (0.75)."""
+    graph = Graph([Node(0, cpu_time=0.0, acc_time=0.5), Node(1, cpu_time=0.0, acc_time=0.25)], [(0, 1)])
+    for speed in ([1.0, 0.5], [0.5, 1.0]):
+        cluster = Cluster(accelerators=2, cpus=0, speed=speed)
+        for cutoff in (math.inf, 1.000001):
+            out = native(graph, cluster, cutoff, False)
+            assert out.status == load().Status.optimal and out.value == 0.5 and out.skipped == 0
+        assert solve(graph, cluster, method="dp").objective == 0.5
 
 
 @settings(max_examples=150, deadline=None)
