@@ -126,6 +126,7 @@ public:
         const std::vector<std::uint64_t> below = descendants();
         weight_ = positional_weights(below);
         dominates_ = dominance(below);
+        above_ = ancestors(below);
         weight_rank_ = ranks_by_weight(0.0);
         dive_next_.resize(static_cast<std::size_t>(n) + 1);
         integral_ = !comm_;
@@ -343,6 +344,27 @@ private:
         return best;
     }
 
+    // Whether some unit left cannot find a device within T_ (one kind of accelerator, no CPU): its
+    // ancestors left fill at least ceil(a / T_) devices up to and including its own, and its
+    // descendants (positional weight) at least ceil(d / T_) from its own on.
+    bool stations_short(int devices) {
+        if (above_.empty()) return false;
+        const std::vector<std::uint64_t>& in = walker_.members();
+        const double c = integral_ ? T_ : T_ * (1 + 1e-12) + slack_;
+        for (int j = 0; j < model_.n; ++j) {
+            if ((in[j >> 6] >> (j & 63)) & 1u) continue;
+            const double tail = std::ceil(weight_[j] / c - 1e-9);
+            if (tail > devices) return true;
+            const std::uint64_t* row = above_.data() + static_cast<std::size_t>(j) * words_;
+            double head = 0.0;
+            for (int w = 0; w < words_; ++w) {
+                for (std::uint64_t word = row[w] & ~in[w]; word != 0; word &= word - 1) head += kinds_.least[(w << 6) + __builtin_ctzll(word)];
+            }
+            if (std::ceil(head / c - 1e-9) + tail - 1 > devices) return true;
+        }
+        return false;
+    }
+
     // The compute, memory and support sums of a stage with unit v added (communication aside).
     Sums with_unit(Sums s, int v) const {
         s.cpu += model_.cpu[v];
@@ -439,6 +461,7 @@ private:
         const double bound = state_bound(least_in);
         if (bound > T_) return bound;  // cheap to recompute: not kept
         if (packing_ && devices > 1 && packing_bound() > devices) return just_above(T_);
+        if (packing_ && devices > 1 && stations_short(devices)) return just_above(T_);
         if (devices == 1) return last_stage(only);
         double best = kInf;
         Level& level = levels_[depth];
@@ -622,6 +645,23 @@ private:
             }
         }
         return below;
+    }
+
+    // The transpose of descendants(): per unit, the bitset row of its ancestors, itself included.
+    std::vector<std::uint64_t> ancestors(const std::vector<std::uint64_t>& below) const {
+        if (below.empty()) return {};
+        const int n = model_.n;
+        std::vector<std::uint64_t> above(static_cast<std::size_t>(n) * words_, 0);
+        for (int v = 0; v < n; ++v) {
+            const std::uint64_t* row = below.data() + static_cast<std::size_t>(v) * words_;
+            for (int w = 0; w < words_; ++w) {
+                for (std::uint64_t word = row[w]; word != 0; word &= word - 1) {
+                    const int j = (w << 6) + __builtin_ctzll(word);
+                    above[static_cast<std::size_t>(j) * words_ + (v >> 6)] |= std::uint64_t{1} << (v & 63);
+                }
+            }
+        }
+        return above;
     }
 
     // Positional weights (Helgeson and Birnie): a unit's least time plus its descendants' (exact
@@ -885,6 +925,7 @@ private:
     std::vector<int> rank_, labels_;      // per label: its place in by_least_, and itself
     std::vector<double> weight_;          // per label: its positional weight
     std::vector<std::uint64_t> dominates_;  // dominance()'s rows
+    std::vector<std::uint64_t> above_;      // ancestors()' rows
     std::vector<int> weight_rank_;        // per label: its place by positional weight
     std::uint64_t random_ = 0x9e3779b97f4a7c15ull;
     std::vector<std::vector<int>> dive_next_;  // dive_grow()'s children, by depth
