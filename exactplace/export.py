@@ -1,7 +1,8 @@
 """Export a placement of a real module (a graph from :func:`exactplace.from_torch`) to other frameworks.
 
 * :func:`pipelining_split_spec`: ``torch.distributed.pipelining`` split points.
-* :func:`deepspeed_parts`: the ``parts`` boundaries of a DeepSpeed ``PipelineModule`` over an ``nn.Sequential``.
+* :func:`deepspeed_pipeline`: the arguments of a DeepSpeed ``PipelineModule`` that builds the stages
+  (:func:`deepspeed_parts`: their boundaries among the ``nn.Sequential``'s layers).
 * :func:`accelerate_device_map`: an accelerate / transformers ``device_map``.
 
 All three need the placement to be a *pipeline*: in the module's program order, each device holds
@@ -21,7 +22,7 @@ import numpy as np
 from exactplace.core.errors import PlacementError
 from exactplace.core.placement import Placement
 
-__all__ = ["ExportError", "Stage", "accelerate_device_map", "deepspeed_parts", "pipeline_stages",
+__all__ = ["ExportError", "Stage", "accelerate_device_map", "deepspeed_parts", "deepspeed_pipeline", "pipeline_stages",
            "pipelining_split_spec"]
 
 
@@ -120,10 +121,12 @@ def pipelining_split_spec(graph: Any, placement: Any) -> dict[str, Any]:
 
 
 def deepspeed_parts(graph: Any, placement: Any) -> list[int]:
-    """``parts`` of a DeepSpeed ``PipelineModule(layers=list(module), num_stages=len(parts) - 1)``.
+    """The stage boundaries among the layers of an ``nn.Sequential``, as DeepSpeed's ``PipelineModule.parts``.
 
     Stage ``i`` holds layers ``parts[i]..parts[i+1]-1``. The module must be an ``nn.Sequential``
-    (DeepSpeed pipelines a list of layers) whose layers are each called once, in order.
+    (DeepSpeed pipelines a list of layers) whose layers are each called once, in order. DeepSpeed
+    takes no boundaries as an argument (its ``partition_method`` is the name of a rule):
+    :func:`deepspeed_pipeline` gives arguments that build these stages.
     """
     stages = pipeline_stages(graph, placement)
     layers = [graph.targets[i] for i in range(graph.forward_count)]
@@ -133,6 +136,29 @@ def deepspeed_parts(graph: Any, placement: Any) -> list[int]:
             "layers are called once each, in order, with nothing between them."
         )
     return [stage.first for stage in stages] + [len(layers)]
+
+
+def deepspeed_pipeline(graph: Any, placement: Any) -> dict[str, Any]:
+    """Keyword arguments of DeepSpeed's ``PipelineModule`` that build exactly the placement's stages.
+
+    ``PipelineModule(**deepspeed_pipeline(graph, plan), loss_fn=...)``, on a world size that is a
+    multiple of the stage count. ``PipelineModule`` balances its layers by a named rule
+    (``partition_method``: ``"parameters"``, ``"uniform"`` or ``"type:REGEX"``), never by given
+    boundaries, so each stage's layers (:func:`deepspeed_parts`) become one ``nn.Sequential`` layer
+    and ``"uniform"`` over as many layers as stages gives each stage its own. The layers are the
+    captured module's own (not copies): DeepSpeed keeps those of its rank's stage.
+
+    Returns
+    -------
+    dict
+        ``layers`` (one ``nn.Sequential`` per stage), ``num_stages`` and ``partition_method``.
+    """
+    import torch
+
+    parts = deepspeed_parts(graph, placement)
+    layers = [torch.nn.Sequential(*(graph.module.get_submodule(str(i)) for i in range(first, end)))
+              for first, end in itertools.pairwise(parts)]
+    return {"layers": layers, "num_stages": len(layers), "partition_method": "uniform"}
 
 
 def accelerate_device_map(graph: Any, placement: Any) -> dict[str, int | str]:
