@@ -29,7 +29,7 @@ from exactplace.frontends.torch_support import attribute, move_to
 __all__ = ["TorchGraph", "fit_bandwidth", "from_torch"]
 
 COMPUTE_OPS = ("call_module", "call_function", "call_method")
-GRANULARITIES = ("operator", "module")
+GRANULARITIES = ("operator", "module", "block")
 #: Each term of the communication model ``(a, b)``: a time per byte or a time, at most 1e100 (no overflow).
 _BANDWIDTH_TERM = Real(low=0, high=1e100)
 
@@ -48,6 +48,9 @@ class TorchGraph(Graph):
         fx node name of each forward node, by position.
     targets : tuple of str or None
         Qualified submodule name of each forward ``call_module`` node (None for functions).
+    module_paths : tuple of str
+        The module each forward node runs in, by its qualified name (``"transformer.h.3.attn"``;
+        ``""`` for the top module): its submodule call, or what ``torch.export`` recorded.
     example_inputs : tuple
         The inputs it was profiled with.
     bandwidth : tuple of float
@@ -55,11 +58,12 @@ class TorchGraph(Graph):
     """
 
     def __init__(self, nodes: Sequence[Node], edges: Sequence[tuple[int, int, float]], *, module: Any,
-                 fx_names: Sequence[str], targets: Sequence[str | None], example_inputs: tuple[Any, ...],
-                 bandwidth: tuple[float, float], device: str) -> None:
+                 fx_names: Sequence[str], targets: Sequence[str | None], module_paths: Sequence[str],
+                 example_inputs: tuple[Any, ...], bandwidth: tuple[float, float], device: str) -> None:
         object.__setattr__(self, "module", module)
         object.__setattr__(self, "fx_names", tuple(fx_names))
         object.__setattr__(self, "targets", tuple(targets))
+        object.__setattr__(self, "module_paths", tuple(module_paths))
         object.__setattr__(self, "example_inputs", tuple(example_inputs))
         object.__setattr__(self, "bandwidth", bandwidth)
         object.__setattr__(self, "profile_device", device)
@@ -150,7 +154,10 @@ def from_torch(
     repeats: int = 5,
     bandwidth: tuple[float, float] | None = None,
 ) -> TorchGraph:
-    """Capture ``module`` with torch.fx, profile every node and return a graph every method accepts.
+    """Capture ``module``, profile every node and return a graph every method accepts.
+
+    The module is traced by ``torch.fx`` and, where that fails (Hugging Face models, say), by
+    ``torch.export`` (non-strict); at block granularity ``torch.export`` is tried first.
 
     Parameters
     ----------
@@ -162,9 +169,13 @@ def from_torch(
     device : str
         Where accelerator times are measured (``"cuda:0"``, or ``"cpu"``: then accelerator and CPU
         times are the same measurement).
-    granularity : {"operator", "module"}
+    granularity : {"operator", "module", "block"}
         ``"module"`` colocates every function / method node with the compute node that feeds it, so
         splits fall only at submodule calls, which :mod:`exactplace.export` can express.
+        ``"block"`` colocates the nodes of each repeated block (the children ``0, 1, ...`` of the
+        container with the most of them, such as ``model.layers``), and the nodes of each other
+        top-level submodule (embeddings, head) apart; functions of the top module join the node
+        before them.
     warmup, repeats : int
         Profiling: calls before timing, and timed calls (median).
     bandwidth : (a, b), optional
@@ -182,7 +193,7 @@ def from_torch(
     Raises
     ------
     GraphError
-        The module cannot be traced by torch.fx (the message gives torch's reason).
+        The module cannot be traced by torch.fx nor by torch.export (the message gives torch's reasons).
     ParameterError
         A parameter is out of range (the message names it).
     """
@@ -213,13 +224,10 @@ def from_torch(
 def _capture(torch: Any, module: Any, example_inputs: Sequence[Any], training: bool, device: str,
              granularity: str, warmup: int, repeats: int, bandwidth: tuple[float, float] | None) -> TorchGraph:
     """:func:`from_torch` once its parameters are checked (it restores the module's training flags after)."""
-    try:
-        traced = torch.fx.symbolic_trace(module)
-    except Exception as error:  # torch raises TraceError, TypeError, ... for untraceable code
-        raise GraphError(f"from_torch could not trace {type(module).__name__} with torch.fx: {error}") from None
+    module.train(training)  # torch.export keeps the mode it traced in (from_torch restores every flag after)
+    traced = _trace(torch, module, tuple(example_inputs), granularity)
     from exactplace.frontends.torch_support import one_thread_per_op
 
-    traced.eval() if not training else traced.train()
     with one_thread_per_op():  # a CPU node's time is its time on one core
         try:
             cpu_times, outputs = _profile(traced, tuple(example_inputs), "cpu", warmup, repeats)
@@ -234,6 +242,7 @@ def _capture(torch: Any, module: Any, example_inputs: Sequence[Any], training: b
             raise ParameterError(f"from_torch could not profile on device {device!r}: {_first_line(error)}") from None
 
     fx_nodes = [n for n in traced.graph.nodes if n.op in COMPUTE_OPS]
+    paths = [_module_path(n) for n in fx_nodes]
     position = {n.name: i for i, n in enumerate(fx_nodes)}
     parameters = _parameter_bytes(traced, fx_nodes, training)
     edges: list[tuple[int, int, float]] = []
@@ -246,13 +255,15 @@ def _capture(torch: Any, module: Any, example_inputs: Sequence[Any], training: b
         edges.extend((j, i, comm[j]) for j in sorted(set(sources)))
     if granularity == "module":
         color = _module_colors(fx_nodes)
+    elif granularity == "block":
+        color = _block_colors(paths)
     consumed = {u for u, _, _ in edges}
     nodes = []
     for i, n in enumerate(fx_nodes):
         activation = _nbytes(outputs[n.name])
         # The model charges communication on edges; an output nothing in the graph reads has none
         # (and the workload format, which stores costs on edges only, could not keep it).
-        colored = training or granularity == "module"
+        colored = training or granularity != "operator"
         nodes.append(Node(i, cpu_time=cpu_times[n.name], acc_time=acc_times[n.name],
                           memory=parameters[i] + activation, comm=comm[i] if i in consumed else 0.0,
                           color=color[i] if colored else None, name=n.name))
@@ -268,7 +279,122 @@ def _capture(torch: Any, module: Any, example_inputs: Sequence[Any], training: b
         edges.extend((i, count + i, 0.0) for i in range(count))
     targets = [str(n.target) if n.op == "call_module" else None for n in fx_nodes]
     return TorchGraph(nodes, edges, module=traced, fx_names=[n.name for n in fx_nodes], targets=targets,
-                      example_inputs=tuple(example_inputs), bandwidth=(a, b), device=device)
+                      module_paths=paths, example_inputs=tuple(example_inputs), bandwidth=(a, b), device=device)
+
+
+def _trace(torch: Any, module: Any, inputs: tuple[Any, ...], granularity: str) -> Any:
+    """The module as an fx GraphModule: by torch.fx (submodule calls stay nodes), else by torch.export
+    (operators only, each with the module it ran in); at block granularity torch.export first."""
+
+    def by_fx() -> Any:
+        return torch.fx.symbolic_trace(module).train(module.training)
+
+    def by_export() -> Any:
+        exported = torch.export.export(_tensor_outputs(module), inputs, strict=False).module()
+        # export's guard check is bookkeeping, not a node of the model
+        for n in [n for n in exported.graph.nodes if n.op == "call_module" and str(n.target).startswith("_guards")]:
+            n.graph.erase_node(n)
+        exported.recompile()
+        return exported
+
+    tracers = [("torch.fx", by_fx), ("torch.export", by_export)]
+    errors = []
+    for name, tracer in tracers[::-1] if granularity == "block" else tracers:
+        try:
+            return tracer()
+        except Exception as error:  # torch raises TraceError, TypeError, UserError, ... for untraceable code
+            errors.append(f"with {name}: {_first_line(error)}")
+    raise GraphError(f"from_torch could not trace {type(module).__name__} " + "; nor ".join(errors))
+
+
+def _tensor_outputs(module: Any) -> Any:
+    """What torch.export traces: the module as the attribute ``inner`` of one returning only the
+    tensors of its outputs (Hugging Face models also return caches, ``DynamicCache``, which
+    torch.export cannot flatten; the plan and the replay need the tensors only)."""
+    import torch
+
+    class TensorOutputs(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = module
+
+        def forward(self, *args: Any) -> Any:
+            return _tensors_kept(self.inner(*args))
+
+    return TensorOutputs()
+
+
+def _tensors_kept(value: Any) -> Any:
+    """``value`` with everything but tensors (and containers of them) left out; dict-like outputs as dicts."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, dict):  # transformers' ModelOutput too
+        kept = {k: _tensors_kept(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None}
+    if isinstance(value, (tuple, list)):
+        kept = [v for v in (_tensors_kept(v) for v in value) if v is not None]
+        return tuple(kept) if kept else None
+    return None
+
+
+def _module_path(n: Any) -> str:
+    """The qualified name of the module a compute node runs in ("" for the top module)."""
+    if n.op == "call_module":
+        return str(n.target)
+    stack = n.meta.get("nn_module_stack")
+    if not stack:
+        return ""
+    path = list(stack.values())[-1][0]
+    if not isinstance(path, str):
+        return ""
+    # torch.export traced the module as the attribute `inner` (_tensor_outputs)
+    return "" if path in ("", "inner") else path.removeprefix("inner.")
+
+
+def _block_colors(paths: list[str]) -> list[int]:
+    """Color of each node at block granularity (see :func:`from_torch`).
+
+    The repeated blocks are the numbered children of the container with the most of them (at
+    least 2; none: the top module's children); a node in one takes the block's color, a node in
+    another module the color of the child of its last common ancestor with the container
+    (``transformer.wte`` beside ``transformer.h``, ``embeddings`` beside ``encoder.layer``), and
+    a node of no module or of an ancestor of the container (``transformer``'s own code) the color
+    of the node before it.
+
+    Examples
+    --------
+    >>> _block_colors(["emb", "layers.0.ln", "layers.0", "layers.1.fc", "", "head"])
+    [0, 1, 1, 3, 3, 5]
+    >>> _block_colors(["model.wte", "model", "model.h.0.attn", "model.h.1.mlp", "model.ln_f", "model", "lm_head"])
+    [0, 0, 2, 3, 4, 4, 6]
+    >>> _block_colors(["embeddings.word", "embeddings.norm", "encoder.layer.0", "encoder.layer.1", "pooler"])
+    [0, 0, 2, 3, 4]
+    """
+    children: dict[str, set[str]] = {}
+    for path in paths:
+        parts = path.split(".")
+        for depth in range(len(parts) - 1):
+            if parts[depth + 1].isdigit():
+                children.setdefault(".".join(parts[: depth + 1]), set()).add(parts[depth + 1])
+    container = max((c for c in children if len(children[c]) >= 2), key=lambda c: len(children[c]), default=None)
+    ancestors = [] if container is None else container.split(".")
+    color, first = [], {}
+    for i, path in enumerate(paths):
+        parts = path.split(".")
+        if container is not None and path.startswith(container + "."):
+            key = ".".join(parts[: len(ancestors) + 1])
+        elif path and not (container or "").startswith(path + "."):
+            common = 0
+            while common < min(len(parts) - 1, len(ancestors)) and parts[common] == ancestors[common]:
+                common += 1
+            key = ".".join(parts[: common + 1])
+        else:
+            color.append(color[-1] if color else i)
+            continue
+        color.append(first.setdefault(key, i))
+    return color
 
 
 def _first_line(error: BaseException) -> str:

@@ -116,12 +116,16 @@ def replay_module(graph: Any, cluster: Cluster, dev: np.ndarray, *, devices: str
         getattr(split, name).to(place[device])
     sample = tuple(inputs if inputs is not None else graph.example_inputs)
     placeholders = [n for n in prefix if n.op == "placeholder"]
-    if len(placeholders) != len(sample):
-        raise PlacementError(f"The module takes {len(placeholders)} inputs; replay got {len(sample)}.")
+    required = sum(1 for n in placeholders if not n.args)  # an input with a default has it as its argument
+    if not required <= len(sample) <= len(placeholders):
+        raise PlacementError(f"The module takes {required} to {len(placeholders)} inputs; replay got {len(sample)}."
+                             if required < len(placeholders) else
+                             f"The module takes {len(placeholders)} inputs; replay got {len(sample)}.")
+    defaults = [n.args[0] for n in placeholders[len(sample):]]
 
     def start_env() -> dict[str, Any]:
         env: dict[str, Any] = {}
-        for node, value in zip(placeholders, sample):
+        for node, value in zip(placeholders, (*sample, *defaults)):
             env[node.name] = value
         for node in prefix:
             if node.op == "get_attr":
@@ -142,8 +146,14 @@ def replay_module(graph: Any, cluster: Cluster, dev: np.ndarray, *, devices: str
             torch.cuda.synchronize(place[stage_device[name]])
         return time.perf_counter() - start
 
+    # A module captured by torch.export returns its outputs flattened, and rebuilds them in its code.
+    pytree = getattr(getattr(graph.module.graph, "_codegen", None), "pytree_info", None)
+
     def finish(env: dict[str, Any]) -> Any:
-        return move_to(map_arg(output.args[0], lambda n: env[n.name]), "cpu")
+        flat = move_to(map_arg(output.args[0], lambda n: env[n.name]), "cpu")
+        if pytree is None or pytree.out_spec is None:
+            return flat
+        return torch.utils._pytree.tree_unflatten(list(flat), pytree.out_spec)
 
     runs, busy_runs, outputs = [], [], None
     threads = one_thread_per_op() if kind == "cpu" else _nothing()
