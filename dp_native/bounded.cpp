@@ -84,6 +84,18 @@ private:
     }
 };
 
+// The sum of `value` over the units of a bitset row of `words` words, less those in `minus` if given.
+double sum_over(const std::uint64_t* row, int words, const std::vector<double>& value,
+                const std::uint64_t* minus = nullptr) {
+    double sum = 0.0;
+    for (int w = 0; w < words; ++w) {
+        for (std::uint64_t word = minus ? row[w] & ~minus[w] : row[w]; word != 0; word &= word - 1) {
+            sum += value[(w << 6) + __builtin_ctzll(word)];
+        }
+    }
+    return sum;
+}
+
 struct KeyHash {
     std::size_t operator()(const std::vector<std::uint64_t>& key) const {
         std::uint64_t h = 0x9e3779b97f4a7c15ull;
@@ -355,11 +367,8 @@ private:
             if ((in[j >> 6] >> (j & 63)) & 1u) continue;
             const double tail = std::ceil(weight_[j] / c - 1e-9);
             if (tail > devices) return true;
-            const std::uint64_t* row = above_.data() + static_cast<std::size_t>(j) * words_;
-            double head = 0.0;
-            for (int w = 0; w < words_; ++w) {
-                for (std::uint64_t word = row[w] & ~in[w]; word != 0; word &= word - 1) head += kinds_.least[(w << 6) + __builtin_ctzll(word)];
-            }
+            const double head = sum_over(above_.data() + static_cast<std::size_t>(j) * words_, words_, kinds_.least,
+                                         in.data());
             if (std::ceil(head / c - 1e-9) + tail - 1 > devices) return true;
         }
         return false;
@@ -622,10 +631,7 @@ private:
     // first, then the heaviest positional weight first, then those weights perturbed at random.
     double order_weight() {
         if (round_ == 0) return 0.0;
-        double weight = 0.0;
-        for (int w = 0; w < words_; ++w) {
-            for (std::uint64_t word = stage_bits_[w]; word != 0; word &= word - 1) weight += weight_[(w << 6) + __builtin_ctzll(word)];
-        }
+        const double weight = sum_over(stage_bits_.data(), words_, weight_);
         return round_ == 1 ? weight : weight * (1.0 + uniform());
     }
 
@@ -671,12 +677,7 @@ private:
         std::vector<double> weight(n, 0.0);
         if (!below.empty()) {
             for (int v = 0; v < n; ++v) {
-                const std::uint64_t* row = below.data() + static_cast<std::size_t>(v) * words_;
-                for (int w = 0; w < words_; ++w) {
-                    for (std::uint64_t word = row[w]; word != 0; word &= word - 1) {
-                        weight[v] += kinds_.least[(w << 6) + __builtin_ctzll(word)];
-                    }
-                }
+                weight[v] = sum_over(below.data() + static_cast<std::size_t>(v) * words_, words_, kinds_.least);
             }
         } else {
             for (int v = n - 1; v >= 0; --v) {

@@ -12,9 +12,10 @@
 // needed (IDA*). Bounds at every state: the least time left over the devices' capacity, pigeonhole
 // bounds on the largest units left, the largest unit, and on one kind of accelerator without CPUs
 // Martello and Toth's bin-packing bound L2 and the head and tail of each unit left (its ancestors
-// left fill ceil(a / T) devices up to its own, its descendants ceil(d / T) from its own on). Greedy splits (Hoffmann's rule: device after device
-// the fullest stage a budgeted search finds, in three unit orders, then at random) lower the best
-// split, first by bisection between the bound and it, then before each threshold. T moves between
+// left fill ceil(a / T) devices up to its own, its descendants ceil(d / T) from its own on).
+// Greedy splits (Hoffmann's rule: device after device the fullest stage a budgeted search finds,
+// in three unit orders, then at random) lower the best split, first by bisection between the
+// bound and it, then before each threshold. T moves between
 // the best proven bound and the best split found (own or Options::cutoff, a known split's load),
 // first just above the bound, then by bisection; the answer is certified when they meet. Without
 // communication, maximal stages dominated by Jackson's rule (an addable unit with more descendants
