@@ -51,10 +51,6 @@ def replayed(graph: ep.Graph, accelerators: int) -> tuple[ep.Placement, object]:
     return placement, ep.replay(graph, placement, devices="cpu", samples=2, repeats=1).outputs
 
 
-def block_of(graph: ep.Graph, position: int) -> str:
-    return graph.module_paths[position]
-
-
 def test_a_module_torch_fx_cannot_trace_is_captured_by_torch_export() -> None:
     torch.manual_seed(0)
     module, ids = TinyLM().eval(), torch.randint(0, 50, (2, 6))
@@ -105,8 +101,8 @@ def test_hugging_face_models_are_captured_in_blocks_and_replayed(name: str) -> N
               if p.startswith(container + ".")}
     assert blocks == {f"{container}.{i}" for i in range(3)}
     for block in blocks:  # each block one colour, which nothing outside it shares
-        inside = {int(graph.color[i]) for i in range(graph.forward_count) if block_of(graph, i).startswith(block + ".")
-                  or block_of(graph, i) == block}
+        inside = {int(graph.color[i]) for i in range(graph.forward_count)
+                  if graph.module_paths[i] == block or graph.module_paths[i].startswith(block + ".")}
         assert len(inside) == 1
     _, outputs = replayed(graph, 2)
     expected = model(ids)
