@@ -173,9 +173,9 @@ def from_torch(
         ``"module"`` colocates every function / method node with the compute node that feeds it, so
         splits fall only at submodule calls, which :mod:`exactplace.export` can express.
         ``"block"`` colocates the nodes of each repeated block (the children ``0, 1, ...`` of the
-        container with the most of them, such as ``model.layers``), and the nodes of each other
-        top-level submodule (embeddings, head) apart; functions of the top module join the node
-        before them.
+        container with the most of them, such as ``model.layers``), and apart the nodes of each
+        module beside it (embeddings, final norm, head); code of no module, or of the container's
+        ancestors, joins the node before it.
     warmup, repeats : int
         Profiling: calls before timing, and timed calls (median).
     bandwidth : (a, b), optional
