@@ -55,10 +55,15 @@ def _require(condition: bool, method: str, what: str) -> None:
         raise ContractError(f"Method {method!r} breaks the method contract: {what}.")
 
 
-def _solve(graph: Graph, cluster: Cluster, objective: str, name: str, time_limit: float, where: str) -> Placement:
+#: The schedule a method that models one (``Method.schedules``) is held to the contract under.
+CONTRACT_SCHEDULE = {"schedule": "1f1b", "microbatches": 4}
+
+
+def _solve(graph: Graph, cluster: Cluster, objective: str, name: str, time_limit: float, where: str,
+           scoring: dict) -> Placement:
     """``solve``, with any error it raises (the referee's included) reported as a broken contract."""
     try:
-        return solve(graph, cluster, objective=objective, method=name, time_limit=time_limit)
+        return solve(graph, cluster, objective=objective, method=name, time_limit=time_limit, **scoring)
     except ExactplaceError as error:
         raise ContractError(f"Method {name!r} breaks the method contract: {where}: {error}") from error
 
@@ -76,7 +81,8 @@ def check_method(cls: type[Method], time_limit: float = 5.0) -> None:
       :data:`LATE` seconds), a placement that keeps its promised structure and whose objective
       is the evaluator's, or a result without a placement (the front door states why); an exact
       method that hit no limit is optimal with a bound over its space; the same call gives the
-      same placement twice (methods are deterministic for a seed).
+      same placement twice (methods are deterministic for a seed). A method that models a pipeline
+      schedule runs and is scored under :data:`CONTRACT_SCHEDULE`.
 
     Raises
     ------
@@ -103,23 +109,24 @@ def check_method(cls: type[Method], time_limit: float = 5.0) -> None:
         return  # nothing more can be checked without what it needs
     if registered_methods().get(name) is not cls:
         register(cls)
+    scoring = CONTRACT_SCHEDULE if cls.schedules else {}
     for graph_name, graph, cluster in contract_graphs():
         for objective in cls.objectives:
             where = f"{objective} on the {graph_name} graph"
             start = time.monotonic()
-            p = _solve(graph, cluster, objective, name, time_limit, where)
+            p = _solve(graph, cluster, objective, name, time_limit, where, scoring)
             _require(time.monotonic() - start <= time_limit + LATE, name,
                      f"{where}: ran {time.monotonic() - start:.1f} s with a {time_limit:g} s time limit")
             _require(p.method == name and bool(p.solver), name, f"{where}: the result names no solver")
             if p.has_solution:
                 promised = cls.promises(Problem(graph, cluster, objective))
                 broken = check_feasibility(graph, cluster, p.device, objective=objective, q=p.q, subgraph=p.subgraph,
-                                           guarantees=promised)
+                                           guarantees=promised, **scoring)
                 _require(not broken, name, f"{where}: its placement breaks {broken[0] if broken else ''}")
-                options = {"subgraph": p.subgraph} if p.subgraph is not None else {}
+                options = {"subgraph": p.subgraph} if p.subgraph is not None else dict(scoring)
                 _require(p.objective == evaluate(graph, cluster, p.device, objective, **options), name,
                          f"{where}: the objective is not the evaluator's")
-                again = _solve(graph, cluster, objective, name, time_limit, where)
+                again = _solve(graph, cluster, objective, name, time_limit, where, scoring)
                 _require(again.limit is not None or p.limit is not None
                          or (again.device is not None and np.array_equal(again.device, p.device)), name,
                          f"{where}: two identical calls gave different placements")

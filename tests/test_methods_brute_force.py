@@ -111,7 +111,9 @@ EXAMPLES = settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow
 
 
 #: Every (method, objective) pair available when the tests are collected: a newly registered backend is picked up.
-METHOD_OBJECTIVES = [(m, objective) for objective in ("throughput", "latency") for m in available_methods(objective)]
+#: Methods that optimize under a pipeline schedule only have their brute force in test_schedule.py.
+METHOD_OBJECTIVES = [(m, objective) for objective in ("throughput", "latency") for m in available_methods(objective)
+                     if not registry.registered_methods()[m].schedules]
 
 
 #: Found by hypothesis: every device set is contiguous at max-load 0.25, but only with a cyclic quotient

@@ -81,12 +81,28 @@ _FLAGGED = {"objective": "--objective", "method": "--method", "time_limit": "--t
             "rel_gap": "--rel-gap G"}
 
 
+def _add_schedule_options(parser: argparse.ArgumentParser) -> None:
+    from exactplace.core.schedule import SCHEDULES
+
+    parser.add_argument("--schedule", choices=SCHEDULES, default=None,
+                        help="throughput under this pipeline schedule: bubble and in-flight memory counted")
+    parser.add_argument("--microbatches", type=_count_positive, default=None, metavar="M",
+                        help="microbatches per step under --schedule")
+
+
+def _schedule_flags(args: argparse.Namespace) -> dict:
+    """``--schedule`` and ``--microbatches`` as the objective options they set (solve checks they come together)."""
+    flags = {"schedule": args.schedule, "microbatches": args.microbatches}
+    return {k: v for k, v in flags.items() if v is not None}
+
+
 def _solve_options(args: argparse.Namespace) -> tuple[dict, object]:
     """Method options from the flags, and the warm start (``--option warm_start=none`` turns it off)."""
     from exactplace.core.errors import ParameterError
     from exactplace.methods.registry import registered_methods
 
     options: dict = {"overlap": True} if args.overlap else {}
+    options.update(_schedule_flags(args))
     for item in args.option or []:
         key, sep, value = item.partition("=")
         key = key.strip()
@@ -182,6 +198,11 @@ def _command_evaluate(args: argparse.Namespace) -> int:
     options = {k: v for k, v in plan.options.items() if k in SCORING_OPTIONS[objective]}
     if args.overlap:
         options["overlap"] = True
+    if objective == "throughput":
+        options.update(_schedule_flags(args))
+    elif _schedule_flags(args):
+        raise ParameterError(f"--schedule and --microbatches apply to the throughput objective only, not to "
+                             f"{objective!r}.")
     stated = plan.space.value if plan.space is not None else None
     space = args.space or (stated if stated in ("chain", "contiguous") and objective != "latency" else None)
     q = (args.q or plan.q) if objective == "latency" else None
@@ -196,7 +217,8 @@ def _command_evaluate(args: argparse.Namespace) -> int:
     if replicas is not None:
         options["replicas"] = replicas
     violations = check_feasibility(graph, cluster, plan.device, objective=objective, space=space, q=q,
-                                   subgraph=plan.subgraph, replicas=replicas)
+                                   subgraph=plan.subgraph, replicas=replicas, schedule=options.get("schedule"),
+                                   microbatches=options.get("microbatches"))
     value = _score(graph, cluster, plan.device, objective, options, violations)
     print(f"{objective}: {value:.6f}")
     used = [k for k, v in options.items() if v is True] + (["replicas"] if replicas is not None else [])
@@ -446,6 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"relative gap within which a method with a bound calls its placement optimal "
                             f"(default {DEFAULT_REL_GAP:g}); the DP methods are exact and ignore it")
     solve.add_argument("--overlap", action="store_true", help="communication overlaps compute (max, not sum)")
+    _add_schedule_options(solve)
     solve.add_argument("--solver", default=None, help="for method mip: auto, highs, cpsat, scip, cbc or gurobi")
     solve.add_argument("--option", action="append", metavar="KEY=VALUE",
                        help="a method option, repeatable (contiguous=false, threads=2, warm_start=none)")
@@ -468,6 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--q", type=_count_positive, default=None, metavar="N",
                           help="latency: at most N subgraphs per accelerator (default: the plan's q, else any number)")
     evaluate.add_argument("--overlap", action="store_true", help="communication overlaps compute (throughput)")
+    _add_schedule_options(evaluate)
     evaluate.add_argument("--verbose", action="store_true", help="list every violation, not a summary")
     evaluate.add_argument("--json", action="store_true", help="end with one JSON line holding `objective`")
     _add_cluster_options(evaluate)

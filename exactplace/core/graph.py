@@ -50,6 +50,11 @@ class Node:
         (PipeDream's ``4 P / B`` for ``P`` parameter bytes and bandwidth ``B``). A stage on ``r``
         replicas pays ``sync_total * (r - 1) / r`` (paper Appendix C.2); 0 (the default) makes
         replication free of synchronisation. Unused without replication.
+    activation : float
+        Bytes of ``memory`` that one microbatch in flight holds (the activations its forward keeps for
+        its backward); at most ``memory``. Only a pipeline schedule reads it
+        (:mod:`exactplace.core.schedule`): a stage keeping ``f`` microbatches in flight holds
+        ``memory + (f - 1) * activation``.
     """
 
     id: int
@@ -61,6 +66,7 @@ class Node:
     backward: bool = False
     name: str | None = None
     sync: float = 0.0
+    activation: float = 0.0
 
 
 EdgeSpec = tuple[int, int] | tuple[int, int, float]
@@ -109,6 +115,7 @@ class Graph:
         "_index",
         "_sealed",
         "acc_time",
+        "activation",
         "backward",
         "color",
         "color_labels",
@@ -156,6 +163,7 @@ class Graph:
         self.comm = _frozen(np.array([float(v.comm) for v in nodes]))
         self.backward = _frozen(np.array([bool(v.backward) for v in nodes]))
         self.sync = _frozen(np.array([float(v.sync) for v in nodes]))
+        self.activation = _frozen(np.array([float(v.activation) for v in nodes]))
         self.color_labels = tuple(None if v.color is None else int(v.color) for v in nodes)
         # Colocation classes as dense indices 0..C-1; an uncolored node is its own class.
         class_of: dict[object, int] = {}
@@ -277,6 +285,7 @@ class Graph:
             acc_time=float(self.acc_time[i]) if self.supported[i] else None,
             memory=float(self.memory[i]), comm=float(self.comm[i]), color=self.color_labels[i],
             backward=bool(self.backward[i]), name=self.names[i], sync=float(self.sync[i]),
+            activation=float(self.activation[i]),
         )
 
     def describe(self, i: int) -> str:
@@ -342,7 +351,7 @@ MAX_SUM = 1e300
 
 def _check_sums(graph: Graph) -> None:
     columns = {"cpu_time": graph.cpu_time, "acc_time": graph.acc_time[graph.supported], "memory": graph.memory,
-               "comm": graph.comm, "sync": graph.sync}
+               "comm": graph.comm, "sync": graph.sync, "activation": graph.activation}
     for field, values in columns.items():
         if not sum(values.tolist(), 0.0) <= MAX_SUM:  # a plain float sum: inf on overflow, no warning
             raise GraphError(
@@ -369,7 +378,7 @@ def _finite(value: float) -> bool:
 def _check_values(node: Node) -> None:
     fields: Sequence[tuple[str, object]] = (
         ("cpu_time", node.cpu_time), ("acc_time", node.acc_time), ("memory", node.memory), ("comm", node.comm),
-        ("sync", node.sync),
+        ("sync", node.sync), ("activation", node.activation),
     )
     for field, value in fields:
         if value is None and field == "acc_time":
@@ -379,6 +388,9 @@ def _check_values(node: Node) -> None:
         if not _finite(value) or value < 0:
             raise GraphError(f"Node {node.id}: field {field!r} must be finite and non-negative. "
                              f"Got {brief(value)!r} instead.")
+    if node.activation > node.memory:
+        raise GraphError(f"Node {node.id}: field 'activation' ({node.activation:g}) must be at most its 'memory' "
+                         f"({node.memory:g}): it is the part of the memory one microbatch in flight holds.")
     if not isinstance(node.backward, (bool, np.bool_)) and not (
         isinstance(node.backward, (int, np.integer)) and node.backward in (0, 1)
     ):

@@ -21,9 +21,10 @@ SCORE_ONLY: tuple[str, ...] = ("makespan",)
 
 #: Options that change the objective itself; the evaluator scores every placement with them.
 #: ``overlap``: communication overlaps compute (Appendix C.1); ``gpipe``: max FW + max BW (training);
-#: ``contention``: transfers queue on one channel per accelerator (makespan).
+#: ``schedule`` and ``microbatches``: a pipeline schedule's bubble and in-flight memory
+#: (:mod:`exactplace.core.schedule`); ``contention``: transfers queue on one channel per accelerator (makespan).
 SCORING_OPTIONS: dict[str, tuple[str, ...]] = {
-    "throughput": ("overlap", "gpipe"), "latency": (), "makespan": ("contention",),
+    "throughput": ("overlap", "gpipe", "schedule", "microbatches"), "latency": (), "makespan": ("contention",),
 }
 
 #: What a report calls each objective's value (the throughput objective is scored as a time per

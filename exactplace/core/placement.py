@@ -292,6 +292,10 @@ class Placement:
             from exactplace.core.objectives import OBJECTIVE_LABELS
 
             label = OBJECTIVE_LABELS.get(self.objective_name, self.objective_name)
+            options = self.info.get("options", {})
+            if options.get("schedule") is not None:
+                label = (f"time per microbatch under {options['schedule']}, {options.get('microbatches')} "
+                         "microbatches a step")
             lines.append(f"{label} ({self.objective_name} objective): {self.objective:.6g}")
             if self.bound is not None:
                 lines.append(f"lower bound: {self.bound:.6g} (over {self.describe_space()})  "

@@ -19,8 +19,9 @@ import numpy as np
 from exactplace.core.cluster import Cluster
 from exactplace.core.contraction import Contraction, contract
 from exactplace.core.graph import Graph
-from exactplace.core.params import Boolean, Option
+from exactplace.core.params import Boolean, Choice, Integer, Option
 from exactplace.core.placement import Limit, Space, Status, TracePoint
+from exactplace.core.schedule import SCHEDULES
 
 __all__ = ["DEFAULT_REL_GAP", "OBJECTIVE_OPTIONS", "MethodResult", "Problem"]
 
@@ -32,6 +33,10 @@ DEFAULT_REL_GAP = 1e-4
 OBJECTIVE_OPTIONS: dict[str, Option] = {
     "overlap": Option("overlap", Boolean(), False, "communication overlaps compute: load = max(comm, compute)"),
     "gpipe": Option("gpipe", Boolean(), False, "training: score max FW + max BW (GPipe) instead of max (FW + BW)"),
+    "schedule": Option("schedule", Choice((None, *SCHEDULES)), None,
+                       "pipeline schedule: score the step time per microbatch, bubble and in-flight memory counted "
+                       "(needs microbatches)"),
+    "microbatches": Option("microbatches", Integer(low=1), None, "microbatches per step under a schedule"),
     "contention": Option("contention", Boolean(), True,
                          "makespan: transfers queue on one half-duplex channel per accelerator"),
 }

@@ -28,6 +28,7 @@ from exactplace.core.graph import Graph
 from exactplace.core.objectives import OBJECTIVES
 from exactplace.core.placement import Space
 from exactplace.core.placement_array import as_device_array, as_replicas_array, as_subgraph_array
+from exactplace.evaluators.schedule import pipeline_score
 
 __all__ = [
     "Guarantees", "Violation", "accelerator_memory", "check_feasibility", "check_fits", "contiguity_violations",
@@ -195,6 +196,8 @@ def check_feasibility(
     subgraph: Sequence[int] | np.ndarray | None = None,
     guarantees: Guarantees | None = None,
     replicas: Sequence[int] | np.ndarray | None = None,
+    schedule: str | None = None,
+    microbatches: int | None = None,
 ) -> list[Violation]:
     """Every constraint the placement breaks under the rules of ``objective`` and ``space`` (empty: feasible).
 
@@ -224,6 +227,10 @@ def check_feasibility(
         Throughput with replication: each accelerator's replicas (paper Appendix C.2). The replicas
         of the accelerators in use must add up to at most the cluster's accelerators (each replica
         holds the whole part, so memory is checked per accelerator as without replication).
+    schedule, microbatches : str and int, optional
+        Throughput under a pipeline schedule (:mod:`exactplace.core.schedule`): the placement must be a
+        pipeline on the accelerators in index order (``"pipeline"``), and each stage's memory counts
+        the microbatches the schedule keeps in flight there.
 
     Returns
     -------
@@ -262,10 +269,21 @@ def check_feasibility(
             "unsupported", f"{graph.describe(i)} cannot run on an accelerator but is placed on {names[dev[i]]}",
             int(dev[i]),
         ))
-    used = accelerator_memory(graph, cluster, dev)
+    used, held = accelerator_memory(graph, cluster, dev), ""
+    if schedule is not None or microbatches is not None:
+        check_param(objective == "throughput", "objective", "check_feasibility",
+                    "'throughput' under a pipeline schedule", objective)
+        score = pipeline_score(graph, cluster, dev, schedule, microbatches)
+        if score.breaks is not None:
+            violations.append(Violation("pipeline", score.breaks))
+        else:
+            used = np.zeros(k)
+            used[list(score.stages)] = score.memory
+            held = f" with the microbatches {score.schedule} keeps in flight"
     for d in np.flatnonzero(used > cluster.memory_limit):
         violations.append(Violation(
-            "memory", f"{names[d]} holds {used[d]:.6g} bytes, more than its {cluster.memory[d]:.6g} bytes", int(d)
+            "memory", f"{names[d]} holds {used[d]:.6g} bytes{held}, more than its {cluster.memory[d]:.6g} bytes",
+            int(d),
         ))
     first_device: dict[int, int] = {}
     for i, (c, d) in enumerate(zip(graph.color.tolist(), dev.tolist())):

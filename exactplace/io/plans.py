@@ -47,6 +47,7 @@ def plan_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str) -> 
     """An exactplace plan (``Placement.to_json``): ``placement`` lists id, device name and, for latency
     plans with several subgraphs per accelerator, the subgraph index."""
     from exactplace.core.objectives import OBJECTIVES, SCORING_OPTIONS
+    from exactplace.core.problem import OBJECTIVE_OPTIONS
 
     top = Fields(data, where)
     names = {name: d for d, name in enumerate(cluster.device_names())}
@@ -89,7 +90,11 @@ def plan_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str) -> 
     info = top.data.get("info") if isinstance(top.data.get("info"), dict) else {}
     given = info.get("options") if isinstance(info.get("options"), dict) else {}
     scoring = {key for keys in SCORING_OPTIONS.values() for key in keys}
-    options = {key: value for key, value in given.items() if key in scoring and isinstance(value, bool)}
+    options = {key: value for key, value in given.items() if key in scoring}
+    for key, value in options.items():
+        if not OBJECTIVE_OPTIONS[key].constraint.accepts(value):
+            raise InputFormatError(f"{where}: field 'info.options.{key}' must be {OBJECTIVE_OPTIONS[key].constraint}. "
+                                   f"Got {shown(value)} instead.")
     order = info.get("order")
     if order is not None and not (isinstance(order, list) and all(isinstance(i, int) for i in order)):
         raise InputFormatError(f"{where}: field 'info.order' must be a list of node positions.")

@@ -3,7 +3,8 @@
     {"maxSizePerFPGA": float, "maxFPGAs": int, "maxCPUs": int,
      "machines"?: int, "interMachineCost"?: float,     # a two-level cluster (exactplace's extension)
      "nodes": [{"id", "supportedOnFpga", "cpuLatency", "fpgaLatency", "isBackwardNode",
-                "size"?, "colorClass"?, "name"?, "layerId"?, "syncLatency"?}],
+                "size"?, "colorClass"?, "name"?, "layerId"?, "syncLatency"?,
+                "activationSize"?}],               # bytes of "size" one microbatch in flight holds
      "edges": [{"sourceId", "destId", "cost", "size"?}]}
 
 Booleans may be JSON booleans or 0/1. :class:`Workload` is what one file describes: the graph
@@ -82,7 +83,7 @@ def _check_sums(columns: Mapping[str, list[float]]) -> None:
 #: node are debug fields of the published instances: read, and ``name`` kept.
 WORKLOAD_FIELDS = ("maxSizePerFPGA", "maxFPGAs", "maxCPUs", "machines", "interMachineCost", "nodes", "edges")
 NODE_FIELDS = ("id", "supportedOnFpga", "cpuLatency", "fpgaLatency", "isBackwardNode", "size", "colorClass", "name",
-               "layerId", "syncLatency")
+               "layerId", "syncLatency", "activationSize")
 EDGE_FIELDS = ("sourceId", "destId", "cost", "size")
 #: Free-form top-level annotations a workload may carry (as may any top-level field whose name starts with
 #: ``_``): kept in ``Workload.extra`` and written back, never read. Every other unknown field is an error.
@@ -127,6 +128,7 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
                 color=f.optional_integer("colorClass"),
                 name=str(raw["name"]) if raw.get("name") is not None else None,
                 sync=f.number("syncLatency", 0.0),
+                activation=f.number("activationSize", 0.0),
             )
         )
     edges = []
@@ -240,6 +242,8 @@ def workload_to_dict(workload: Workload) -> dict[str, Any]:
             entry["name"] = v.name
         if v.sync:
             entry["syncLatency"] = v.sync
+        if v.activation:
+            entry["activationSize"] = v.activation
         nodes.append(entry)
     memory = cluster.max_memory if cluster.accelerators else 0.0
     return {

@@ -57,6 +57,9 @@ class Method(ABC):
         What runs it (``"python"``, ``"native-dp"``), the result's ``solver`` unless the run names another.
     options : mapping of str to Option
         The method-specific options it takes, with their constraints and defaults.
+    schedules : bool
+        True when it optimizes under a pipeline schedule (``solve(schedule=..., microbatches=...)``);
+        the others are refused one.
     """
 
     name: ClassVar[str]
@@ -68,6 +71,7 @@ class Method(ABC):
     engine: ClassVar[str] = "python"
     description: ClassVar[str] = ""
     options: ClassVar[Mapping[str, Option]] = {}
+    schedules: ClassVar[bool] = False
 
     @classmethod
     def missing(cls) -> list[str]:

@@ -14,6 +14,7 @@ BUILTIN_METHODS: dict[str, str] = {
     "dp": "exactplace.methods.dp:DP",
     "dpl": "exactplace.methods.dp:DPL",
     "bb": "exactplace.methods.bounded:BoundedSearch",
+    "schedule-dp": "exactplace.methods.schedule_dp:ScheduleDP",
     "greedy": "exactplace.heuristics.greedy:Greedy",
     "mip": "exactplace.methods.mip:MIP",
     "m-topo": "exactplace.heuristics.m_topo:MTopo",
@@ -31,7 +32,8 @@ AUTO_ORDER: dict[str, tuple[str, ...]] = {
     # Past the DP's ideals, the bounded search over the same chain splits when a trial run
     # certifies (wide graphs); else the contiguous IP (warm-started by DPL), which certifies some
     # branchy graphs neither does; past its size limit DPL answers alone, with no bound.
-    "throughput": ("dp", "bb", "mip", "dpl", "greedy"),
+    # Under a pipeline schedule only the schedule DP is exact; the others refuse the option.
+    "throughput": ("dp", "bb", "mip", "dpl", "greedy", "schedule-dp"),
     "latency": ("mip", "greedy"),
     "makespan": ("m-etf",),
 }

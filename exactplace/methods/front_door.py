@@ -28,6 +28,7 @@ from exactplace.core.params import Real, brief, validate_options
 from exactplace.core.placement import Limit, Placement, Status
 from exactplace.core.placement_array import as_device_array, as_replicas_array, as_subgraph_array
 from exactplace.core.problem import DEFAULT_REL_GAP, OBJECTIVE_OPTIONS, MethodResult, Problem
+from exactplace.core.schedule import check_schedule
 from exactplace.evaluators import check_feasibility, evaluate
 from exactplace.evaluators.feasibility import Guarantees, check_fits
 from exactplace.io import Workload
@@ -123,7 +124,9 @@ def _choose(problem: Problem) -> tuple[type[Method], dict[str, str], Problem]:
         fitted = dataclasses.replace(problem, options={
             k: v for k, v in problem.options.items() if k not in OUTPUT_OPTIONS or k in cls.options})
         reason = None
-        if not cls.available():
+        if problem.option("schedule") is not None and not cls.schedules:
+            reason = "does not model a pipeline schedule"
+        elif not cls.available():
             reason = f"not installed (needs {', '.join(cls.missing())})"
         elif any(k not in cls.options for k in own):
             reason = f"takes no option {next(k for k in own if k not in cls.options)!r}"
@@ -289,6 +292,8 @@ def solve(
                 "a positive number or None", brief(time_limit))
     check_param(_REL_GAP.accepts(rel_gap), "rel_gap", "solve", "a number in [0, 1)", brief(rel_gap))
     _check_options(objective, method, options)
+    if options.get("schedule") is not None or options.get("microbatches") is not None:
+        check_schedule(options.get("schedule"), options.get("microbatches"))
     start = time.monotonic()
     deadline = None if time_limit is None or math.isinf(time_limit) else start + float(time_limit)
     # Every parameter is checked before the instance itself (check_fits), so a bad call is
@@ -308,6 +313,10 @@ def solve(
             raise SolverUnavailableError(
                 f"Method {cls.name!r} needs {', '.join(cls.missing())}, which is not installed."
             )
+        if problem.option("schedule") is not None and not cls.schedules:
+            schedulers = ", ".join(m for m, c in registered_methods().items() if c.schedules)
+            raise ParameterError(f"Method {cls.name!r} does not model a pipeline schedule (the 'schedule' option); "
+                                 f"the methods that do: {schedulers}.")
         cls.check(problem)
     extra: dict[str, Any] = {"passed_over": passed_over} if passed_over else {}
     if stated:  # the workload states more devices than nodes; the cluster holds one per node
@@ -365,7 +374,7 @@ def _fallback(problem: Problem, result: MethodResult) -> MethodResult:
     the method's result, with ``limit=Limit.INTERRUPT`` (the caller stops as on any Ctrl-C).
     """
     greedy = registered_methods()["greedy"]  # through the catalog: methods never import a placer
-    if problem.objective not in greedy.objectives:
+    if problem.objective not in greedy.objectives or problem.option("schedule") is not None:
         return result
     try:
         quick = greedy().run(problem)
@@ -402,7 +411,9 @@ def _referee(
         # A fallback or warm start kept by a stopped method carries only the basic guarantees.
         promised = cls.promises(problem) if "returned" not in result.info else Guarantees()
         violations = check_feasibility(graph, cluster, device, objective=problem.objective, q=result.q,
-                                       subgraph=subgraph, guarantees=promised, replicas=replicas)
+                                       subgraph=subgraph, guarantees=promised, replicas=replicas,
+                                       schedule=problem.option("schedule"),
+                                       microbatches=problem.option("microbatches"))
         if violations:
             raise ExactplaceError(
                 f"Method {cls.name!r} returned an infeasible placement ({len(violations)} violations), "
