@@ -173,6 +173,22 @@ def test_training_capture_colocates_backward_partners() -> None:
     torch.testing.assert_close(result.outputs, module(x))
 
 
+def test_training_memory_counts_optimizer_copies_and_activations() -> None:
+    """A linear layer's forward node holds weights, gradients and Adam's two moments, plus its output,
+    which is also its activation (what a microbatch in flight keeps); inference keeps no activation."""
+    layer, x = nn.Linear(4, 3), torch.randn(2, 4)
+    weights = sum(p.numel() * p.element_size() for p in layer.parameters())
+    output = 2 * 3 * 4
+    adam = ep.from_torch(layer, (x,), training=True, repeats=1)
+    assert adam.memory[0] == 4 * weights + output and adam.activation[0] == output
+    sgd = ep.from_torch(layer, (x,), training=True, repeats=1, optimizer_copies=0)
+    assert sgd.memory[0] == 2 * weights + output
+    inference = ep.from_torch(layer, (x,), repeats=1)
+    assert inference.memory[0] == weights + output and inference.activation[0] == 0
+    with pytest.raises(ep.ParameterError, match="'optimizer_copies' parameter of from_torch"):
+        ep.from_torch(layer, (x,), training=True, optimizer_copies=-1)
+
+
 def test_untraceable_module_is_a_graph_error() -> None:
     class Branchy(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:

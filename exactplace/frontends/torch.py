@@ -4,7 +4,7 @@ Capture uses ``torch.fx.symbolic_trace``: every ``call_module`` / ``call_functio
 ``call_method`` node of the traced graph becomes one node (placeholders, constants and the output
 do not). Each node is profiled on CPU and on the target device (warm-up, repeats, median), in
 milliseconds. Memory is the node's parameters and buffers plus its output (the activation an
-accelerator holds; for training also the parameters' gradients). Communication of a node's output
+accelerator holds; for training also the parameters' gradients and optimizer state). Communication of a node's output
 follows a bandwidth model fitted by least squares on measured copies, t = a * bytes + b (as Baechi
 and FastT do). With ``training=True`` every forward node gets a backward partner (timed with
 autograd), colocated with it through a shared color class, with the mirrored edges.
@@ -153,6 +153,7 @@ def from_torch(
     warmup: int = 2,
     repeats: int = 5,
     bandwidth: tuple[float, float] | None = None,
+    optimizer_copies: float = 2.0,
 ) -> TorchGraph:
     """Capture ``module``, profile every node and return a graph every method accepts.
 
@@ -180,12 +181,17 @@ def from_torch(
         Profiling: calls before timing, and timed calls (median).
     bandwidth : (a, b), optional
         Communication model in milliseconds per byte and milliseconds; fitted when None.
+    optimizer_copies : float, default 2
+        Training: copies of each parameter the optimizer keeps beside the parameter and its gradient
+        (Adam: 2, SGD with momentum: 1, plain SGD: 0).
 
     Returns
     -------
     TorchGraph
         Times in milliseconds, memory in bytes; node ids are positions (forward nodes first, in
-        program order; backward node of forward node ``i`` has id ``forward_count + i``).
+        program order; backward node of forward node ``i`` has id ``forward_count + i``). In training
+        graphs each forward node's output is its ``activation`` (held from its forward to its backward,
+        once per microbatch in flight under a pipeline schedule).
 
     Profiling runs the module in eval mode (train mode with ``training=True``); the module's and every
     submodule's ``training`` flag are left as they were, even when capture fails.
@@ -205,6 +211,8 @@ def from_torch(
     check_param(isinstance(example_inputs, (tuple, list)), "example_inputs", "from_torch", "a tuple of inputs",
                 example_inputs)
     check_param(isinstance(training, bool), "training", "from_torch", "True or False", training)
+    check_param(Real(low=0).accepts(optimizer_copies), "optimizer_copies", "from_torch", "a number >= 0",
+                brief(optimizer_copies))
     check_param(isinstance(device, str), "device", "from_torch", "a device name such as 'cpu' or 'cuda:0'", device)
     for name, value, low in (("warmup", warmup, 0), ("repeats", repeats, 1)):
         check_param(isinstance(value, int) and not isinstance(value, bool) and low <= value <= 10**6, name,
@@ -215,14 +223,16 @@ def from_torch(
     # The traced module shares the user's submodules: switching it to eval or train mode would switch theirs.
     modes = [(sub, sub.training) for sub in module.modules()]
     try:
-        return _capture(torch, module, example_inputs, training, device, granularity, warmup, repeats, bandwidth)
+        return _capture(torch, module, example_inputs, training, device, granularity, warmup, repeats, bandwidth,
+                        optimizer_copies)
     finally:
         for sub, mode in modes:
             sub.training = mode
 
 
 def _capture(torch: Any, module: Any, example_inputs: Sequence[Any], training: bool, device: str,
-             granularity: str, warmup: int, repeats: int, bandwidth: tuple[float, float] | None) -> TorchGraph:
+             granularity: str, warmup: int, repeats: int, bandwidth: tuple[float, float] | None,
+             optimizer_copies: float) -> TorchGraph:
     """:func:`from_torch` once its parameters are checked (it restores the module's training flags after)."""
     module.train(training)  # torch.export keeps the mode it traced in (from_torch restores every flag after)
     traced = _trace(torch, module, tuple(example_inputs), granularity)
@@ -244,7 +254,7 @@ def _capture(torch: Any, module: Any, example_inputs: Sequence[Any], training: b
     fx_nodes = [n for n in traced.graph.nodes if n.op in COMPUTE_OPS]
     paths = [_module_path(n) for n in fx_nodes]
     position = {n.name: i for i, n in enumerate(fx_nodes)}
-    parameters = _parameter_bytes(traced, fx_nodes, training)
+    parameters = _parameter_bytes(traced, fx_nodes, 2 + optimizer_copies if training else 1)
     edges: list[tuple[int, int, float]] = []
     color: list[int] = list(range(len(fx_nodes)))
     comm = []
@@ -266,7 +276,8 @@ def _capture(torch: Any, module: Any, example_inputs: Sequence[Any], training: b
         colored = training or granularity != "operator"
         nodes.append(Node(i, cpu_time=cpu_times[n.name], acc_time=acc_times[n.name],
                           memory=parameters[i] + activation, comm=comm[i] if i in consumed else 0.0,
-                          color=color[i] if colored else None, name=n.name))
+                          color=color[i] if colored else None, name=n.name,
+                          activation=activation if training else 0.0))
     if training:
         with one_thread_per_op():
             backward = _backward_times(traced, tuple(example_inputs), fx_nodes, device, warmup, repeats)
@@ -447,9 +458,9 @@ def _profile(traced: Any, inputs: tuple[Any, ...], device: str, warmup: int, rep
     return times, outputs
 
 
-def _parameter_bytes(traced: Any, fx_nodes: list[Any], training: bool) -> list[float]:
-    """Bytes of the parameters and buffers each node owns (called module, or constants it reads)."""
-    factor = 2 if training else 1  # training also holds the gradient of every parameter
+def _parameter_bytes(traced: Any, fx_nodes: list[Any], factor: float) -> list[float]:
+    """Bytes of the parameters and buffers each node owns (called module, or constants it reads), each
+    trainable parameter ``factor`` times (training: its gradient and the optimizer's copies too)."""
     owned = []
     seen: set[str] = set()
     for n in fx_nodes:
