@@ -121,13 +121,14 @@ def brute_force(graph, cluster, schedule, microbatches):
     return best
 
 
+@pytest.mark.parametrize("method", ["schedule-dp", "schedule-mip"])
 @pytest.mark.parametrize("schedule", SCHEDULES)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instance=scheduled_instances())
-def test_schedule_dp_equals_brute_force(schedule, instance):
+def test_schedule_methods_equal_brute_force(method, schedule, instance):
     graph, cluster, microbatches = instance
     expected = brute_force(graph, cluster, schedule, microbatches)
-    placement = solve(graph, cluster, schedule=schedule, microbatches=microbatches)
+    placement = solve(graph, cluster, method=method, schedule=schedule, microbatches=microbatches, rel_gap=0)
     if math.isinf(expected):
         assert placement.status is Status.INFEASIBLE
         return

@@ -15,6 +15,7 @@ BUILTIN_METHODS: dict[str, str] = {
     "dpl": "exactplace.methods.dp:DPL",
     "bb": "exactplace.methods.bounded:BoundedSearch",
     "schedule-dp": "exactplace.methods.schedule_dp:ScheduleDP",
+    "schedule-mip": "exactplace.methods.schedule_mip:ScheduleMIP",
     "greedy": "exactplace.heuristics.greedy:Greedy",
     "mip": "exactplace.methods.mip:MIP",
     "m-topo": "exactplace.heuristics.m_topo:MTopo",
@@ -32,8 +33,8 @@ AUTO_ORDER: dict[str, tuple[str, ...]] = {
     # Past the DP's ideals, the bounded search over the same chain splits when a trial run
     # certifies (wide graphs); else the contiguous IP (warm-started by DPL), which certifies some
     # branchy graphs neither does; past its size limit DPL answers alone, with no bound.
-    # Under a pipeline schedule only the schedule DP is exact; the others refuse the option.
-    "throughput": ("dp", "bb", "mip", "dpl", "greedy", "schedule-dp"),
+    # Under a pipeline schedule the others refuse the option; the schedule methods refuse any other problem.
+    "throughput": ("dp", "bb", "mip", "dpl", "greedy", "schedule-dp", "schedule-mip"),
     "latency": ("mip", "greedy"),
     "makespan": ("m-etf",),
 }
