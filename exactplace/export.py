@@ -89,11 +89,36 @@ def _module_call(graph: Any, position: int) -> str | None:
     return target
 
 
+def _within(path: str, module: str) -> bool:
+    return path == module or path.startswith(module + ".")
+
+
+def _module_edge(graph: Any, position: int, begins: bool) -> str | None:
+    """The outermost submodule whose code begins (ends) at forward node ``position``, from the module paths
+    of a graph captured through torch.export (its nodes call no submodule): None when there is none."""
+    paths = getattr(graph, "module_paths", ())
+    if position >= len(paths) or not paths[position]:
+        return None
+    outside = paths[:position] if begins else paths[position + 1:]
+    parts = paths[position].split(".")
+    for depth in range(1, len(parts) + 1):
+        module = ".".join(parts[:depth])
+        if not any(_within(path, module) for path in outside):
+            return module
+    return None
+
+
 def pipelining_split_spec(graph: Any, placement: Any) -> dict[str, Any]:
     """Split points for ``torch.distributed.pipelining.pipeline(module, mb_args, split_spec=...)``.
 
     A stage starting with a submodule call splits at its BEGINNING; otherwise a previous stage
     ending with one splits at its END. A boundary between two function nodes has no split point.
+    On a graph captured through ``torch.export`` (Hugging Face models; its nodes call no submodule)
+    the submodules come from the nodes' module paths: a stage that begins (the previous one that
+    ends) with a module's first (last) node splits at the outermost such module, such as
+    ``transformer.h.6`` at block granularity. ``pipeline`` traces with ``torch.export`` too, so a
+    Hugging Face model must be built with ``use_cache=False`` (a ``DynamicCache`` output does not
+    flatten).
 
     Returns
     -------
@@ -105,7 +130,8 @@ def pipelining_split_spec(graph: Any, placement: Any) -> dict[str, Any]:
     stages = pipeline_stages(graph, placement)
     spec: dict[str, Any] = {}
     for previous, stage in itertools.pairwise(stages):
-        begins, ends = _module_call(graph, stage.first), _module_call(graph, previous.last)
+        begins = _module_call(graph, stage.first) or _module_edge(graph, stage.first, begins=True)
+        ends = _module_call(graph, previous.last) or _module_edge(graph, previous.last, begins=False)
         if begins is not None:
             spec[begins] = SplitPoint.BEGINNING
         elif ends is not None and ends not in spec:
