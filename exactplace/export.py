@@ -4,6 +4,8 @@
 * :func:`deepspeed_pipeline`: the arguments of a DeepSpeed ``PipelineModule`` that builds the stages
   (:func:`deepspeed_parts`: their boundaries among the ``nn.Sequential``'s layers).
 * :func:`accelerate_device_map`: an accelerate / transformers ``device_map``.
+* :func:`megatron_layout`: Megatron Core's ``pipeline_model_parallel_layout`` string, for a model
+  captured at block granularity.
 
 All three need the placement to be a *pipeline*: in the module's program order, each device holds
 one consecutive run of nodes. Each framework can also only cut at certain points (a submodule call,
@@ -22,8 +24,8 @@ import numpy as np
 from exactplace.core.errors import PlacementError
 from exactplace.core.placement import Placement
 
-__all__ = ["ExportError", "Stage", "accelerate_device_map", "deepspeed_parts", "deepspeed_pipeline", "pipeline_stages",
-           "pipelining_split_spec"]
+__all__ = ["ExportError", "Stage", "accelerate_device_map", "deepspeed_parts", "deepspeed_pipeline", "megatron_layout",
+           "pipeline_stages", "pipelining_split_spec"]
 
 
 class ExportError(PlacementError):
@@ -213,3 +215,65 @@ def accelerate_device_map(graph: Any, placement: Any) -> dict[str, int | str]:
                 raise ExportError(f"Submodule {target!r} is called on two devices ({device_map[target]} and {where}).")
             device_map[target] = where
     return device_map
+
+
+def stage_blocks(graph: Any, placement: Any) -> list[tuple[bool, list[int], bool]]:
+    """Per pipeline stage: whether it runs code before the first repeated block (embeddings), the
+    blocks it runs (their numbers), and whether it runs code after the last (norm, head, loss).
+
+    The blocks are the numbered children of :func:`~exactplace.frontends.torch.block_container`, as
+    ``from_torch(..., granularity="block")`` colours them; ExportError when the graph has none or a
+    stage splits a block.
+    """
+    from exactplace.frontends.torch import block_container
+
+    paths = list(getattr(graph, "module_paths", ()))
+    container = block_container(paths)
+    if container is None:
+        raise ExportError("The graph has no repeated blocks (numbered children of one module) to lay out; capture "
+                          "the model with from_torch(..., granularity='block').")
+    depth = container.count(".") + 1
+    block = [int(p.split(".")[depth]) if p.startswith(container + ".") else None for p in paths]
+    numbered = [i for i, b in enumerate(block) if b is not None]
+    first, last = numbered[0], numbered[-1]
+    out, owner = [], {}
+    for stage in pipeline_stages(graph, placement):
+        mine = sorted({block[i] for i in range(stage.first, stage.last + 1) if block[i] is not None})
+        for b in mine:
+            if owner.setdefault(b, stage.device) != stage.device:
+                raise ExportError(f"Block {container}.{b} is split between devices {owner[b]} and {stage.device}; "
+                                  "a layout holds whole blocks.")
+        out.append((stage.first < first, mine, stage.last > last))
+    return out
+
+
+def megatron_layout(graph: Any, placement: Any) -> str:
+    """Megatron Core's ``pipeline_model_parallel_layout`` (``--pipeline-model-parallel-layout``) of a
+    placement: per stage, ``E`` for the embedding, ``t`` per transformer block and ``L`` for the
+    final norm, head and loss, stages separated by ``|``.
+
+    Megatron puts the embedding on the first stage and the loss on the last, so ExportError when
+    the placement runs code before the first block on a later stage, or after the last one on an
+    earlier stage.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> paths = ("embed", "layers.0", "layers.1", "layers.2", "norm", "head")
+    >>> g = SimpleNamespace(fx_names=paths, module_paths=paths, n=6, forward_count=6)
+    >>> megatron_layout(g, [0, 0, 0, 1, 1, 1])
+    'Ett|tL'
+    """
+    stages = stage_blocks(graph, placement)
+    parts = []
+    for position, (before, blocks, after) in enumerate(stages):
+        if (before and position > 0) or (after and position < len(stages) - 1):
+            where = "before the first block" if before and position > 0 else "after the last block"
+            raise ExportError(f"Stage {position} runs code {where}; Megatron puts the embedding on the first "
+                              "stage and the loss on the last.")
+        parts.append(("E" if before else "") + "t" * len(blocks) + ("L" if after else ""))
+    if not stages[0][0]:
+        parts[0] = "E" + parts[0]  # a model whose blocks read the inputs directly still embeds on stage 0
+    if not stages[-1][2]:
+        parts[-1] += "L"
+    return "|".join(parts)

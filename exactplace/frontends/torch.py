@@ -26,7 +26,7 @@ from exactplace.core.graph import Graph, Node
 from exactplace.core.params import Real, brief
 from exactplace.frontends.torch_support import attribute, move_to
 
-__all__ = ["TorchGraph", "fit_bandwidth", "from_torch"]
+__all__ = ["TorchGraph", "block_container", "fit_bandwidth", "from_torch"]
 
 COMPUTE_OPS = ("call_module", "call_function", "call_method")
 GRANULARITIES = ("operator", "module", "block")
@@ -364,6 +364,22 @@ def _module_path(n: Any) -> str:
     return "" if path in ("", "inner") else path.removeprefix("inner.")
 
 
+def block_container(paths: Sequence[str]) -> str | None:
+    """The module whose numbered children are the repeated blocks: of the modules with at least 2
+    numbered children among ``paths``, the one with the most (None: there is none).
+
+    >>> block_container(["transformer.wte", "transformer.h.0.attn", "transformer.h.1", "lm_head"])
+    'transformer.h'
+    """
+    children: dict[str, set[str]] = {}
+    for path in paths:
+        parts = path.split(".")
+        for depth in range(len(parts) - 1):
+            if parts[depth + 1].isdigit():
+                children.setdefault(".".join(parts[: depth + 1]), set()).add(parts[depth + 1])
+    return max((c for c in children if len(children[c]) >= 2), key=lambda c: len(children[c]), default=None)
+
+
 def _block_colors(paths: list[str]) -> list[int]:
     """Color of each node at block granularity (see :func:`from_torch`).
 
@@ -383,13 +399,7 @@ def _block_colors(paths: list[str]) -> list[int]:
     >>> _block_colors(["embeddings.word", "embeddings.norm", "encoder.layer.0", "encoder.layer.1", "pooler"])
     [0, 0, 2, 3, 4]
     """
-    children: dict[str, set[str]] = {}
-    for path in paths:
-        parts = path.split(".")
-        for depth in range(len(parts) - 1):
-            if parts[depth + 1].isdigit():
-                children.setdefault(".".join(parts[: depth + 1]), set()).add(parts[depth + 1])
-    container = max((c for c in children if len(children[c]) >= 2), key=lambda c: len(children[c]), default=None)
+    container = block_container(paths)
     ancestors = [] if container is None else container.split(".")
     color, first = [], {}
     for i, path in enumerate(paths):
