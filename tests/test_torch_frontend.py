@@ -246,3 +246,22 @@ def test_a_failed_capture_also_restores_the_flags_and_names_the_inputs() -> None
 def test_bad_capture_parameters_are_refused(options: dict, parameter: str) -> None:
     with pytest.raises(ep.ParameterError, match=f"The '{parameter}' parameter of from_torch"):
         ep.from_torch(nn.Linear(4, 4), (torch.randn(2, 4),), **options)
+
+
+def test_roofline_costs_a_meta_model_without_running_it() -> None:
+    """On the meta device nothing runs: a linear layer's time is the roofline's, from its FLOPs
+    (2 x batch x in x out) or its bytes, whichever binds; its backward costs backward_factor times."""
+    from exactplace.frontends.torch_costs import Roofline
+
+    layer = nn.Linear(64, 32).to("meta")
+    x = torch.empty(8, 64, device="meta")
+    compute_bound = Roofline(peak_flops=1e9, memory_bandwidth=1e15, link_bandwidth=1e9, backward_factor=3.0)
+    graph = ep.from_torch(layer, (x,), training=True, roofline=compute_bound)
+    flops = 2 * 8 * 64 * 32
+    assert graph.acc_time[0] == pytest.approx(1e3 * flops / 1e9)
+    assert graph.acc_time[1] == pytest.approx(3 * graph.acc_time[0])  # the backward partner
+    memory_bound = Roofline(peak_flops=1e15, memory_bandwidth=1e6, link_bandwidth=1e9)
+    moved = 4 * (8 * 64 + 64 * 32 + 32 + 8 * 32)  # input, weight, bias and output, float32
+    assert ep.from_torch(layer, (x,), roofline=memory_bound).acc_time[0] == pytest.approx(1e3 * moved / 1e6)
+    with pytest.raises(ep.ParameterError, match="'peak_flops' parameter of Roofline must be a finite number > 0"):
+        Roofline(peak_flops=0, memory_bandwidth=1.0, link_bandwidth=1.0)

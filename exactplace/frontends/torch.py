@@ -24,7 +24,8 @@ import numpy as np
 from exactplace.core.errors import GraphError, ParameterError, check_param
 from exactplace.core.graph import Graph, Node
 from exactplace.core.params import Real, brief
-from exactplace.frontends.torch_support import attribute, move_to
+from exactplace.frontends.torch_costs import Roofline, roofline_times
+from exactplace.frontends.torch_support import attribute, move_to, one_thread_per_op
 
 __all__ = ["TorchGraph", "block_container", "fit_bandwidth", "from_torch"]
 
@@ -154,6 +155,7 @@ def from_torch(
     repeats: int = 5,
     bandwidth: tuple[float, float] | None = None,
     optimizer_copies: float = 2.0,
+    roofline: Roofline | None = None,
 ) -> TorchGraph:
     """Capture ``module``, profile every node and return a graph every method accepts.
 
@@ -184,6 +186,12 @@ def from_torch(
     optimizer_copies : float, default 2
         Training: copies of each parameter the optimizer keeps beside the parameter and its gradient
         (Adam: 2, SGD with momentum: 1, plain SGD: 0).
+    roofline : Roofline, optional
+        Cost every node analytically instead of timing it (:mod:`exactplace.frontends.torch_costs`):
+        FLOPs counted on one run, bytes from the tensors' shapes and dtypes, so a model on the
+        ``meta`` device (with meta inputs) is captured without allocating it. ``device``, ``warmup``
+        and ``repeats`` are then unused; communication follows the roofline's link unless
+        ``bandwidth`` is given.
 
     Returns
     -------
@@ -224,7 +232,7 @@ def from_torch(
     modes = [(sub, sub.training) for sub in module.modules()]
     try:
         return _capture(torch, module, example_inputs, training, device, granularity, warmup, repeats, bandwidth,
-                        optimizer_copies)
+                        optimizer_copies, roofline)
     finally:
         for sub, mode in modes:
             sub.training = mode
@@ -232,25 +240,12 @@ def from_torch(
 
 def _capture(torch: Any, module: Any, example_inputs: Sequence[Any], training: bool, device: str,
              granularity: str, warmup: int, repeats: int, bandwidth: tuple[float, float] | None,
-             optimizer_copies: float) -> TorchGraph:
+             optimizer_copies: float, roofline: Roofline | None) -> TorchGraph:
     """:func:`from_torch` once its parameters are checked (it restores the module's training flags after)."""
     module.train(training)  # torch.export keeps the mode it traced in (from_torch restores every flag after)
     traced = _trace(torch, module, tuple(example_inputs), granularity)
-    from exactplace.frontends.torch_support import one_thread_per_op
-
-    with one_thread_per_op():  # a CPU node's time is its time on one core
-        try:
-            cpu_times, outputs = _profile(traced, tuple(example_inputs), "cpu", warmup, repeats)
-        except Exception as error:  # torch raises RuntimeError, TypeError, ... for inputs the module does not take
-            raise ParameterError(f"from_torch could not run {type(module).__name__} on its example_inputs: "
-                                 f"{_first_line(error)}") from None
-        try:
-            a, b = bandwidth if bandwidth is not None else fit_bandwidth(device)
-            acc_times = cpu_times if device == "cpu" else _profile(traced, tuple(example_inputs), device, warmup,
-                                                                     repeats)[0]
-        except Exception as error:  # an unknown or absent device
-            raise ParameterError(f"from_torch could not profile on device {device!r}: {_first_line(error)}") from None
-
+    cpu_times, acc_times, outputs, (a, b) = _node_costs(traced, type(module).__name__, tuple(example_inputs), device,
+                                                        warmup, repeats, bandwidth, roofline)
     fx_nodes = [n for n in traced.graph.nodes if n.op in COMPUTE_OPS]
     paths = [_module_path(n) for n in fx_nodes]
     position = {n.name: i for i, n in enumerate(fx_nodes)}
@@ -279,11 +274,16 @@ def _capture(torch: Any, module: Any, example_inputs: Sequence[Any], training: b
                           color=color[i] if colored else None, name=n.name,
                           activation=activation if training else 0.0))
     if training:
-        with one_thread_per_op():
-            backward = _backward_times(traced, tuple(example_inputs), fx_nodes, device, warmup, repeats)
+        if roofline is None:
+            with one_thread_per_op():
+                backward = _backward_times(traced, tuple(example_inputs), fx_nodes, device, warmup, repeats)
+            backward_cpu = backward
+        else:
+            backward = [roofline.backward_factor * acc_times[n.name] for n in fx_nodes]
+            backward_cpu = [roofline.backward_factor * cpu_times[n.name] for n in fx_nodes]
         count = len(fx_nodes)
         for i, n in enumerate(fx_nodes):
-            nodes.append(Node(count + i, cpu_time=backward[i], acc_time=backward[i], memory=0.0, comm=comm[i],
+            nodes.append(Node(count + i, cpu_time=backward_cpu[i], acc_time=backward[i], memory=0.0, comm=comm[i],
                               color=color[i], backward=True, name=f"{n.name}.backward"))
         # the gradient of u's output flows from v's backward to u's backward: u's output size
         edges.extend([(count + v, count + u, comm[u]) for u, v, _ in edges])
@@ -291,6 +291,31 @@ def _capture(torch: Any, module: Any, example_inputs: Sequence[Any], training: b
     targets = [str(n.target) if n.op == "call_module" else None for n in fx_nodes]
     return TorchGraph(nodes, edges, module=traced, fx_names=[n.name for n in fx_nodes], targets=targets,
                       module_paths=paths, example_inputs=tuple(example_inputs), bandwidth=(a, b), device=device)
+
+
+def _node_costs(traced: Any, name: str, inputs: tuple[Any, ...], device: str, warmup: int, repeats: int,
+                bandwidth: tuple[float, float] | None, roofline: Roofline | None
+                ) -> tuple[dict[str, float], dict[str, float], dict[str, Any], tuple[float, float]]:
+    """CPU and accelerator milliseconds per compute node, its outputs, and the link model (a, b):
+    measured, or from ``roofline``."""
+    could_not_run = f"from_torch could not run {name} on its example_inputs"
+    if roofline is not None:
+        try:
+            cpu, acc, outputs = roofline_times(traced, inputs, roofline, COMPUTE_OPS, _nbytes)
+        except Exception as error:  # torch raises RuntimeError, TypeError, ... for inputs the module does not take
+            raise ParameterError(f"{could_not_run}: {_first_line(error)}") from None
+        return cpu, acc, outputs, bandwidth or (1e3 / roofline.link_bandwidth, 1e3 * roofline.link_latency)
+    with one_thread_per_op():  # a CPU node's time is its time on one core
+        try:
+            cpu, outputs = _profile(traced, inputs, "cpu", warmup, repeats)
+        except Exception as error:
+            raise ParameterError(f"{could_not_run}: {_first_line(error)}") from None
+        try:
+            link = bandwidth if bandwidth is not None else fit_bandwidth(device)
+            acc = cpu if device == "cpu" else _profile(traced, inputs, device, warmup, repeats)[0]
+        except Exception as error:  # an unknown or absent device
+            raise ParameterError(f"from_torch could not profile on device {device!r}: {_first_line(error)}") from None
+    return cpu, acc, outputs, link
 
 
 def _trace(torch: Any, module: Any, inputs: tuple[Any, ...], granularity: str) -> Any:
