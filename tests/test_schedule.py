@@ -162,3 +162,21 @@ def test_cli_solves_and_evaluates_under_a_schedule(tmp_path, capsys):
     code = main(["evaluate", str(path), str(plan), "--schedule", "gpipe", "--microbatches", "4"])
     out = capsys.readouterr().out
     assert code != 0 and "acc1 holds 14 bytes with the microbatches gpipe keeps in flight" in out
+
+
+@pytest.mark.parametrize("method", ["schedule-dp", "schedule-mip"])
+def test_stage_counts_can_be_asked_for(method):
+    # 2 microbatches over 4 equal nodes: p stages take (2 + p - 1) / 2 x the slowest, so 4 stages
+    # (2.5 x 2 = 5) beat 2 (1.5 x 4 = 6), 3 (2 x 4 = 8) and 1 (8).
+    g = chain([2, 2, 2, 2], memory=0.0, activation=0.0)
+    c = Cluster(4, cpus=0)
+    options = {"method": method, "schedule": "1f1b", "microbatches": 2}
+    assert solve(g, c, **options).objective == pytest.approx(5.0)
+    two = solve(g, c, stages=2, **options)
+    assert len(set(two.device.tolist())) == 2 and two.objective == pytest.approx(6.0)
+    divisor = solve(g, c, ranks=6, **options)  # 1, 2 or 3 stages
+    assert len(set(divisor.device.tolist())) == 2 and divisor.objective == pytest.approx(6.0)
+    none = solve(g, c, stages=4, ranks=6, **options)
+    assert none.status is Status.INFEASIBLE and "4 stages" in none.info["reason"]
+    with pytest.raises(ParameterError, match="'stages' parameter of solve must be an integer >= 1"):
+        solve(g, c, stages=0, **options)

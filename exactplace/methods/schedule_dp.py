@@ -34,10 +34,24 @@ from exactplace.core.schedule import bubble_factor, in_flight
 from exactplace.evaluators.feasibility import Guarantees
 from exactplace.methods.base import Method
 
-__all__ = ["ScheduleDP", "StagePairs", "stage_pairs"]
+__all__ = ["STAGE_OPTIONS", "ScheduleDP", "StagePairs", "stage_counts", "stage_pairs", "stage_words"]
 
 MAX_PAIRS = Option("max_pairs", Integer(low=1), 2_000_000,
                    "the most (ideal, larger ideal) pairs the schedule DP enumerates")
+
+#: The stage counts a user may ask of a pipeline: all of them, or a divisor of the ranks that will run it.
+STAGE_OPTIONS = {
+    "stages": Option("stages", Integer(low=1), None, "exactly this many stages (None: any number up to the "
+                     "accelerators)"),
+    "ranks": Option("ranks", Integer(low=1), None, "a stage count that divides this many ranks (DeepSpeed's world "
+                    "size must be a multiple of its stages)"),
+}
+
+
+def stage_counts(problem: Problem, method: type[Method], most: int) -> list[int]:
+    """The stage counts to try: 1..most, or those the ``stages`` and ``ranks`` options allow."""
+    stages, ranks = method.setting(problem, "stages"), method.setting(problem, "ranks")
+    return [p for p in range(1, most + 1) if (stages is None or p == stages) and (ranks is None or ranks % p == 0)]
 
 
 class _Expired(Exception):
@@ -181,6 +195,14 @@ def best_split(pairs: StagePairs, stages: int, flight: tuple[int, ...], memory_c
     return float(best[full]), used[::-1]
 
 
+def stage_words(problem: Problem, method: type[Method], accelerators: int) -> str:
+    """The stage counts a run allowed, in words (for the reason none fits)."""
+    stages, ranks = method.setting(problem, "stages"), method.setting(problem, "ranks")
+    if stages is not None:
+        return f"{stages} stages"
+    return f"at most {accelerators} stages" + (f" dividing {ranks} ranks" if ranks is not None else "")
+
+
 class ScheduleDP(Method):
     """Exact pipeline under a schedule: every stage count, stages within their in-flight memory."""
 
@@ -191,7 +213,7 @@ class ScheduleDP(Method):
     guarantee = Guarantees.of_space(Space.CHAIN)
     schedules = True
     description = "exact pipeline split under a GPipe or 1F1B schedule (bubble and in-flight memory)"
-    options = {"max_pairs": MAX_PAIRS}
+    options = {"max_pairs": MAX_PAIRS, **STAGE_OPTIONS}
 
     @classmethod
     def check(cls, problem: Problem) -> None:
@@ -213,7 +235,7 @@ class ScheduleDP(Method):
         try:
             pairs = stage_pairs(graph, contraction, overlap=bool(problem.option("overlap")),
                                 max_pairs=self.setting(problem, "max_pairs"), deadline=problem.deadline)
-            for stages in range(1, min(cluster.accelerators, int(pairs.node_item.max()) + 1) + 1):
+            for stages in stage_counts(problem, type(self), min(cluster.accelerators, int(pairs.node_item.max()) + 1)):
                 split = best_split(pairs, stages, in_flight(schedule, stages, microbatches), cluster.memory_cap,
                                    problem.deadline)
                 if split is not None:
@@ -228,7 +250,8 @@ class ScheduleDP(Method):
             if limit is not None:
                 return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver="python")
             return MethodResult(None, Status.INFEASIBLE, solver="python", info={
-                "reason": f"no pipeline of at most {cluster.accelerators} stages fits its memory under {schedule!r}"})
+                "reason": f"no pipeline of {stage_words(problem, type(self), cluster.accelerators)} fits its "
+                          f"memory under {schedule!r}"})
         value, stages, used = found
         unit_device = np.empty(contraction.num_units, dtype=np.int64)
         for position, pair in enumerate(used):

@@ -22,6 +22,7 @@ from exactplace.evaluators.feasibility import Guarantees
 from exactplace.formulations.pipeline import pipeline_ip
 from exactplace.methods.base import THREADS, Method, usable_cpus
 from exactplace.methods.mip_options import SOLVER_NAMES
+from exactplace.methods.schedule_dp import STAGE_OPTIONS, stage_counts, stage_words
 from exactplace.solvers import Request, solve_model
 
 __all__ = ["ScheduleMIP"]
@@ -41,7 +42,7 @@ class ScheduleMIP(Method):
     # CP-SAT would need the loads scaled to integers (as the throughput IP does); the LP-based solvers take them.
     options = {"solver": Option("solver", Choice(tuple(s for s in SOLVER_NAMES if s not in ("auto", "cpsat"))),
                                 "highs", "the MIP solver"),
-               "threads": THREADS}
+               "threads": THREADS, **STAGE_OPTIONS}
 
     @classmethod
     def check(cls, problem: Problem) -> None:
@@ -62,7 +63,7 @@ class ScheduleMIP(Method):
                           threads=self.setting(problem, "threads") or usable_cpus())
         best: tuple[float, np.ndarray] | None = None
         bound, limit, solver, proven = math.inf, None, "", True
-        for stages in range(1, min(cluster.accelerators, int(graph.color.max()) + 1) + 1):
+        for stages in stage_counts(problem, type(self), min(cluster.accelerators, int(graph.color.max()) + 1)):
             factor = bubble_factor(stages, microbatches)
             model, variables = pipeline_ip(graph, stages, in_flight(schedule, stages, microbatches),
                                            cluster.memory_cap, overlap=bool(problem.option("overlap")))
@@ -80,8 +81,8 @@ class ScheduleMIP(Method):
         if best is None:
             if limit is None and proven:
                 return MethodResult(None, Status.INFEASIBLE, solver=solver, info={
-                    "reason": f"no pipeline of at most {cluster.accelerators} stages fits its memory under "
-                              f"{schedule!r}"})
+                    "reason": f"no pipeline of {stage_words(problem, type(self), cluster.accelerators)} fits its "
+                              f"memory under {schedule!r}"})
             return MethodResult(None, Status.NO_SOLUTION, limit=limit, solver=solver)
         value, stage_of_class = best
         # Stopped before every stage count was tried, the others are unbounded: no bound.
