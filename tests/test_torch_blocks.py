@@ -1,7 +1,8 @@
 """from_torch at block granularity, and through torch.export where torch.fx cannot trace the module.
 
 A small language model built here (embedding, numbered blocks, a head tied to the embedding) and,
-where ``transformers`` is installed, Hugging Face GPT-2, BERT and Llama built from small configs
+where ``transformers`` is installed, Hugging Face GPT-2, BERT, Llama, Mistral and ViT built from small
+configs
 (random weights, nothing downloaded): captured with no code around the model, each repeated block
 one colour, and replayed on virtual CPU devices to the unsplit model's outputs.
 """
@@ -80,12 +81,18 @@ def test_block_granularity_colours_each_block_and_keeps_embedding_and_head_apart
 
 
 #: Per model: its class and config in transformers (small, random weights), and its blocks' container.
+#: ViT takes images (a 16 x 16 image of 8 x 8 patches); the others token ids.
 HF_MODELS = {
     "gpt2": ("GPT2LMHeadModel", "GPT2Config", {"n_layer": 3, "n_embd": 32, "n_head": 2}, "transformer.h"),
     "bert": ("BertModel", "BertConfig", {"num_hidden_layers": 3, "hidden_size": 32, "num_attention_heads": 2,
                                          "intermediate_size": 64}, "encoder.layer"),
     "llama": ("LlamaForCausalLM", "LlamaConfig", {"num_hidden_layers": 3, "hidden_size": 32, "intermediate_size": 64,
                                                   "num_attention_heads": 2, "num_key_value_heads": 1}, "model.layers"),
+    "mistral": ("MistralForCausalLM", "MistralConfig", {"num_hidden_layers": 3, "hidden_size": 32,
+                                                        "intermediate_size": 64, "num_attention_heads": 2,
+                                                        "num_key_value_heads": 1, "head_dim": 16}, "model.layers"),
+    "vit": ("ViTModel", "ViTConfig", {"num_hidden_layers": 3, "hidden_size": 32, "num_attention_heads": 2,
+                                      "intermediate_size": 64, "image_size": 16, "patch_size": 8}, "layers"),
 }
 
 
@@ -94,8 +101,9 @@ def test_hugging_face_models_are_captured_in_blocks_and_replayed(name: str) -> N
     transformers = pytest.importorskip("transformers")
     model_class, config_class, config, container = HF_MODELS[name]
     torch.manual_seed(0)
-    model = getattr(transformers, model_class)(getattr(transformers, config_class)(vocab_size=100, **config)).eval()
-    ids = torch.randint(0, 100, (1, 8))
+    vocabulary = {} if name == "vit" else {"vocab_size": 100}
+    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**vocabulary, **config)).eval()
+    ids = torch.randn(1, 3, 16, 16) if name == "vit" else torch.randint(0, 100, (1, 8))
     graph = ep.from_torch(model, (ids,), granularity="block", repeats=1)
     blocks = {".".join(p.split(".")[: container.count(".") + 2]) for p in graph.module_paths
               if p.startswith(container + ".")}
