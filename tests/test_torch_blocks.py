@@ -1,8 +1,8 @@
 """from_torch at block granularity, and through torch.export where torch.fx cannot trace the module.
 
 A small language model built here (embedding, numbered blocks, a head tied to the embedding) and,
-where ``transformers`` is installed, Hugging Face GPT-2, BERT, Llama, Mistral and ViT built from small
-configs
+where ``transformers`` is installed, Hugging Face GPT-2, BERT, Llama, Mistral, the T5 encoder and ViT built
+from small configs
 (random weights, nothing downloaded): captured with no code around the model, each repeated block
 one colour, and replayed on virtual CPU devices to the unsplit model's outputs.
 """
@@ -91,6 +91,9 @@ HF_MODELS = {
     "mistral": ("MistralForCausalLM", "MistralConfig", {"num_hidden_layers": 3, "hidden_size": 32,
                                                         "intermediate_size": 64, "num_attention_heads": 2,
                                                         "num_key_value_heads": 1, "head_dim": 16}, "model.layers"),
+    # T5's relative position buckets are computed in place (add_): profiling must not run it twice on one input
+    "t5-encoder": ("T5EncoderModel", "T5Config", {"num_layers": 3, "d_model": 32, "d_ff": 64, "num_heads": 2,
+                                                  "d_kv": 16}, "encoder.block"),
     "vit": ("ViTModel", "ViTConfig", {"num_hidden_layers": 3, "hidden_size": 32, "num_attention_heads": 2,
                                       "intermediate_size": 64, "image_size": 16, "patch_size": 8}, "layers"),
 }

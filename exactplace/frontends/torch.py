@@ -484,13 +484,39 @@ def _profile(traced: Any, inputs: tuple[Any, ...], device: str, warmup: int, rep
             if n.op not in COMPUTE_OPS:
                 return super().run_node(n)
             with torch.no_grad():
-                times[n.name] = _timed(lambda: super(Profiler, self).run_node(n), device, warmup, repeats)
+                if _mutates(n):  # an in-place op run again would change its inputs again: time it on copies
+                    args, kwargs = self.fetch_args_kwargs_from_env(n)
+                    function = getattr(self, n.op)
+                    times[n.name] = _timed(lambda: function(n.target, *_copies((args, kwargs))), device, warmup,
+                                           repeats)
+                else:
+                    times[n.name] = _timed(lambda: super(Profiler, self).run_node(n), device, warmup, repeats)
                 result = super().run_node(n)
             outputs[n.name] = result
             return result
 
     Profiler(moved).run(*move_to(inputs, device))
     return times, outputs
+
+
+def _mutates(n: Any) -> bool:
+    """Whether an operator node writes into one of its inputs (an in-place aten op such as ``add_``)."""
+    schema = getattr(n.target, "_schema", None)
+    return schema is not None and any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+
+
+def _copies(value: Any) -> Any:
+    """``value`` with every tensor in it cloned (lists, tuples and dicts rebuilt)."""
+    torch = _torch()
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
+        return type(value)(*(_copies(v) for v in value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copies(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _copies(v) for k, v in value.items()}
+    return value
 
 
 def _parameter_bytes(traced: Any, fx_nodes: list[Any], factor: float) -> list[float]:
@@ -543,21 +569,23 @@ def _backward_times(traced: Any, inputs: tuple[Any, ...], fx_nodes: list[Any], d
         kwargs = torch.fx.node.map_arg(n.kwargs, lambda p: leaf(values[p.name]))
         interpreter = torch.fx.Interpreter(moved)
         function = getattr(interpreter, n.op)
+
+        def call(args: Any = args, kwargs: Any = kwargs, function: Any = function, n: Any = n) -> Any:
+            # an in-place op runs on copies: the recorded values feed later nodes' timings unchanged
+            return function(n.target, *(_copies((args, kwargs)) if _mutates(n) else (args, kwargs)))
+
         with torch.enable_grad():
-            result = function(n.target, args, kwargs)
+            result = call()
         grads = [t for t in _tensors(result) if t.requires_grad]
         if not grads:
             times.append(0.0)
             continue
 
-        def step(args: Any = args, kwargs: Any = kwargs, function: Any = function, n: Any = n) -> None:
+        def step(call: Any = call) -> None:
             with torch.enable_grad():
-                out = [t for t in _tensors(function(n.target, args, kwargs)) if t.requires_grad]
+                out = [t for t in _tensors(call()) if t.requires_grad]
                 torch.autograd.backward(out, [torch.ones_like(t) for t in out])
 
-        def forward(args: Any = args, kwargs: Any = kwargs, function: Any = function, n: Any = n) -> None:
-            function(n.target, args, kwargs)
-
-        forward_only = _timed(forward, device, warmup, repeats)
+        forward_only = _timed(call, device, warmup, repeats)
         times.append(max(_timed(step, device, warmup, repeats) - forward_only, 0.0))
     return times
