@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import subprocess
-import sys
-
 import pytest
+from processes import run_ranks
 
 pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
@@ -41,18 +36,7 @@ print(json.dumps({"parts": pipe.parts, "same": same, "parameters": sum(p.numel()
 
 
 def test_pipeline_module_builds_the_exported_stages(tmp_path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ranks = [subprocess.Popen([sys.executable, "-c", RANK], cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                                   "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2"})
-             for rank in range(2)]
-    for rank, process in enumerate(ranks):
-        out, err = process.communicate(timeout=300)
-        assert process.returncode == 0, err[-3000:]
-        found = json.loads(out.strip().splitlines()[-1])
+    for rank, found in enumerate(run_ranks(RANK, 2, tmp_path)):
         assert found["parts"] == [0, 1, 2]  # one exported layer per stage
         assert found["same"], f"rank {rank}'s stage computes something else"
         assert found["parameters"] == found["expected"]  # its own layers, and only those

@@ -3,13 +3,8 @@
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import subprocess
-import sys
-
 import pytest
+from processes import run_ranks
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -53,18 +48,6 @@ dist.destroy_process_group()
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_pipelining_runs_the_hugging_face_module_itself(tmp_path, world: int) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ranks = [subprocess.Popen([sys.executable, "-c", RANK], cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                                   "RANK": str(rank), "WORLD_SIZE": str(world)})
-             for rank in range(world)]
-    for rank, process in enumerate(ranks):
-        out, err = process.communicate(timeout=300)
-        assert process.returncode == 0, err[-3000:]
-        found = json.loads(out.strip().splitlines()[-1])
-        assert found["stages"] == world
-        if rank == world - 1:
-            assert found["same"], "the pipeline's logits differ from the unsplit model's"
+    found = run_ranks(RANK, world, tmp_path)
+    assert [f["stages"] for f in found] == [world] * world
+    assert found[-1]["same"], "the pipeline's logits differ from the unsplit model's"

@@ -25,34 +25,18 @@ import numpy as np
 
 from exactplace.core.contraction import Contraction, contract
 from exactplace.core.dag import strong_components
-from exactplace.core.errors import TooLargeError, check_param
+from exactplace.core.errors import TooLargeError
 from exactplace.core.graph import Graph
 from exactplace.core.params import Integer, Option
-from exactplace.core.placement import Limit, Space, Status
+from exactplace.core.placement import Limit, Status
 from exactplace.core.problem import MethodResult, Problem
 from exactplace.core.schedule import bubble_factor, in_flight
-from exactplace.evaluators.feasibility import Guarantees
-from exactplace.methods.base import Method
+from exactplace.methods.scheduled import STAGE_OPTIONS, ScheduledMethod, stage_counts, stage_words
 
-__all__ = ["STAGE_OPTIONS", "ScheduleDP", "StagePairs", "stage_counts", "stage_pairs", "stage_words"]
+__all__ = ["ScheduleDP", "StagePairs", "stage_pairs"]
 
 MAX_PAIRS = Option("max_pairs", Integer(low=1), 2_000_000,
                    "the most (ideal, larger ideal) pairs the schedule DP enumerates")
-
-#: The stage counts a user may ask of a pipeline: all of them, or a divisor of the ranks that will run it.
-STAGE_OPTIONS = {
-    "stages": Option("stages", Integer(low=1), None, "exactly this many stages (None: any number up to the "
-                     "accelerators)"),
-    "ranks": Option("ranks", Integer(low=1), None, "a stage count that divides this many ranks (DeepSpeed's world "
-                    "size must be a multiple of its stages)"),
-}
-
-
-def stage_counts(problem: Problem, method: type[Method], most: int) -> list[int]:
-    """The stage counts to try: 1..most, or those the ``stages`` and ``ranks`` options allow."""
-    stages, ranks = method.setting(problem, "stages"), method.setting(problem, "ranks")
-    return [p for p in range(1, most + 1) if (stages is None or p == stages) and (ranks is None or ranks % p == 0)]
-
 
 class _Expired(Exception):
     """The time limit passed."""
@@ -195,33 +179,12 @@ def best_split(pairs: StagePairs, stages: int, flight: tuple[int, ...], memory_c
     return float(best[full]), used[::-1]
 
 
-def stage_words(problem: Problem, method: type[Method], accelerators: int) -> str:
-    """The stage counts a run allowed, in words (for the reason none fits)."""
-    stages, ranks = method.setting(problem, "stages"), method.setting(problem, "ranks")
-    if stages is not None:
-        return f"{stages} stages"
-    return f"at most {accelerators} stages" + (f" dividing {ranks} ranks" if ranks is not None else "")
-
-
-class ScheduleDP(Method):
+class ScheduleDP(ScheduledMethod):
     """Exact pipeline under a schedule: every stage count, stages within their in-flight memory."""
 
     name = "schedule-dp"
-    objectives = ("throughput",)
-    exact = True
-    space = Space.CHAIN
-    guarantee = Guarantees.of_space(Space.CHAIN)
-    schedules = True
     description = "exact pipeline split under a GPipe or 1F1B schedule (bubble and in-flight memory)"
     options = {"max_pairs": MAX_PAIRS, **STAGE_OPTIONS}
-
-    @classmethod
-    def check(cls, problem: Problem) -> None:
-        check_param(problem.option("schedule") is not None, "schedule", "solve",
-                    f"a pipeline schedule for method {cls.name!r}", None)
-        cluster = problem.cluster
-        check_param(cluster.is_homogeneous and not cluster.is_two_level and cluster.accelerators >= 1, "cluster",
-                    "solve", f"identical accelerators on one level for method {cls.name!r}", cluster)
 
     def run(self, problem: Problem) -> MethodResult:
         graph, cluster = problem.graph, problem.cluster

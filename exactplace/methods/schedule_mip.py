@@ -13,44 +13,29 @@ import math
 
 import numpy as np
 
-from exactplace.core.errors import check_param
 from exactplace.core.params import Choice, Option
-from exactplace.core.placement import Space, Status
+from exactplace.core.placement import Status
 from exactplace.core.problem import MethodResult, Problem
 from exactplace.core.schedule import bubble_factor, in_flight
-from exactplace.evaluators.feasibility import Guarantees
 from exactplace.formulations.pipeline import pipeline_ip
-from exactplace.methods.base import THREADS, Method, usable_cpus
+from exactplace.methods.base import THREADS, usable_cpus
 from exactplace.methods.mip_options import SOLVER_NAMES
-from exactplace.methods.schedule_dp import STAGE_OPTIONS, stage_counts, stage_words
+from exactplace.methods.scheduled import STAGE_OPTIONS, ScheduledMethod, stage_counts, stage_words
 from exactplace.solvers import Request, solve_model
 
 __all__ = ["ScheduleMIP"]
 
 
-class ScheduleMIP(Method):
+class ScheduleMIP(ScheduledMethod):
     """Exact pipeline under a schedule by one IP per stage count."""
 
     name = "schedule-mip"
-    objectives = ("throughput",)
-    exact = True
-    space = Space.CHAIN
-    guarantee = Guarantees.of_space(Space.CHAIN)
-    schedules = True
     requires = ("highspy",)
     description = "exact pipeline split under a GPipe or 1F1B schedule, one IP per stage count"
     # CP-SAT would need the loads scaled to integers (as the throughput IP does); the LP-based solvers take them.
     options = {"solver": Option("solver", Choice(tuple(s for s in SOLVER_NAMES if s not in ("auto", "cpsat"))),
                                 "highs", "the MIP solver"),
                "threads": THREADS, **STAGE_OPTIONS}
-
-    @classmethod
-    def check(cls, problem: Problem) -> None:
-        check_param(problem.option("schedule") is not None, "schedule", "solve",
-                    f"a pipeline schedule for method {cls.name!r}", None)
-        cluster = problem.cluster
-        check_param(cluster.is_homogeneous and not cluster.is_two_level and cluster.accelerators >= 1, "cluster",
-                    "solve", f"identical accelerators on one level for method {cls.name!r}", cluster)
 
     def run(self, problem: Problem) -> MethodResult:
         graph, cluster = problem.graph, problem.cluster
