@@ -180,3 +180,17 @@ def test_stage_counts_can_be_asked_for(method):
     assert none.status is Status.INFEASIBLE and "4 stages" in none.info["reason"]
     with pytest.raises(ParameterError, match="'stages' parameter of solve must be an integer >= 1"):
         solve(g, c, stages=0, **options)
+
+
+def test_units_merged_by_a_gradient_edge_stay_together():
+    # The gradient edge from a's backward to b's backward puts b's stage at or before a's, and the
+    # forward edge a -> b the other way round: a and b are one item of the DP, c and d items of their own.
+    nodes = [Node(i, 1.0, 1.0, color=i) for i in range(4)] + [Node(10 + i, 1.0, 1.0, color=i, backward=True)
+                                                               for i in range(4)]
+    edges = [(0, 1), (1, 2), (2, 3), (10, 11)] + [(i, 10 + i) for i in range(4)]
+    g = Graph(nodes, edges)
+    c = Cluster(3, cpus=0)
+    for method in ("schedule-dp", "schedule-mip"):
+        p = solve(g, c, method=method, schedule="1f1b", microbatches=64)
+        assert p.status is Status.OPTIMAL and p.device[0] == p.device[1]
+        assert p.objective == pytest.approx(brute_force(g, c, "1f1b", 64))

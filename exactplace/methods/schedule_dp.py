@@ -38,11 +38,12 @@ __all__ = ["ScheduleDP", "StagePairs", "stage_pairs"]
 MAX_PAIRS = Option("max_pairs", Integer(low=1), 2_000_000,
                    "the most (ideal, larger ideal) pairs the schedule DP enumerates")
 
+
 class _Expired(Exception):
     """The time limit passed."""
 
 
-def check_deadline(deadline: float | None) -> None:
+def _check_deadline(deadline: float | None) -> None:
     if deadline is not None and time.monotonic() > deadline:
         raise _Expired
 
@@ -110,7 +111,6 @@ def stage_pairs(graph: Graph, contraction: Contraction, *, overlap: bool = False
         if a != b:
             preds[b] |= 1 << a
     ideals = _ideals(items, preds, max_pairs)
-    index = {ideal: i for i, ideal in enumerate(ideals)}
     ptr, reach = contraction.group_ptr, item[contraction.group_target]
     groups = [(1 << int(item[contraction.group_source[g]]), sum({1 << int(t) for t in reach[ptr[g]:ptr[g + 1]]}), cost)
               for g, cost in enumerate(contraction.group_cost.tolist())]
@@ -122,24 +122,19 @@ def stage_pairs(graph: Graph, contraction: Contraction, *, overlap: bool = False
     act = np.bincount(node_item, weights=graph.activation, minlength=items).tolist()
     start, end, load, memory, held = [], [], [], [], []
     for i, ideal in enumerate(ideals):
-        check_deadline(deadline)
-        # Grow the stage item by item from `ideal`: every larger ideal, each once.
-        stack, reached = [ideal], {ideal}
-        while stack:
-            grown = stack.pop()
-            for u in range(items):
-                bit = 1 << u
-                if not grown & bit and preds[u] & ~grown == 0 and grown | bit not in reached:
-                    reached.add(grown | bit)
-                    stack.append(grown | bit)
-        for larger in reached - {ideal}:
+        _check_deadline(deadline)
+        # A stage is the difference of an ideal and any larger one (every larger ideal grows from it).
+        for j in range(i + 1, len(ideals)):
+            larger = ideals[j]
+            if larger & ideal != ideal:
+                continue
             stage = larger & ~ideal
             members = [u for u in range(items) if stage >> u & 1]
             compute = sum(acc[u] for u in members)
             comm = sum(cost for source, targets, cost in groups
                        if (source & stage and targets & ~stage) or (not source & stage and targets & stage))
             start.append(i)
-            end.append(index[larger])
+            end.append(j)
             load.append(max(compute, comm) if overlap else compute + comm)
             memory.append(sum(mem[u] for u in members))
             held.append(sum(act[u] for u in members))
@@ -159,7 +154,7 @@ def best_split(pairs: StagePairs, stages: int, flight: tuple[int, ...], memory_c
     best[0] = 0.0
     chosen = []
     for position in range(stages):
-        check_deadline(deadline)
+        _check_deadline(deadline)
         fits = pairs.memory + (flight[position] - 1) * pairs.activation <= memory_cap
         value = np.where(fits, np.maximum(best[pairs.start], pairs.load), math.inf)
         grown = np.full(len(pairs.ideals), math.inf)
@@ -216,13 +211,12 @@ class ScheduleDP(ScheduledMethod):
                 "reason": f"no pipeline of {stage_words(problem, type(self), cluster.accelerators)} fits its "
                           f"memory under {schedule!r}"})
         value, stages, used = found
-        unit_device = np.empty(contraction.num_units, dtype=np.int64)
+        # The ideals are bitsets of items (not units): each item takes the position of the stage holding it.
+        item_device = np.empty(int(pairs.node_item.max()) + 1, dtype=np.int64)
         for position, pair in enumerate(used):
             stage = pairs.ideals[int(pairs.end[pair])] & ~pairs.ideals[int(pairs.start[pair])]
-            for u in range(contraction.num_units):
-                if stage >> u & 1:
-                    unit_device[u] = position
+            item_device[[u for u in range(len(item_device)) if stage >> u & 1]] = position
         # Stopped early, the stage counts not tried are unbounded: no proven bound.
-        return MethodResult(unit_device[contraction.unit], Status.OPTIMAL if limit is None else Status.FEASIBLE,
+        return MethodResult(item_device[pairs.node_item], Status.OPTIMAL if limit is None else Status.FEASIBLE,
                             bound=value if limit is None else None, limit=limit, solver="python",
                             info={"stages": stages, "schedule": schedule, "microbatches": microbatches})
