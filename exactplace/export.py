@@ -25,7 +25,7 @@ from exactplace.core.errors import PlacementError
 from exactplace.core.placement import Placement
 
 __all__ = ["ExportError", "Stage", "accelerate_device_map", "deepspeed_parts", "deepspeed_pipeline", "megatron_layout",
-           "pipeline_stages", "pipelining_split_spec"]
+           "pipeline_stages", "pipelining_split_spec", "stage_blocks"]
 
 
 class ExportError(PlacementError):

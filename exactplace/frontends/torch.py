@@ -506,17 +506,11 @@ def _mutates(n: Any) -> bool:
 
 
 def _copies(value: Any) -> Any:
-    """``value`` with every tensor in it cloned (lists, tuples and dicts rebuilt)."""
+    """``value`` with every tensor in it cloned (any nesting torch's pytree knows)."""
     torch = _torch()
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
-        return type(value)(*(_copies(v) for v in value))
-    if isinstance(value, (list, tuple)):
-        return type(value)(_copies(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _copies(v) for k, v in value.items()}
-    return value
+    from torch.utils._pytree import tree_map_only
+
+    return tree_map_only(torch.Tensor, torch.clone, value)
 
 
 def _parameter_bytes(traced: Any, fx_nodes: list[Any], factor: float) -> list[float]:
