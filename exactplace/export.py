@@ -6,8 +6,12 @@
 * :func:`accelerate_device_map`: an accelerate / transformers ``device_map``.
 * :func:`megatron_layout`: Megatron Core's ``pipeline_model_parallel_layout`` string, for a model
   captured at block granularity.
+* :func:`torchtitan_module_fqns`: torchtitan's ``module_fqns_per_model_part``.
+* :func:`vllm_layer_partition`: vLLM's ``VLLM_PP_LAYER_PARTITION``.
+* :func:`llama_cpp_arguments`: llama.cpp's ``--n-gpu-layers``, ``--tensor-split`` and
+  ``--override-tensor``.
 
-All three need the placement to be a *pipeline*: in the module's program order, each device holds
+All of them need the placement to be a *pipeline*: in the module's program order, each device holds
 one consecutive run of nodes. Each framework can also only cut at certain points (a submodule call,
 a layer boundary); where a placement cannot be expressed, :class:`ExportError` says which node or
 device is at fault instead of returning a plan that would run something else.
@@ -24,8 +28,9 @@ import numpy as np
 from exactplace.core.errors import PlacementError
 from exactplace.core.placement import Placement
 
-__all__ = ["ExportError", "Stage", "accelerate_device_map", "deepspeed_parts", "deepspeed_pipeline", "megatron_layout",
-           "pipeline_stages", "pipelining_split_spec", "stage_blocks"]
+__all__ = ["ExportError", "Stage", "accelerate_device_map", "deepspeed_parts", "deepspeed_pipeline",
+           "llama_cpp_arguments", "megatron_layout", "pipeline_stages", "pipelining_split_spec", "stage_blocks",
+           "torchtitan_module_fqns", "vllm_layer_partition"]
 
 
 class ExportError(PlacementError):
@@ -247,6 +252,19 @@ def stage_blocks(graph: Any, placement: Any) -> list[tuple[bool, list[int], bool
     return out
 
 
+def _ends_on_the_end_stages(graph: Any, placement: Any, library: str) -> list[tuple[bool, list[int], bool]]:
+    """:func:`stage_blocks`, or ExportError when code before the first block runs on a later stage or
+    code after the last on an earlier one: ``library`` builds the embedding on the first stage and
+    the head on the last."""
+    stages = stage_blocks(graph, placement)
+    for position, (before, _, after) in enumerate(stages):
+        if (before and position > 0) or (after and position < len(stages) - 1):
+            where = "before the first block" if before and position > 0 else "after the last block"
+            raise ExportError(f"Stage {position} runs code {where}; {library} puts the embedding on the first "
+                              "stage and the head on the last.")
+    return stages
+
+
 def megatron_layout(graph: Any, placement: Any) -> str:
     """Megatron Core's ``pipeline_model_parallel_layout`` (``--pipeline-model-parallel-layout``) of a
     placement: per stage, ``E`` for the embedding, ``t`` per transformer block and ``L`` for the
@@ -264,16 +282,133 @@ def megatron_layout(graph: Any, placement: Any) -> str:
     >>> megatron_layout(g, [0, 0, 0, 1, 1, 1])
     'Ett|tL'
     """
-    stages = stage_blocks(graph, placement)
-    parts = []
-    for position, (before, blocks, after) in enumerate(stages):
-        if (before and position > 0) or (after and position < len(stages) - 1):
-            where = "before the first block" if before and position > 0 else "after the last block"
-            raise ExportError(f"Stage {position} runs code {where}; Megatron puts the embedding on the first "
-                              "stage and the loss on the last.")
-        parts.append(("E" if before else "") + "t" * len(blocks) + ("L" if after else ""))
+    stages = _ends_on_the_end_stages(graph, placement, "Megatron")
+    parts = [("E" if before else "") + "t" * len(blocks) + ("L" if after else "") for before, blocks, after in stages]
     if not stages[0][0]:
         parts[0] = "E" + parts[0]  # a model whose blocks read the inputs directly still embeds on stage 0
     if not stages[-1][2]:
         parts[-1] += "L"
     return "|".join(parts)
+
+
+def vllm_layer_partition(graph: Any, placement: Any) -> str:
+    """vLLM's ``VLLM_PP_LAYER_PARTITION``: the number of blocks of each pipeline stage, comma-separated,
+    for ``--pipeline-parallel-size`` equal to the stage count.
+
+    vLLM builds the embedding on the first rank and the final norm and head on the last, so
+    ExportError when the placement runs them elsewhere.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> paths = ("embed", "layers.0", "layers.1", "layers.2", "norm", "head")
+    >>> g = SimpleNamespace(fx_names=paths, module_paths=paths, n=6, forward_count=6)
+    >>> vllm_layer_partition(g, [0, 0, 1, 1, 1, 1])
+    '1,2'
+    """
+    return ",".join(str(len(blocks)) for _, blocks, _ in _ends_on_the_end_stages(graph, placement, "vLLM"))
+
+
+def torchtitan_module_fqns(graph: Any, placement: Any) -> list[list[str]]:
+    """torchtitan's ``module_fqns_per_model_part`` (``[parallelism]`` in its config): per pipeline stage,
+    the model's direct children it runs, with the repeated blocks as ``layers.N``.
+
+    torchtitan keeps the listed children of each chunk and drops the others, so every child (other
+    than the block container) must run on one stage and the blocks must be numbered children of a
+    direct child of the model (as in torchtitan's own models); ExportError otherwise. Code of the
+    model's own ``forward`` runs on every chunk, as torchtitan runs it.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> paths = ("tok_embeddings", "layers.0", "layers.1", "", "norm", "output")
+    >>> g = SimpleNamespace(fx_names=paths, module_paths=paths, n=6, forward_count=6)
+    >>> torchtitan_module_fqns(g, [0, 0, 1, 1, 1, 1])
+    [['tok_embeddings', 'layers.0'], ['layers.1', 'norm', 'output']]
+    """
+    from exactplace.frontends.torch import block_container
+
+    stage_blocks(graph, placement)  # refuses a split block
+    paths = graph.module_paths
+    container = block_container(paths)
+    if container is not None and "." in container:
+        raise ExportError(f"torchtitan splits the model's direct children, but the blocks are in {container!r}: "
+                          "capture the module whose child holds the blocks.")
+    owner: dict[str, int] = {}
+    fqns = []
+    for stage in pipeline_stages(graph, placement):
+        names: list[str] = []
+        for path in paths[stage.first: stage.last + 1]:
+            parts = path.split(".")
+            if not path:
+                continue
+            name = ".".join(parts[:2]) if parts[0] == container else parts[0]
+            if owner.setdefault(name, stage.device) != stage.device:
+                raise ExportError(f"Module {name!r} runs on devices {owner[name]} and {stage.device}; torchtitan "
+                                  "keeps a module whole in one chunk.")
+            if name not in names:
+                names.append(name)
+        fqns.append(names)
+    return fqns
+
+
+#: llama.cpp's names of the input layer's tensors, which it keeps on the CPU unless told otherwise.
+_LLAMA_CPP_INPUT_TENSORS = r"^(token_embd|token_embd_norm|position_embd|token_types)\."
+
+
+def llama_cpp_arguments(graph: Any, placement: Any, backend: str = "CUDA") -> dict[str, str]:
+    """llama.cpp's command-line options that load the model's layers where the placement runs them.
+
+    llama.cpp gives each GPU a consecutive run of its layer slots (the blocks, then one slot for
+    the output norm and head), in GPU order, by the proportions of ``--tensor-split``; the slots
+    before the last ``--n-gpu-layers`` stay on the CPU, and so does the token embedding unless
+    ``--override-tensor`` moves it. The proportions given are the slot counts themselves, which
+    llama.cpp's rule maps back to exactly these runs. Accelerator ``d`` is ``{backend}{d}`` (the
+    name of llama.cpp's buffer type, such as ``CUDA0``); CPU devices are the CPU (given a
+    :class:`~exactplace.Placement`; a bare device array is all accelerators).
+
+    ExportError when the blocks and head do not run on the CPU first and then on accelerators in
+    increasing order, or when the code after the last block is split.
+
+    Returns
+    -------
+    dict
+        Option -> value: ``--n-gpu-layers``, ``--tensor-split`` and, when the embedding is on an
+        accelerator, ``--override-tensor``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> paths = ("embed", "layers.0", "layers.1", "layers.2", "norm", "head")
+    >>> g = SimpleNamespace(fx_names=paths, module_paths=paths, n=6, forward_count=6)
+    >>> options = llama_cpp_arguments(g, [0, 0, 1, 1, 1, 1])
+    >>> options["--n-gpu-layers"], options["--tensor-split"], options["--override-tensor"].endswith("=CUDA0")
+    ('4', '1,3', True)
+    """
+    k = placement.cluster.accelerators if isinstance(placement, Placement) else None
+    slots = []  # the device of each layer slot: every block, then the output
+    stages = pipeline_stages(graph, placement)
+    described = stage_blocks(graph, placement)
+    for stage, (_, blocks, _) in zip(stages, described, strict=True):
+        slots += [stage.device] * len(blocks)
+    heads = [stage.device for stage, (_, _, after) in zip(stages, described, strict=True) if after]
+    if len(heads) > 1:
+        raise ExportError(f"The code after the last block runs on devices {heads}; llama.cpp loads the output "
+                          "norm and head on one device.")
+    slots.append(heads[0] if heads else slots[-1])
+    on_cpu = [k is not None and d >= k for d in slots]
+    gpu_from = on_cpu.index(False) if False in on_cpu else len(slots)
+    if any(on_cpu[gpu_from:]):
+        raise ExportError(f"Layer slot {gpu_from + on_cpu[gpu_from:].index(True)} runs on a CPU after an accelerator; "
+                          "llama.cpp keeps only the first layers on the CPU.")
+    gpus = slots[gpu_from:]
+    if any(b < a for a, b in itertools.pairwise(gpus)):
+        raise ExportError(f"The layers run on accelerators {list(dict.fromkeys(gpus))} in that order; llama.cpp "
+                          "gives the GPUs consecutive layers in increasing order (renumber them with --device).")
+    options = {"--n-gpu-layers": str(len(gpus))}
+    if gpus:
+        options["--tensor-split"] = ",".join(str(c) for c in np.bincount(np.asarray(gpus)).tolist())
+    embedding = stages[0].device if described[0][0] else None
+    if embedding is not None and (k is None or embedding < k):
+        options["--override-tensor"] = rf"{_LLAMA_CPP_INPUT_TENSORS}={backend}{embedding}"
+    return options
