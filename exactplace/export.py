@@ -198,28 +198,46 @@ def accelerate_device_map(graph: Any, placement: Any) -> dict[str, int | str]:
     """A ``device_map`` (submodule name -> GPU index or ``"cpu"``) for accelerate's ``dispatch_model``.
 
     accelerate places modules and runs any other operation where its inputs are, so every stage
-    must start with a submodule call and a submodule called from two devices cannot be mapped.
+    must start with a submodule call and a submodule called from two devices cannot be mapped. On a
+    graph captured through ``torch.export`` (its nodes call no submodule) the keys are the
+    outermost modules whose nodes all run on one device, from the nodes' module paths.
     Accelerator ``d`` of the placement becomes GPU ``d``; CPU devices become ``"cpu"`` (given a
     :class:`~exactplace.Placement`; a bare device array has no cluster to tell them apart).
     """
     stages = pipeline_stages(graph, placement)
     k = placement.cluster.accelerators if isinstance(placement, Placement) else None
-    device_map: dict[str, int | str] = {}
+    by_paths = not any(graph.targets[: graph.forward_count])  # torch.export: the nodes call no submodule
+    paths = getattr(graph, "module_paths", ())
     for stage in stages:
-        if graph.targets[stage.first] is None and stage.first > 0:
+        if stage.first > 0 and not (paths[stage.first] if by_paths else graph.targets[stage.first]):
             raise ExportError(
                 f"accelerate runs {graph.fx_names[stage.first]!r} where its inputs are, not on device "
                 f"{stage.device}: a stage must start with a submodule call."
             )
-        where: int | str = stage.device if k is None or stage.device < k else "cpu"
-        for i in range(stage.first, stage.last + 1):
-            target = graph.targets[i]
-            if target is None:
-                continue
-            if device_map.get(target, where) != where:
-                raise ExportError(f"Submodule {target!r} is called on two devices ({device_map[target]} and {where}).")
-            device_map[target] = where
+    where = {i: stage.device if k is None or stage.device < k else "cpu"
+             for stage in stages for i in range(stage.first, stage.last + 1)}
+    if by_paths:
+        return _device_map_by_paths(paths, where)
+    device_map: dict[str, int | str] = {}
+    for i, target in enumerate(graph.targets[: graph.forward_count]):
+        if target is None:
+            continue
+        if device_map.get(target, where[i]) != where[i]:
+            raise ExportError(f"Submodule {target!r} is called on two devices ({device_map[target]} and {where[i]}).")
+        device_map[target] = where[i]
     return device_map
+
+
+def _device_map_by_paths(paths: tuple[str, ...], where: dict[int, int | str]) -> dict[str, int | str]:
+    """The outermost modules whose nodes all run on one device, in program order, from the module
+    path of each forward node (position -> device in ``where``)."""
+    devices: dict[str, set[int | str]] = {}
+    for i, d in where.items():
+        parts = paths[i].split(".") if paths[i] else []
+        for depth in range(1, len(parts) + 1):
+            devices.setdefault(".".join(parts[:depth]), set()).add(d)
+    return {module: next(iter(found)) for module, found in devices.items()
+            if len(found) == 1 and ("." not in module or len(devices[module.rsplit(".", 1)[0]]) > 1)}
 
 
 def stage_blocks(graph: Any, placement: Any) -> list[tuple[bool, list[int], bool]]:

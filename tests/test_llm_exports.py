@@ -219,3 +219,18 @@ def test_torchtitan_refuses_nested_blocks(llama):
     _, graph = llama
     with pytest.raises(export.ExportError, match=r"blocks are in 'model\.layers'"):
         export.torchtitan_module_fqns(graph, in_stages(graph, [5, 5]))
+
+
+@pytest.mark.parametrize("counts", [[3, 4, 3], [2, 5, 3], [6, 4]])
+def test_accelerate_device_map_of_a_hugging_face_module_is_keyed_by_module_name(llama, counts):
+    from accelerate.utils import check_device_map
+
+    model, graph = llama
+    device = in_stages(graph, counts)
+    device_map = export.accelerate_device_map(graph, device)
+    check_device_map(model, device_map)  # accelerate's own check: every parameter and buffer has a device
+    modules = dict(model.named_modules())
+    assert set(device_map) <= set(modules)
+    for module, where in device_map.items():
+        nodes = [i for i, path in enumerate(graph.module_paths) if path == module or path.startswith(module + ".")]
+        assert nodes and {int(device[i]) for i in nodes} == {where}
