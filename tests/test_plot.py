@@ -123,6 +123,16 @@ def test_load_bars_add_up_to_each_devices_load_and_mark_the_bottleneck(solved, t
         assert ax.get_legend().get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1 - 1
 
 
+def test_load_bars_count_the_schedules_activations_in_flight() -> None:
+    g = ep.Graph([ep.Node(i, 1.0, 1.0, memory=3.0, activation=1.0) for i in range(4)], [(0, 1), (1, 2), (2, 3)])
+    p = ep.solve(g, ep.Cluster(2, cpus=0), schedule="1f1b", microbatches=4)
+    memory_ax = plot.load_bars(None, p).axes[1]
+    used = sorted((round(bar.get_y() + bar.get_height() / 2, 6), bar.get_width()) for bar in memory_ax.patches)
+    score = ep.evaluators.pipeline_score(g, p.cluster, p.device, "1f1b", 4)
+    assert [width for _, width in used][::-1] == pytest.approx(score.memory / 1e6)  # the first device on top
+    assert memory_ax.get_xlabel() == "memory (MB) under 1f1b, capacity unlimited"
+
+
 @pytest.mark.parametrize("objective", ["latency", "makespan"])
 def test_gantt_draws_the_evaluators_schedule(solved, objective, tmp_path) -> None:
     w, p = solved

@@ -9,7 +9,7 @@ import numpy as np
 
 from exactplace.core.graph import Graph
 from exactplace.core.placement import Placement
-from exactplace.evaluators import device_loads
+from exactplace.evaluators import device_loads, pipeline_score
 from exactplace.io import Workload
 from exactplace.plot.graph import draw_placement_graph, graph_height, layered_layout
 from exactplace.plot.style import WIDTH, Drawn, drawn, human_bytes, label_devices, new_figure
@@ -71,6 +71,17 @@ def draw_load_bars(load_ax: Axes, memory_ax: Axes, d: Drawn) -> None:
 
     k = d.cluster.accelerators
     used, capacity = loads.memory[:k], d.cluster.memory_limit[:k]
+    options = d.placement.info.get("options", {}) if d.placement is not None else {}
+    schedule = options.get("schedule")
+    if schedule is not None:  # a stage holds the activations of every microbatch the schedule keeps in flight
+        score = pipeline_score(d.graph, d.cluster, d.device, schedule, options.get("microbatches"), overlap=d.overlap)
+        if score.breaks is None:
+            used = np.zeros(k)
+            used[list(score.stages)] = score.memory
+            load_ax.set_xlabel(f"{load_ax.get_xlabel()}; a {schedule} step: "
+                               f"{score.microbatches + len(score.stages) - 1} x the bottleneck")
+        else:
+            schedule = None
     scale = 1e9 if max(float(used.max(initial=0)), float(capacity[np.isfinite(capacity)].max(initial=0))) >= 1e9 \
         else 1e6
     unit = "GB" if scale == 1e9 else "MB"
@@ -84,7 +95,8 @@ def draw_load_bars(load_ax: Axes, memory_ax: Axes, d: Drawn) -> None:
     memory_ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     memory_ax.set_yticks(rows, [""] * len(rows))
     memory_ax.set_ylim(load_ax.get_ylim())
-    memory_ax.set_xlabel(f"memory ({unit})" + ("" if finite.any() else f", capacity {human_bytes(math.inf)}"))
+    memory_ax.set_xlabel(f"memory ({unit})" + (f" under {schedule}" if schedule is not None else "")
+                         + ("" if finite.any() else f", capacity {human_bytes(math.inf)}"))
     memory_ax.grid(axis="x", color="0.9")
     memory_ax.set_axisbelow(True)
 
@@ -108,7 +120,8 @@ def load_bars(workload: Workload | Graph | None, placement: Placement | np.ndarr
         compute then communication, forward and backward for a training graph (side by side
         when the plan overlaps communication with compute); the bottleneck device, whose load
         is the time per sample, is outlined in red. Right: memory used per accelerator (red
-        when over capacity) with its capacity marked.
+        when over capacity) with its capacity marked; for a placement solved under a pipeline
+        schedule, each stage's memory with the activations the schedule keeps in flight there.
 
     Examples
     --------
