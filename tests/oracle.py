@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import networkx as nx
@@ -94,10 +94,17 @@ def is_unit_chain(graph: Graph, device: np.ndarray, edges: list[tuple[int, int]]
                      if device_of_class[a] != device_of_class[b]})
 
 
-def fitting_placements(graph: Graph, cluster: Cluster) -> Iterator[np.ndarray]:
-    """``canonical_placements`` that respect accelerator support and memory (plain sums, the shared 1e-9 slack)."""
+#: A predicate on placements: only those it keeps count (a user's constraints, restated by a test).
+Keep = Callable[[np.ndarray], bool] | None
+
+
+def fitting_placements(graph: Graph, cluster: Cluster, keep: Keep = None) -> Iterator[np.ndarray]:
+    """``canonical_placements`` that respect accelerator support and memory (plain sums, the shared 1e-9 slack),
+    and that ``keep`` keeps."""
     k = cluster.accelerators
     for device in canonical_placements(graph, cluster):
+        if keep is not None and not keep(device):
+            continue
         on_accelerator = device < k
         if np.any(on_accelerator & ~graph.supported):
             continue
@@ -106,10 +113,10 @@ def fitting_placements(graph: Graph, cluster: Cluster) -> Iterator[np.ndarray]:
             yield device
 
 
-def brute_force_optima(graph: Graph, cluster: Cluster, objective: str, **options: bool) -> Optima:
+def brute_force_optima(graph: Graph, cluster: Cluster, objective: str, keep: Keep = None, **options: bool) -> Optima:
     """Enumerate every placement up to renaming identical devices; see the module docstring.
 
-    ``options`` (``overlap``, ``gpipe``) are passed to the evaluator.
+    ``options`` (``overlap``, ``gpipe``) are passed to the evaluator; only the placements ``keep`` keeps count.
     """
     n = graph.n
     digraph = graph.to_networkx()
@@ -132,7 +139,7 @@ def brute_force_optima(graph: Graph, cluster: Cluster, objective: str, **options
         if best[kind] is None or value < best[kind]:
             best[kind] = value
 
-    for device in fitting_placements(graph, cluster):
+    for device in fitting_placements(graph, cluster, keep):
         try:
             value = evaluate(graph, cluster, device, objective, **options)
         except PlacementError:  # latency: the subgraphs wait on each other forever
@@ -230,16 +237,16 @@ def subgraph_latency(graph: Graph, cluster: Cluster, device: np.ndarray, piece: 
     return max(finish.values(), default=0.0)
 
 
-def latency_subgraph_optimum(graph: Graph, cluster: Cluster, q: int) -> float | None:
+def latency_subgraph_optimum(graph: Graph, cluster: Cluster, q: int, keep: Keep = None) -> float | None:
     """Least latency over the latency programs' space (None: no placement): support, memory and
     colocation per device (``fitting_placements``), and every cut of each accelerator's nodes into
     at most ``q`` subgraphs run in the order of their numbers (only gap-free numberings, which
     lose nothing), simulated by :func:`subgraph_latency`. Written from the paper's Fig. 4, not
-    from the evaluator's default cut, which is one of the cuts tried.
+    from the evaluator's default cut, which is one of the cuts tried. Only placements ``keep`` keeps count.
     """
     k = cluster.accelerators
     best = None
-    for device in fitting_placements(graph, cluster):
+    for device in fitting_placements(graph, cluster, keep):
         on = np.flatnonzero(device < k)
         for choice in itertools.product(range(q), repeat=len(on)):
             piece = np.full(graph.n, -1, dtype=np.int64)

@@ -16,13 +16,15 @@ semantics and lies outside the DP's search space, so it is reported as an ``orde
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from exactplace.core.cluster import Cluster
+from exactplace.core.cluster import MEMORY_ATOL, MEMORY_RTOL, Cluster
+from exactplace.core.constraints import Constraints
 from exactplace.core.errors import ParameterError, PlacementError, check_param
 from exactplace.core.graph import Graph
 from exactplace.core.objectives import OBJECTIVES
@@ -31,7 +33,8 @@ from exactplace.core.placement_array import as_device_array, as_replicas_array, 
 from exactplace.evaluators.schedule import pipeline_score
 
 __all__ = [
-    "Guarantees", "Violation", "accelerator_memory", "check_feasibility", "check_fits", "contiguity_violations",
+    "Guarantees", "Violation", "accelerator_memory", "check_feasibility", "check_fits", "constraint_violations",
+    "contiguity_violations",
     "device_order_cycle", "human_bytes", "is_contiguous", "memory_summary", "summarize_violations",
 ]
 
@@ -185,6 +188,48 @@ def accelerator_memory(graph: Graph, cluster: Cluster, device: np.ndarray) -> np
     return np.bincount(device[on_acc], weights=graph.memory[on_acc], minlength=cluster.accelerators)
 
 
+def constraint_violations(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray,
+                          constraints: Constraints | Mapping[str, Any]) -> list[Violation]:
+    """One :class:`Violation` (kind ``"constraint"``) per broken user constraint, naming it.
+
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(i, 1.0, 1.0) for i in range(3)], [(0, 1), (1, 2)])
+    >>> [str(v) for v in constraint_violations(g, Cluster(2), [0, 1, 2], {"no_cut": [(0, 1)]})]
+    ['constraint: no_cut (node 0, node 1): node 0 is on acc0, node 1 on acc1']
+    """
+    stated = constraints if isinstance(constraints, Constraints) else Constraints.from_dict(constraints)
+    r = stated.resolved(graph, cluster)
+    dev = np.asarray(device)
+    names = cluster.device_names()
+    k = cluster.accelerators
+    out = []
+    for i, d in r.pins.items():
+        if (d is None and dev[i] < k) or (d is not None and dev[i] != d):
+            out.append(Violation("constraint", f"pin {graph.describe(i)} to {'cpu' if d is None else names[d]}: "
+                                 f"it is on {names[dev[i]]}", int(dev[i])))
+    for i, devices in r.forbidden.items():
+        if int(dev[i]) in devices:
+            out.append(Violation("constraint", f"forbid {names[dev[i]]} to {graph.describe(i)}: it is there",
+                                 int(dev[i])))
+    for kind, pairs in (("together", r.together), ("no_cut", r.no_cut)):
+        for a, b in pairs:
+            if dev[a] != dev[b]:
+                out.append(Violation("constraint", f"{kind} ({graph.describe(a)}, {graph.describe(b)}): "
+                                     f"{graph.describe(a)} is on {names[dev[a]]}, {graph.describe(b)} on "
+                                     f"{names[dev[b]]}"))
+    used = np.unique(dev[dev < k])
+    if stated.max_stages is not None and len(used) > stated.max_stages:
+        out.append(Violation("constraint", f"max_stages {stated.max_stages}: the placement uses {len(used)} "
+                             "accelerators"))
+    on = dev < k
+    held = np.bincount(dev[on], weights=graph.memory[on], minlength=k)[:k]
+    left = (cluster.memory - r.reserve) * (1 + MEMORY_RTOL) + MEMORY_ATOL  # the slack every memory check has
+    for d in np.flatnonzero((r.reserve > 0) & (held > left)):
+        out.append(Violation("constraint", f"reserve {r.reserve[d]:.6g} bytes on {names[d]}: it holds "
+                             f"{held[d]:.6g} of its {cluster.memory[d]:.6g} bytes", int(d)))
+    return out
+
+
 def check_feasibility(
     graph: Graph,
     cluster: Cluster,
@@ -198,6 +243,7 @@ def check_feasibility(
     replicas: Sequence[int] | np.ndarray | None = None,
     schedule: str | None = None,
     microbatches: int | None = None,
+    constraints: Any = None,
 ) -> list[Violation]:
     """Every constraint the placement breaks under the rules of ``objective`` and ``space`` (empty: feasible).
 
@@ -231,6 +277,9 @@ def check_feasibility(
         Throughput under a pipeline schedule (:mod:`exactplace.core.schedule`): the placement must be a
         pipeline on the accelerators in index order (``"pipeline"``), and each stage's memory counts
         the microbatches the schedule keeps in flight there.
+    constraints : Constraints or mapping, optional
+        A user's constraints (:mod:`exactplace.core.constraints`): one violation of kind
+        ``"constraint"`` per broken one, naming it.
 
     Returns
     -------
@@ -294,6 +343,8 @@ def check_feasibility(
                 f"{graph.describe(i)} is on {names[d]} but {graph.describe(other)} "
                 f"of the same color class is on {names[dev[other]]}", d,
             ))
+    if constraints is not None:
+        violations.extend(constraint_violations(graph, cluster, dev, constraints))
     reps = as_replicas_array(graph, cluster, dev, replicas)
     if reps is not None and objective != "throughput":
         raise ParameterError(f"Replicas apply to the throughput objective only, not {objective!r}.")

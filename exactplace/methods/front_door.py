@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.constraints import Constraints
 from exactplace.core.errors import (
     ExactplaceError,
     ParameterError,
@@ -30,7 +31,7 @@ from exactplace.core.placement_array import as_device_array, as_replicas_array, 
 from exactplace.core.problem import DEFAULT_REL_GAP, OBJECTIVE_OPTIONS, MethodResult, Problem
 from exactplace.core.schedule import check_schedule
 from exactplace.evaluators import check_feasibility, evaluate
-from exactplace.evaluators.feasibility import Guarantees, check_fits
+from exactplace.evaluators.feasibility import Guarantees, check_fits, constraint_violations
 from exactplace.io import Workload
 from exactplace.methods.base import Method
 from exactplace.methods.catalog import AUTO_ORDER
@@ -217,6 +218,7 @@ def solve(
     time_limit: float | None = None,
     rel_gap: float = DEFAULT_REL_GAP,
     warm_start: Placement | np.ndarray | Mapping[int, Any] | str | None = "auto",
+    constraints: Constraints | Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Placement:
     """Place a graph's nodes on a cluster's devices, optimizing ``objective``.
@@ -250,6 +252,12 @@ def solve(
     warm_start : Placement, device array, {node id: device}, "auto" or None, default "auto"
         A starting placement for methods that use one. ``"auto"``: the method's own default
         start (``mip`` starts from the DP, DPL or greedy); None: no start at all.
+    constraints : Constraints or mapping, optional
+        What the placement must satisfy beyond the graph's colour classes: pins, forbidden devices,
+        nodes kept together, edges not cut, at most so many stages, a memory reserve
+        (:mod:`exactplace.core.constraints`). Every method solves the problem they lower to, so the
+        bound and status are over the placements that satisfy them; ParameterError for what no
+        method holds exactly yet. The plan keeps them in ``info["constraints"]``.
     **options
         ``overlap`` / ``gpipe`` (throughput objective variants), plus method-specific
         options (``exactplace methods`` lists them with their constraints).
@@ -285,6 +293,12 @@ def solve(
         warnings.warn("solve(gap=...) is deprecated; use rel_gap=...", DeprecationWarning, stacklevel=2)
         rel_gap = options.pop("gap")
     graph, cluster, stated = _instance(graph, cluster, objective, "solve")
+    if constraints is not None:
+        if not isinstance(constraints, Constraints):
+            constraints = Constraints.from_dict(constraints)
+        if constraints:
+            return _solve_constrained(graph, cluster, constraints, objective, method, time_limit, rel_gap, warm_start,
+                                      options)
     check_param(isinstance(method, str), "method", "solve", "a method name", method)
     if method != "auto":
         get_method(method, objective)
@@ -344,6 +358,43 @@ def solve(
         handled_interrupt()
     wall = time.monotonic() - start
     return _referee(problem, cls, result, wall, extra)
+
+
+def _solve_constrained(graph: Graph, cluster: Cluster, constraints: Constraints, objective: str, method: str,
+                       time_limit: float | None, rel_gap: float, warm_start: Any,
+                       options: Mapping[str, Any]) -> Placement:
+    """:func:`solve` under ``constraints``: solve the problem they lower to, then restore the placement to
+    the stated graph and cluster, rescore it there and hold it to every constraint."""
+    if options.get("replication"):
+        raise ParameterError("solve: constraints and replication=True cannot be combined yet.")
+    lowering = constraints.lowering(graph, cluster, ordered=options.get("schedule") is not None)
+    if lowering.unheld is not None:
+        raise ParameterError(f"solve: no method holds {lowering.unheld} exactly yet; the constraints every method "
+                             "holds are pins to the CPU (or one CPU core), together, no_cut, max_stages on identical "
+                             "accelerators and reserve.")
+    warm: Any = warm_start
+    if not isinstance(warm_start, str) and warm_start is not None:
+        given = _warm_start_array(graph, cluster, warm_start)
+        keep = given is not None and not constraint_violations(graph, cluster, given, constraints)
+        warm = lowering.lowered(given) if keep else None
+    inner = solve(lowering.graph, lowering.cluster, objective, method, time_limit, rel_gap, warm, **options)
+    info = {**inner.info, "constraints": constraints.to_dict()}
+    if inner.device is None:
+        return dataclasses.replace(inner, graph=graph, cluster=cluster, info=info)
+    device = lowering.restore(inner.device)
+    scoring = {k: v for k, v in options.items() if k in SCORING_OPTIONS[objective]}
+    if inner.subgraph is not None:
+        scoring["subgraph"] = inner.subgraph
+    if objective == "makespan" and inner.info.get("order") is not None:
+        scoring["order"] = inner.info["order"]
+    broken = check_feasibility(graph, cluster, device, objective=objective, q=inner.q, subgraph=inner.subgraph,
+                               schedule=options.get("schedule"), microbatches=options.get("microbatches"))
+    broken += constraint_violations(graph, cluster, device, constraints)
+    if broken:
+        raise ExactplaceError(f"Method {inner.method!r} returned a placement that breaks the constraints, first: "
+                              f"{broken[0]}. This is a bug; please report it.")
+    value = evaluate(graph, cluster, device, objective, **scoring)
+    return dataclasses.replace(inner, graph=graph, cluster=cluster, device=device, objective=value, info=info)
 
 
 def _run(cls: type[Method], problem: Problem) -> MethodResult:

@@ -1,0 +1,182 @@
+"""A user's constraints (``solve(..., constraints=...)``) against brute force on tiny random graphs.
+
+Each family draws one kind of constraint; the brute force restates it as a plain predicate on
+placements (up to renaming identical devices, as the enumeration is) and takes the optimum over
+the placements it keeps. Every exact method's certified value must equal that optimum in its own
+space, its placement must satisfy the constraints exactly (pins on the very device named), and
+what no method holds exactly (forbidden devices, pins to two devices) is refused by name.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from oracle import brute_force_optima, fits_only_on_the_slack, latency_subgraph_optimum
+from strategies import clusters, dags, training_graphs
+
+from exactplace import Cluster, Graph, Node, ParameterError, Status, available_methods, evaluate, solve
+from exactplace.core.constraints import Constraints
+from exactplace.evaluators import check_feasibility
+from exactplace.methods import registry
+
+EXAMPLES = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+FAMILIES = ("pins", "together", "no_cut", "limits")
+
+#: The exact methods of each objective (those with a schedule have their own brute force).
+EXACT = {objective: [m for m in available_methods(objective) if registry.registered_methods()[m].exact
+                     and not registry.registered_methods()[m].schedules] for objective in ("throughput", "latency")}
+
+
+def graphs() -> st.SearchStrategy[Graph]:
+    """Graphs on which the exact models are Definition 3.1 with colocation (see test_methods_brute_force)."""
+    return st.one_of(dags(min_nodes=2, max_nodes=5, colors=False),
+                     training_graphs(max_forward=3, orphans=False, extra_colors=False))
+
+
+@st.composite
+def constrained(draw: st.DrawFn, family: str) -> tuple[Graph, Cluster, dict]:
+    graph = draw(graphs())
+    cluster = draw(clusters(min_accelerators=1, max_accelerators=3, max_cpus=2))
+    ids, k = graph.ids.tolist(), cluster.accelerators
+    nodes = st.sampled_from(ids)
+    spec: dict = {}
+    if family == "pins":
+        where = ["cpu", *(f"cpu{j}" for j in range(cluster.cpus))] if cluster.cpus else []
+        if cluster.cpus == 0:  # one accelerator, named, is held exactly on a cluster without CPU cores
+            where = [f"acc{draw(st.integers(0, k - 1))}"]
+        else:
+            where = [w for w in where if w == "cpu" or w == where[-1]]  # any core, or one core
+        spec["pin"] = {node: draw(st.sampled_from(where)) for node in draw(st.lists(nodes, min_size=1, max_size=2,
+                                                                                      unique=True))}
+    elif family == "together":
+        spec["together"] = draw(st.lists(st.lists(nodes, min_size=2, max_size=2, unique=True), min_size=1,
+                                         max_size=2))
+    elif family == "no_cut":
+        edges = sorted(set(zip(graph.src.tolist(), graph.dst.tolist())))
+        assume(edges)
+        spec["no_cut"] = [[ids[u], ids[v]] for u, v in draw(st.lists(st.sampled_from(edges), min_size=1, max_size=2,
+                                                                      unique=True))]
+    else:
+        spec["max_stages"] = draw(st.integers(1, k))
+        if math.isfinite(cluster.memory[0]):
+            spec["reserve"] = draw(st.sampled_from([0.0, 0.25, 0.5])) * float(cluster.memory[0])
+    return graph, cluster, spec
+
+
+def satisfies(graph: Graph, cluster: Cluster, spec: dict, device: np.ndarray, exactly: bool) -> bool:
+    """The constraints, restated; ``exactly=False`` up to renaming identical devices (a pin to a core or an
+    accelerator: the pinned nodes together on one such device)."""
+    k = cluster.accelerators
+    at = {int(node_id): i for i, node_id in enumerate(graph.ids.tolist())}
+    pinned: dict[str, set[int]] = {}
+    for node, where in spec.get("pin", {}).items():
+        d = int(device[at[node]])
+        if where == "cpu" or where.startswith("cpu"):
+            if d < k:
+                return False
+        elif d >= k:
+            return False
+        if where != "cpu":
+            pinned.setdefault(where, set()).add(d)
+            if exactly and d != (k + int(where[3:]) if where.startswith("cpu") else int(where[3:])):
+                return False
+    if any(len(devices) > 1 for devices in pinned.values()):
+        return False
+    for a, b in [*spec.get("together", []), *spec.get("no_cut", [])]:
+        if device[at[a]] != device[at[b]]:
+            return False
+    if "max_stages" in spec and len(set(device[device < k].tolist())) > spec["max_stages"]:
+        return False
+    if spec.get("reserve"):
+        on = device < k
+        held = np.bincount(device[on], weights=graph.memory[on], minlength=k)
+        left = (cluster.memory - spec["reserve"]) * (1 + 1e-9) + 1e-9
+        if np.any(held > left):
+            return False
+    return True
+
+
+def check_exact_methods(graph: Graph, cluster: Cluster, spec: dict, objective: str) -> None:
+    def keep(device: np.ndarray) -> bool:
+        return satisfies(graph, cluster, spec, device, exactly=False)
+
+    if objective == "latency":
+        reserved = Cluster(cluster.accelerators, cluster.memory - spec.get("reserve", 0.0), cluster.cpus)
+        if fits_only_on_the_slack(graph, reserved):
+            return  # the latency model's memory rows are conservative by the evaluator's slack
+        optimum = latency_subgraph_optimum(graph, cluster, 1, keep)
+        tolerance = 1e-6
+    else:
+        optimum = brute_force_optima(graph, cluster, objective, keep).chain
+        tolerance = 1e-9
+    for method in EXACT[objective]:
+        p = solve(graph, cluster, objective=objective, method=method, time_limit=30, rel_gap=0.0, constraints=spec)
+        assert p.info["constraints"] == Constraints.from_dict(spec).to_dict()
+        if not p.has_solution:
+            assert p.status is Status.INFEASIBLE and optimum is None, (method, spec, optimum)
+            continue
+        assert p.graph is graph and p.cluster is cluster
+        assert satisfies(graph, cluster, spec, p.device, exactly=True), (method, spec, p.device)
+        assert check_feasibility(graph, cluster, p.device, constraints=spec) == []
+        assert p.objective == evaluate(graph, cluster, p.device, objective)
+        assert optimum is not None, f"{method} placed {spec} where no placement satisfies it"
+        scale = tolerance * max(1.0, abs(optimum))
+        assert p.bound is None or p.bound <= optimum + scale
+        if p.limit is None:
+            assert p.status is Status.OPTIMAL and abs(p.objective - optimum) <= scale, (method, spec, p.objective,
+                                                                                           optimum)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@EXAMPLES
+@given(data=st.data())
+def test_throughput_methods_are_optimal_under_constraints(family: str, data: st.DataObject) -> None:
+    graph, cluster, spec = data.draw(constrained(family))
+    check_exact_methods(graph, cluster, spec, "throughput")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@settings(EXAMPLES, max_examples=100)
+@given(data=st.data())
+def test_latency_program_is_optimal_under_constraints(family: str, data: st.DataObject) -> None:
+    graph, cluster, spec = data.draw(constrained(family))
+    check_exact_methods(graph, cluster, spec, "latency")
+
+
+@EXAMPLES
+@given(data=st.data())
+def test_what_no_method_holds_is_refused_by_name(data: st.DataObject) -> None:
+    graph, cluster, _ = data.draw(constrained("pins"))
+    node = int(graph.ids[0])
+    names = cluster.device_names()
+    cases = [({"forbid": {node: [names[0]]}}, "forbidden devices")]
+    if cluster.accelerators >= 2:
+        cases.append(({"pin": {node: "acc0", int(graph.ids[-1]): "acc1"}}, "pins to two different accelerators"))
+    for spec, said in cases:
+        with pytest.raises(ParameterError, match=said):
+            solve(graph, cluster, constraints=spec)
+
+
+def test_bad_constraints_name_what_is_wrong() -> None:
+    g = Graph([Node(i, 1.0, 1.0, memory=1.0, name=f"n{i}") for i in range(3)],
+              [(0, 1), (1, 2)])
+    c = Cluster(2, memory=4.0, cpus=1)
+    cases = [({"pin": {"nope": "cpu"}}, "names 'nope', which is no node"),
+             ({"pin": {"n0": "acc7"}}, "names device 'acc7'"),
+             ({"no_cut": [["n0", "n2"]]}, "no edge between them"),
+             ({"reserve": 5.0}, "more than its memory"),
+             ({"max_stages": 0}, "max_stages must be a positive integer"),
+             ({"together": [["n0"]]}, "pairs of nodes"),
+             ({"colour": []}, "unknown key 'colour'")]
+    for spec, said in cases:
+        with pytest.raises(ParameterError, match=said):
+            solve(g, c, constraints=spec)
+    # names and ids both name nodes; a violated constraint is one line naming it
+    assert [str(v) for v in check_feasibility(g, c, [0, 1, 2], constraints={"together": [["n0", 2]]})] == [
+        "constraint: together (node 0 ('n0'), node 2 ('n2')): node 0 ('n0') is on acc0, node 2 ('n2') on cpu0"]
