@@ -180,3 +180,43 @@ def test_bad_constraints_name_what_is_wrong() -> None:
     # names and ids both name nodes; a violated constraint is one line naming it
     assert [str(v) for v in check_feasibility(g, c, [0, 1, 2], constraints={"together": [["n0", 2]]})] == [
         "constraint: together (node 0 ('n0'), node 2 ('n2')): node 0 ('n0') is on acc0, node 2 ('n2') on cpu0"]
+
+
+def test_cli_solves_under_constraints_and_evaluate_holds_the_plan_to_them(tmp_path, capsys) -> None:
+    import json
+
+    from exactplace.cli.main import main
+    from exactplace.io import Workload, write_workload
+
+    g = Graph([Node(i, 1.0 + i, 1.0, memory=2.0, name=f"n{i}") for i in range(5)],
+              [(0, 1), (1, 2), (2, 3), (3, 4)])
+    workload, plan, file = tmp_path / "w.json", tmp_path / "plan.json", tmp_path / "c.json"
+    write_workload(Workload(g, Cluster(3, memory=5.0, cpus=1), name="chain"), workload)
+    file.write_text(json.dumps({"no_cut": [["n1", "n2"]]}))
+    assert main(["solve", str(workload), "--pin", "n4=cpu", "--constraints", str(file), "--max-stages", "2",
+                 "--out", str(plan)]) == 0
+    said = capsys.readouterr().out
+    assert 'under the constraints {"pin": {"n4": "cpu"}, "no_cut": [["n1", "n2"]], "max_stages": 2}' in said
+    placed = {entry["name"]: entry["device"] for entry in json.loads(plan.read_text())["placement"]}
+    assert placed["n4"] == "cpu0" and placed["n1"] == placed["n2"]
+    assert len({d for d in placed.values() if d.startswith("acc")}) <= 2
+    assert main(["evaluate", str(workload), str(plan)]) == 0  # the plan's own constraints hold
+    assert "feasible" in capsys.readouterr().out
+    assert main(["evaluate", str(workload), str(plan), "--pin", "n4=acc0"]) != 0
+    assert "constraint: pin node 4 ('n4') to acc0: it is on cpu0" in capsys.readouterr().out
+    assert main(["solve", str(workload), "--forbid", "n0=acc0"]) == 2
+    assert "no method holds forbidden devices exactly yet" in capsys.readouterr().err
+    assert main(["solve", str(workload), "--together", "n1"]) == 2
+    assert "--together takes A,B (two nodes)" in capsys.readouterr().err
+
+
+def test_schedule_methods_take_constraints_too() -> None:
+    g = Graph([Node(i, 1.0, 1.0, memory=1.0, activation=0.5) for i in range(6)], [(i, i + 1) for i in range(5)])
+    c = Cluster(3, memory=10.0, cpus=0)
+    free = solve(g, c, schedule="1f1b", microbatches=4)
+    held = solve(g, c, schedule="1f1b", microbatches=4, constraints={"no_cut": [[1, 2], [3, 4]], "max_stages": 2})
+    assert held.status is Status.OPTIMAL and held.objective >= free.objective
+    assert held.device[1] == held.device[2] and held.device[3] == held.device[4]
+    assert len(set(held.device.tolist())) <= 2
+    with pytest.raises(ParameterError, match="a pin to one accelerator under a pipeline schedule"):
+        solve(g, c, schedule="1f1b", microbatches=4, constraints={"pin": {0: "acc1"}})

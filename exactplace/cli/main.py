@@ -96,6 +96,60 @@ def _schedule_flags(args: argparse.Namespace) -> dict:
     return {k: v for k, v in flags.items() if v is not None}
 
 
+def _add_constraint_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("constraints (nodes by id or name; devices acc0, cpu0, or cpu for any core)")
+    group.add_argument("--constraints", metavar="FILE.json", default=None,
+                       help="a JSON object with keys pin, forbid, together, no_cut, max_stages, reserve")
+    group.add_argument("--pin", action="append", metavar="NODE=DEVICE", help="keep a node on a device (repeatable)")
+    group.add_argument("--forbid", action="append", metavar="NODE=DEVICE", help="keep a node off a device "
+                       "(repeatable)")
+    group.add_argument("--together", action="append", metavar="A,B", help="keep two nodes on one device (repeatable)")
+    group.add_argument("--no-cut", action="append", metavar="A,B", help="no cut on the edge between two nodes "
+                       "(repeatable)")
+    group.add_argument("--max-stages", type=_count_positive, default=None, metavar="N",
+                       help="use at most N accelerators")
+    group.add_argument("--reserve", type=float, default=None, metavar="BYTES",
+                       help="memory to hold back on every accelerator")
+
+
+def _constraint_flags(args: argparse.Namespace) -> dict | None:
+    """The constraints of ``--constraints FILE`` with the flags added (None: none given)."""
+    import json
+
+    from exactplace.core.errors import ParameterError
+    from exactplace.io import read_text
+
+    spec: dict = {}
+    if args.constraints is not None:
+        try:
+            spec = json.loads(read_text(args.constraints, "Constraints"))
+        except json.JSONDecodeError as error:
+            raise ParameterError(f"--constraints {args.constraints!r} is not JSON: {error}.") from None
+        if not isinstance(spec, dict):
+            raise ParameterError(f"--constraints {args.constraints!r} must hold a JSON object.")
+
+    def split(item: str, flag: str, sep: str, what: str) -> tuple[str, str]:
+        left, found, right = item.partition(sep)
+        if not found or not left.strip() or not right.strip():
+            raise ParameterError(f"{flag} takes {what}. Got {item!r} instead.")
+        return left.strip(), right.strip()
+
+    for item in args.pin or []:
+        node, device = split(item, "--pin", "=", "NODE=DEVICE")
+        spec.setdefault("pin", {})[node] = device
+    for item in args.forbid or []:
+        node, device = split(item, "--forbid", "=", "NODE=DEVICE")
+        spec.setdefault("forbid", {}).setdefault(node, []).append(device)
+    for flag, key in (("--together", "together"), ("--no-cut", "no_cut")):
+        for item in getattr(args, key) or []:
+            spec.setdefault(key, []).append(list(split(item, flag, ",", "A,B (two nodes)")))
+    if args.max_stages is not None:
+        spec["max_stages"] = args.max_stages
+    if args.reserve is not None:
+        spec["reserve"] = args.reserve
+    return spec or None
+
+
 def _solve_options(args: argparse.Namespace) -> tuple[dict, object]:
     """Method options from the flags, and the warm start (``--option warm_start=none`` turns it off)."""
     from exactplace.core.errors import ParameterError
@@ -135,7 +189,7 @@ def _command_solve(args: argparse.Namespace) -> int:
     with elapsed(f"solving {workload.name} ({args.objective}, method {args.method})"):
         placement = solve(
             workload, objective=args.objective, method=args.method, time_limit=args.time_limit,
-            rel_gap=args.rel_gap, warm_start=warm_start, **options,
+            rel_gap=args.rel_gap, warm_start=warm_start, constraints=_constraint_flags(args), **options,
         )
     interrupted = placement.limit is Limit.INTERRUPT
     # The plan is saved before anything is printed, so a closed standard output cannot lose it.
@@ -216,9 +270,10 @@ def _command_evaluate(args: argparse.Namespace) -> int:
                              f"scores, not {objective!r}.")
     if replicas is not None:
         options["replicas"] = replicas
+    constraints = _constraint_flags(args) or plan.constraints  # the flags, else those the plan was solved under
     violations = check_feasibility(graph, cluster, plan.device, objective=objective, space=space, q=q,
                                    subgraph=plan.subgraph, replicas=replicas, schedule=options.get("schedule"),
-                                   microbatches=options.get("microbatches"))
+                                   microbatches=options.get("microbatches"), constraints=constraints)
     value = _score(graph, cluster, plan.device, objective, options, violations)
     print(f"{objective}: {value:.6f}")
     used = [k for k, v in options.items() if v is True] + (["replicas"] if replicas is not None else [])
@@ -477,6 +532,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "loads (.png, .svg or .pdf; needs matplotlib)")
     solve.add_argument("--out", type=_out, metavar="PLAN.json",
                        help="write the plan JSON here (- for standard output); never over an input")
+    _add_constraint_options(solve)
     _add_cluster_options(solve)
     solve.set_defaults(run=_command_solve)
 
@@ -494,6 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_schedule_options(evaluate)
     evaluate.add_argument("--verbose", action="store_true", help="list every violation, not a summary")
     evaluate.add_argument("--json", action="store_true", help="end with one JSON line holding `objective`")
+    _add_constraint_options(evaluate)
     _add_cluster_options(evaluate)
     evaluate.set_defaults(run=_command_evaluate)
 

@@ -312,6 +312,8 @@ class Placement:
             lines.append(f"time limit: {self.info['time_limit']}")
         if "not_optimal" in self.info:
             lines.append(f"not called optimal: {self.info['not_optimal']}")
+        if self.info.get("constraints"):
+            lines.append("under the constraints " + json.dumps(self.info["constraints"]))
         lines.append(f"wall time: {self.wall_seconds:.3f} s")
         replicas = {} if self.replicas is None else dict(zip(self.cluster.device_names(), self.replicas.tolist()))
         for name, ids in self.devices_used().items():

@@ -30,7 +30,8 @@ class SplitFile:
     ``subgraph`` each accelerator node's subgraph index (latency plans with ``q >= 2``);
     ``options`` the scoring options it was solved with (``overlap``, ``gpipe``, ``contention``);
     ``order`` the execution order (node positions) a makespan plan was scored with;
-    ``replicas`` each accelerator's replicas (a throughput plan solved with ``replication=True``).
+    ``replicas`` each accelerator's replicas (a throughput plan solved with ``replication=True``);
+    ``constraints`` the user's constraints it was solved under (``info.constraints``; None: none).
     """
 
     device: np.ndarray
@@ -41,6 +42,7 @@ class SplitFile:
     options: Mapping[str, Any] = field(default_factory=dict)
     order: list[int] | None = None
     replicas: np.ndarray | None = None
+    constraints: Mapping[str, Any] | None = None
 
 
 def plan_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str) -> SplitFile:
@@ -106,6 +108,11 @@ def plan_from_dict(data: Any, graph: Graph, cluster: Cluster, *, where: str) -> 
             raise InputFormatError(f"{where}: field 'replicas' must list one integer >= 1 per accelerator "
                                    f"({cluster.accelerators}). Got {shown(raw)} instead.")
         replicas = as_replicas_array(graph, cluster, device, np.array(raw, dtype=np.int64))
+    constraints = info.get("constraints")
+    if constraints is not None:
+        from exactplace.core.constraints import Constraints
+
+        Constraints.from_dict(constraints, where=f"{where}: field 'info.constraints'").resolved(graph, cluster)
     return SplitFile(device, objective, None if space is None else Space(space), q,
-                     subgraph if stated.any() else None, options, order, replicas)
+                     subgraph if stated.any() else None, options, order, replicas, constraints)
 
