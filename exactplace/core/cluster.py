@@ -270,6 +270,16 @@ class Cluster:
         return cls(data["accelerators"], memory, data["cpus"], data.get("speed", 1.0), data.get("machines", 1),
                    data.get("inter_machine_cost", 1.0))
 
+    def __reduce__(self) -> tuple[type[Cluster], tuple[object, ...]]:
+        """Pickled as its constructor's arguments (a per-device list only where devices differ): for Ray and
+        multiprocessing."""
+        def given(values: np.ndarray) -> object:
+            return float(values[0]) if self.accelerators and _uniform(values) else [float(v) for v in values]
+
+        memory = given(self.memory) if self.accelerators else math.inf
+        speed = given(self.speed) if self.accelerators else 1.0
+        return Cluster, (self.accelerators, memory, self.cpus, speed, self.machines, self.inter_machine_cost)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Cluster):
             return NotImplemented

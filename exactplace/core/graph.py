@@ -325,6 +325,10 @@ class Graph:
         """Nodes as given, in position order."""
         return [self.node(i) for i in range(self.n)]
 
+    def __reduce__(self) -> tuple[type[Graph], tuple[list[Node], list[tuple[int, int, float]]]]:
+        """Pickled as its nodes and edges, rebuilt (and checked) by the constructor: for Ray and multiprocessing."""
+        return Graph, (self.nodes(), self.edges())
+
     def __repr__(self) -> str:
         kind = "training" if self.is_training else "inference"
         return f"<Graph {kind}: {self.n} nodes, {self.m} edges>"

@@ -1,8 +1,10 @@
-"""One job solved: a workload (as its JSON), a method, an objective, a time limit and options.
+"""One job solved: a workload (as its JSON), a method, an objective, a time limit and options; and a batch of
+jobs run here or as Ray tasks.
 
 A job is a plain dict, so that a remote worker (Ray) receives everything it needs; its record
 is JSON-ready. The nightly regression job (``exactplace regress``) and the paper's tables
-(``exactplace paper-tables``) both solve their cells through :func:`solve_job`.
+(``exactplace paper-tables``) both solve their cells through :func:`solve_job`; the regression job and the
+what-if sweeps (``exactplace sweep``) run their batches through :func:`map_jobs`.
 """
 
 from __future__ import annotations
@@ -10,15 +12,20 @@ from __future__ import annotations
 import os
 import platform
 import time
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from exactplace.core.errors import ExactplaceError
+from exactplace.core.errors import ExactplaceError, SolverUnavailableError
+from exactplace.core.interrupt import handled_interrupt
 from exactplace.core.placement import Limit, Placement
 from exactplace.io import workload_from_dict
 from exactplace.io.tables import finite
 from exactplace.methods.front_door import solve
 
-__all__ = ["RECORD_FIELDS", "job_record", "solve_job"]
+__all__ = ["RECORD_FIELDS", "JobsInterrupted", "job_record", "map_jobs", "solve_job"]
+
+Job = TypeVar("Job")
+Record = TypeVar("Record")
 
 #: The fields of a job's record, beside its key, workload, method and objective (None until known).
 RECORD_FIELDS = ("status", "value", "bound", "wall_seconds", "measured", "predicted", "ratio", "noise", "replay",
@@ -69,3 +76,56 @@ def solve_job(job: dict[str, Any]) -> tuple[dict[str, Any], Placement | None]:
     record["value"] = finite(placement.objective)
     record["bound"] = finite(placement.bound)
     return record, placement
+
+
+class JobsInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) stopped a batch: ``records`` are those of the jobs that finished, in batch order."""
+
+    def __init__(self, records: Sequence[Any]) -> None:
+        super().__init__()
+        self.records = list(records)
+
+
+def map_jobs(run: Callable[[Job], Record], jobs: Sequence[Job], ray_address: str | None = None) -> list[Record]:
+    """``[run(job) for job in jobs]``, here one after another or, with ``ray_address``, as Ray tasks on that cluster
+    (``"local"`` starts one for the batch and stops it after). ``run`` must be a module-level function, which Ray's
+    workers import by name.
+
+    Ctrl-C raises :class:`JobsInterrupted` holding the records of the jobs that finished (on Ray, the others are
+    cancelled).
+
+    >>> map_jobs(abs, [-1, 2, -3])
+    [1, 2, 3]
+    """
+    if not ray_address:
+        records: list[Record] = []
+        for job in jobs:
+            try:
+                records.append(run(job))
+            except KeyboardInterrupt:
+                handled_interrupt()
+                raise JobsInterrupted(records) from None
+        return records
+    try:
+        import ray
+    except ImportError:
+        raise SolverUnavailableError("Running jobs on Ray needs Ray: pip install 'exactplace[ray]'.") from None
+    started = not ray.is_initialized()
+    ray.init(address=None if ray_address == "local" else ray_address, ignore_reinit_error=True,
+             include_dashboard=False, log_to_driver=False)
+    try:
+        task = ray.remote(run)
+        refs = [task.remote(job) for job in jobs]
+        try:
+            return ray.get(refs)
+        except KeyboardInterrupt:  # keep the jobs done; cancel the rest
+            handled_interrupt()
+            done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+            finished = set(done)
+            for ref in refs:
+                if ref not in finished:
+                    ray.cancel(ref, force=True)
+            raise JobsInterrupted([ray.get(ref) for ref in refs if ref in finished]) from None
+    finally:
+        if started:
+            ray.shutdown()  # a local cluster started here ends with the batch

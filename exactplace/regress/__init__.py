@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from exactplace.core.errors import ExactplaceError, ParameterError, SolverUnavailableError
-from exactplace.core.interrupt import handled_interrupt
 from exactplace.core.placement import Placement
 from exactplace.io.paths import NAME_MAX, check_target, write_file
 from exactplace.io.tables import finite, markdown_table
-from exactplace.methods.jobs import job_record, solve_job
+from exactplace.methods.jobs import JobsInterrupted, job_record, map_jobs, solve_job
 from exactplace.regress.baseline import BASELINE_FIELDS, NOT_RUN, Finding, check_baseline, compare, read_baseline
 from exactplace.regress.report import Drawer, check_reports, write_reports
 from exactplace.regress.suite import DEFAULT_TOLERANCE, MAX_SUITE_NODES, Suite, load_suite
@@ -34,12 +33,8 @@ __all__ = ["BASELINE_FIELDS", "DEFAULT_TOLERANCE", "MAX_SUITE_NODES", "Finding",
            "solve_job", "write_reports"]
 
 
-class SuiteInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) stopped a suite: ``records`` are those of the jobs that finished, in suite order."""
-
-    def __init__(self, records: Sequence[dict[str, Any]]) -> None:
-        super().__init__()
-        self.records = list(records)
+#: Ctrl-C (or SIGTERM) stopped a suite: ``records`` are those of the jobs that finished, in suite order.
+SuiteInterrupted = JobsInterrupted
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
@@ -73,57 +68,13 @@ def _replay(placement: Placement, objective: str, settings: dict[str, Any]) -> d
             "noise": result.noise, "replay": result.devices}
 
 
-def _map_local(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Run the jobs here, one after another; Ctrl-C raises SuiteInterrupted with the records done."""
-    records: list[dict[str, Any]] = []
-    for job in jobs:
-        try:
-            records.append(run_job(job))
-        except KeyboardInterrupt:
-            handled_interrupt()
-            raise SuiteInterrupted(records) from None
-    return records
-
-
-def _map_ray(address: str) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
-    """Run the jobs as Ray tasks (``address="local"`` starts a local cluster); no home-made job runner."""
-    try:
-        import ray
-    except ImportError:
-        raise SolverUnavailableError("--ray needs Ray: pip install 'exactplace[ray]'.") from None
-
-    def mapper(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        started = not ray.is_initialized()
-        ray.init(address=None if address == "local" else address, ignore_reinit_error=True,
-                 include_dashboard=False, log_to_driver=False)
-        try:
-            task = ray.remote(run_job)
-            refs = [task.remote(job) for job in jobs]
-            try:
-                return ray.get(refs)
-            except KeyboardInterrupt:  # keep the jobs done; cancel the rest
-                handled_interrupt()
-                done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-                finished = set(done)
-                for ref in refs:
-                    if ref not in finished:
-                        ray.cancel(ref, force=True)
-                raise SuiteInterrupted([ray.get(ref) for ref in refs if ref in finished]) from None
-        finally:
-            if started:
-                ray.shutdown()  # a local cluster started here ends with the suite
-
-    return mapper
-
-
 def run_suite(suite: Suite, ray_address: str | None = None) -> list[dict[str, Any]]:
     """Run every job of the suite, here or on Ray; returns one record per job, in suite order.
 
     Ctrl-C (or SIGTERM, which the command line turns into it) raises :class:`SuiteInterrupted`
     holding the records of the jobs that finished.
     """
-    mapper = _map_ray(ray_address) if ray_address else _map_local
-    return mapper(suite.jobs)
+    return map_jobs(run_job, suite.jobs, ray_address)
 
 
 def regress(suite_path: str | Path, *, baseline: str | Path | None = None, report_dir: str | Path | None = None,
