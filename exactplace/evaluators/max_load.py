@@ -31,7 +31,7 @@ from exactplace.core.placement_array import as_device_array, as_replicas_array
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["DeviceLoads", "device_loads", "max_load"]
+__all__ = ["DeviceLoads", "device_loads", "load_contributions", "max_load"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,82 @@ class DeviceLoads:
                 **({} if self.replicas is None else {"replicas": self.replicas, "sync": self.sync}),
             }
         ).set_index("device")
+
+
+@dataclass(frozen=True)
+class _Transfers:
+    """The communication groups a placement pays for: ``received[i]`` is received on device ``receivers[i]`` at
+    ``cost_in[i]``; ``sent[j]`` is sent from its source's device at ``cost_out[j]`` (CPUs included: the caller
+    zeroes their costs)."""
+
+    received: np.ndarray
+    receivers: np.ndarray
+    cost_in: np.ndarray
+    sent: np.ndarray
+    cost_out: np.ndarray
+
+
+def _transfers(graph: Graph, cluster: Cluster, dev: np.ndarray) -> _Transfers:
+    num_devices = cluster.num_devices
+    receiver = dev[graph.dst]
+    crossing = dev[graph.src] != receiver
+    # Each communication group pays once per receiving device and once at its source.
+    pairs = np.unique(graph.edge_group[crossing] * num_devices + receiver[crossing])
+    groups, receivers = pairs // num_devices, pairs % num_devices
+    senders = np.unique(groups)
+    cost_in, cost_out = graph.group_cost[groups], graph.group_cost[senders]
+    if cluster.is_two_level:
+        # A receiver on another host pulls the data over the slow link; the source pays the slow rate
+        # once when any of its receivers is on another host.
+        host = cluster.hosts
+        remote = host[dev[graph.group_source[groups]]] != host[receivers]
+        cost_in = np.where(remote, cost_in * cluster.inter_machine_cost, cost_in)
+        any_remote = np.zeros(len(graph.group_cost), dtype=bool)
+        np.logical_or.at(any_remote, groups, remote)
+        cost_out = np.where(any_remote[senders], cost_out * cluster.inter_machine_cost, cost_out)
+    return _Transfers(groups, receivers, cost_in, senders, cost_out)
+
+
+def load_contributions(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray, on: int) -> pd.DataFrame:
+    """What device ``on``'s load is made of: one row per node that adds to it, largest first.
+
+    Columns: ``node`` (id), ``name``, ``kind`` (``compute``; ``input``: the node, elsewhere, sends its output
+    here; ``output``: the node, here, sends its output elsewhere), ``part`` (``forward``/``backward``) and
+    ``seconds``. Without overlap the seconds add up to the device's load (:func:`device_loads`); with it, the
+    load is the larger of the compute and the communication sums.
+
+    >>> from exactplace.core.graph import Graph, Node
+    >>> g = Graph([Node(0, 1.0, 2.0, comm=0.5), Node(1, 1.0, 3.0)], [(0, 1)])
+    >>> load_contributions(g, Cluster(2, cpus=0), [0, 1], 1)[["node", "kind", "seconds"]].values.tolist()
+    [[1, 'compute', 3.0], [0, 'input', 0.5]]
+    """
+    import pandas as pd
+
+    dev = as_device_array(graph, cluster, device)
+    check = 0 <= on < cluster.num_devices
+    if not check:
+        raise ParameterError(f"The 'on' parameter of load_contributions must be a device of the cluster "
+                             f"(0..{cluster.num_devices - 1}). Got {on!r} instead.")
+    here = np.flatnonzero(dev == on)
+    if on < cluster.accelerators:
+        times = graph.acc_time[here] / cluster.speed[on]
+    else:
+        times = graph.cpu_time[here]
+    rows = [(int(i), "compute", float(t)) for i, t in zip(here, times)]
+    if on < cluster.accelerators:  # CPUs read RAM directly: no communication cost
+        transfers = _transfers(graph, cluster, dev)
+        source = graph.group_source
+        rows += [(int(source[g]), "input", float(c))
+                 for g, r, c in zip(transfers.received, transfers.receivers, transfers.cost_in) if r == on]
+        rows += [(int(source[g]), "output", float(c))
+                 for g, c in zip(transfers.sent, transfers.cost_out) if dev[source[g]] == on]
+    frame = pd.DataFrame({
+        "node": [int(graph.ids[i]) for i, _, _ in rows], "name": [graph.names[i] for i, _, _ in rows],
+        "kind": [kind for _, kind, _ in rows],
+        "part": ["backward" if graph.backward[i] else "forward" for i, _, _ in rows],
+        "seconds": [t for _, _, t in rows]})
+    frame = frame[frame["seconds"] > 0] if len(frame) else frame
+    return frame.sort_values("seconds", ascending=False, kind="stable").reset_index(drop=True)
 
 
 def device_loads(
@@ -130,25 +206,10 @@ def device_loads(
     np.add.at(compute, (dev, part), time)
 
     comm = np.zeros((num_devices, 2))
-    receiver = dev[graph.dst]
-    crossing = dev[graph.src] != receiver
-    # Each communication group pays once per receiving device and once at its source.
-    pairs = np.unique(graph.edge_group[crossing] * num_devices + receiver[crossing])
-    groups, receivers = pairs // num_devices, pairs % num_devices
+    transfers = _transfers(graph, cluster, dev)
     group_part = part[graph.group_source]
-    senders = np.unique(groups)
-    cost_in, cost_out = graph.group_cost[groups], graph.group_cost[senders]
-    if cluster.is_two_level:
-        # A receiver on another host pulls the data over the slow link; the source pays the slow rate
-        # once when any of its receivers is on another host.
-        host = cluster.hosts
-        remote = host[dev[graph.group_source[groups]]] != host[receivers]
-        cost_in = np.where(remote, cost_in * cluster.inter_machine_cost, cost_in)
-        any_remote = np.zeros(len(graph.group_cost), dtype=bool)
-        np.logical_or.at(any_remote, groups, remote)
-        cost_out = np.where(any_remote[senders], cost_out * cluster.inter_machine_cost, cost_out)
-    np.add.at(comm, (receivers, group_part[groups]), cost_in)
-    np.add.at(comm, (dev[graph.group_source[senders]], group_part[senders]), cost_out)
+    np.add.at(comm, (transfers.receivers, group_part[transfers.received]), transfers.cost_in)
+    np.add.at(comm, (dev[graph.group_source[transfers.sent]], group_part[transfers.sent]), transfers.cost_out)
     comm[k:] = 0.0  # CPUs read RAM directly: no communication cost
 
     memory = np.bincount(dev[on_acc], weights=graph.memory[on_acc], minlength=num_devices)
