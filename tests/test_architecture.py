@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Lowest first: a module's layer is its subpackage (``exactplace.<layer>...``).
 LAYERS = ("core", "frontends", "io", "data", "evaluators", "formulations", "solvers", "native", "improvers",
-          "bounds", "methods", "heuristics", "runtime", "export", "plot", "regress", "paper", "cli")
+          "bounds", "methods", "heuristics", "runtime", "export", "plot", "regress", "paper", "sweep", "explain", "cli")
 #: The applications: each imports the library (the layers below ``export``), none another.
-APPLICATIONS = ("export", "plot", "regress", "paper")
+APPLICATIONS = ("export", "plot", "regress", "paper", "sweep", "explain")
 #: The packages only the adapters (``exactplace.solvers``) may import.
 SOLVER_PACKAGES = ("highspy", "ortools", "pulp", "pyscipopt", "gurobipy")
 EXTENSION = ("exactplace.native", "exactplace._native")

@@ -24,10 +24,12 @@ FIGURES = {
     "03_latency.ipynb": ["03_gap_curve.png", "03_latency_vs_baselines.png", "03_gap_curve_q.png", "03_gantt_q1.png",
                          "03_gantt_q2.png"],
     "04_pytorch.ipynb": ["04_load_bars.png", "04_comparison.png", "04_replay.png"],
+    "05_explain_and_sweep.ipynb": ["05_scaling.png", "05_scaling_model.png"],
 }
 
 #: Notebooks that need an optional package beyond the test extra.
-NEEDS = {"04_pytorch.ipynb": ("torch", "transformers", "deepspeed", "accelerate")}
+NEEDS = {"04_pytorch.ipynb": ("torch", "transformers", "deepspeed", "accelerate"),
+         "05_explain_and_sweep.ipynb": ("torch",)}
 
 #: Seconds each solver run may take in the notebooks under test (a person gets 60 by default).
 TIME_LIMIT = "2"

@@ -21,19 +21,31 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO
 
 import numpy as np
 
+from exactplace.cli.flags import (
+    add_constraint_options,
+    add_schedule_options,
+    byte_count,
+    constraint_flags,
+    cost_factor,
+    non_negative_count,
+    output_name,
+    positive_count,
+    positive_number,
+    relative_gap,
+    schedule_flags,
+)
 from exactplace.cli.inputs import input_path, load_workload, read_stdin_text
 from exactplace.cli.pictures import check_plot, save_figure
-from exactplace.core.cluster import MAX_INTER_MACHINE_COST, Cluster
+from exactplace.core.cluster import Cluster
 from exactplace.core.errors import ExactplaceError, ParameterError, SolverUnavailableError
 from exactplace.core.graph import Graph
 from exactplace.core.interrupt import handled_interrupt, stop_as_ctrl_c
 from exactplace.core.objectives import OBJECTIVES
-from exactplace.core.params import Constraint, Integer, Real
 from exactplace.core.problem import DEFAULT_REL_GAP
 from exactplace.data import shipped_workloads
 from exactplace.io import Workload
@@ -81,82 +93,13 @@ _FLAGGED = {"objective": "--objective", "method": "--method", "time_limit": "--t
             "rel_gap": "--rel-gap G"}
 
 
-def _add_schedule_options(parser: argparse.ArgumentParser) -> None:
-    from exactplace.core.schedule import SCHEDULES
-
-    parser.add_argument("--schedule", choices=SCHEDULES, default=None,
-                        help="throughput under this pipeline schedule: bubble and in-flight memory counted")
-    parser.add_argument("--microbatches", type=_count_positive, default=None, metavar="M",
-                        help="microbatches per step under --schedule")
-
-
-def _schedule_flags(args: argparse.Namespace) -> dict:
-    """``--schedule`` and ``--microbatches`` as the objective options they set (solve checks they come together)."""
-    flags = {"schedule": args.schedule, "microbatches": args.microbatches}
-    return {k: v for k, v in flags.items() if v is not None}
-
-
-def _add_constraint_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("constraints (nodes by id or name; devices acc0, cpu0, or cpu for any core)")
-    group.add_argument("--constraints", metavar="FILE.json", default=None,
-                       help="a JSON object with keys pin, forbid, together, no_cut, max_stages, reserve")
-    group.add_argument("--pin", action="append", metavar="NODE=DEVICE", help="keep a node on a device (repeatable)")
-    group.add_argument("--forbid", action="append", metavar="NODE=DEVICE", help="keep a node off a device "
-                       "(repeatable)")
-    group.add_argument("--together", action="append", metavar="A,B", help="keep two nodes on one device (repeatable)")
-    group.add_argument("--no-cut", action="append", metavar="A,B", help="no cut on the edge between two nodes "
-                       "(repeatable)")
-    group.add_argument("--max-stages", type=_count_positive, default=None, metavar="N",
-                       help="use at most N accelerators")
-    group.add_argument("--reserve", type=float, default=None, metavar="BYTES",
-                       help="memory to hold back on every accelerator")
-
-
-def _constraint_flags(args: argparse.Namespace) -> dict | None:
-    """The constraints of ``--constraints FILE`` with the flags added (None: none given)."""
-    import json
-
-    from exactplace.core.errors import ParameterError
-    from exactplace.io import read_text
-
-    spec: dict = {}
-    if args.constraints is not None:
-        try:
-            spec = json.loads(read_text(args.constraints, "Constraints"))
-        except json.JSONDecodeError as error:
-            raise ParameterError(f"--constraints {args.constraints!r} is not JSON: {error}.") from None
-        if not isinstance(spec, dict):
-            raise ParameterError(f"--constraints {args.constraints!r} must hold a JSON object.")
-
-    def split(item: str, flag: str, sep: str, what: str) -> tuple[str, str]:
-        left, found, right = item.partition(sep)
-        if not found or not left.strip() or not right.strip():
-            raise ParameterError(f"{flag} takes {what}. Got {item!r} instead.")
-        return left.strip(), right.strip()
-
-    for item in args.pin or []:
-        node, device = split(item, "--pin", "=", "NODE=DEVICE")
-        spec.setdefault("pin", {})[node] = device
-    for item in args.forbid or []:
-        node, device = split(item, "--forbid", "=", "NODE=DEVICE")
-        spec.setdefault("forbid", {}).setdefault(node, []).append(device)
-    for flag, key in (("--together", "together"), ("--no-cut", "no_cut")):
-        for item in getattr(args, key) or []:
-            spec.setdefault(key, []).append(list(split(item, flag, ",", "A,B (two nodes)")))
-    if args.max_stages is not None:
-        spec["max_stages"] = args.max_stages
-    if args.reserve is not None:
-        spec["reserve"] = args.reserve
-    return spec or None
-
-
 def _solve_options(args: argparse.Namespace) -> tuple[dict, object]:
     """Method options from the flags, and the warm start (``--option warm_start=none`` turns it off)."""
     from exactplace.core.errors import ParameterError
     from exactplace.methods.registry import registered_methods
 
     options: dict = {"overlap": True} if args.overlap else {}
-    options.update(_schedule_flags(args))
+    options.update(schedule_flags(args))
     for item in args.option or []:
         key, sep, value = item.partition("=")
         key = key.strip()
@@ -189,7 +132,7 @@ def _command_solve(args: argparse.Namespace) -> int:
     with elapsed(f"solving {workload.name} ({args.objective}, method {args.method})"):
         placement = solve(
             workload, objective=args.objective, method=args.method, time_limit=args.time_limit,
-            rel_gap=args.rel_gap, warm_start=warm_start, constraints=_constraint_flags(args), **options,
+            rel_gap=args.rel_gap, warm_start=warm_start, constraints=constraint_flags(args), **options,
         )
     interrupted = placement.limit is Limit.INTERRUPT
     # The plan is saved before anything is printed, so a closed standard output cannot lose it.
@@ -253,8 +196,8 @@ def _command_evaluate(args: argparse.Namespace) -> int:
     if args.overlap:
         options["overlap"] = True
     if objective == "throughput":
-        options.update(_schedule_flags(args))
-    elif _schedule_flags(args):
+        options.update(schedule_flags(args))
+    elif schedule_flags(args):
         raise ParameterError(f"--schedule and --microbatches apply to the throughput objective only, not to "
                              f"{objective!r}.")
     stated = plan.space.value if plan.space is not None else None
@@ -270,7 +213,7 @@ def _command_evaluate(args: argparse.Namespace) -> int:
                              f"scores, not {objective!r}.")
     if replicas is not None:
         options["replicas"] = replicas
-    constraints = _constraint_flags(args) or plan.constraints  # the flags, else those the plan was solved under
+    constraints = constraint_flags(args) or plan.constraints  # the flags, else those the plan was solved under
     violations = check_feasibility(graph, cluster, plan.device, objective=objective, space=space, q=q,
                                    subgraph=plan.subgraph, replicas=replicas, schedule=options.get("schedule"),
                                    microbatches=options.get("microbatches"), constraints=constraints)
@@ -286,7 +229,21 @@ def _command_evaluate(args: argparse.Namespace) -> int:
         shown = [str(v) for v in violations] if args.verbose else summarize_violations(violations)
         for line in shown:
             print(f"  {line}")
+    verdict = None
+    if args.explain:
+        if objective != "throughput" or replicas is not None or options.get("gpipe"):
+            raise ParameterError("--explain covers throughput splits without replicated stages or gpipe.")
+        if not violations:
+            from exactplace.explain import judge
+
+            verdict = judge(graph, cluster, plan.device, options, constraints)
+            print(verdict.report())
     if args.json:
+        explained = {} if verdict is None else {
+            "optimum": verdict.optimum.objective, "excess": verdict.excess,
+            "first_move": None if verdict.move is None else {
+                "nodes": list(verdict.move.nodes), "from": verdict.move.source, "to": verdict.move.target,
+                "after": verdict.move.after}}
         print(json.dumps({
             "objective": value if math.isfinite(value) else None,
             "objective_name": objective,
@@ -294,6 +251,7 @@ def _command_evaluate(args: argparse.Namespace) -> int:
             "q": q,
             "feasible": not violations,
             "violations": [str(v) for v in violations],
+            **explained,
         }))
     return EXIT_NO_RESULT if violations else 0
 
@@ -437,50 +395,27 @@ def _add_compare(commands: argparse._SubParsersAction, workload_help: str) -> No
     compare = commands.add_parser("compare", help="run every method on a workload and score it under every objective")
     compare.add_argument("workload", help=workload_help)
     compare.add_argument("--methods", help="comma-separated method names (default: every available method)")
-    compare.add_argument("--time-limit", type=_positive, default=60.0, metavar="S", help="seconds per method")
+    compare.add_argument("--time-limit", type=positive_number, default=60.0, metavar="S", help="seconds per method")
     compare.add_argument("--split", action="append", default=[], metavar="NAME=FILE",
                          help="also score this split (reference split format or exactplace plan) as row NAME")
     compare.add_argument("--json", action="store_true", help="end with one JSON line: a list of row objects")
-    compare.add_argument("--plot", type=_out, metavar="FILE.png", help="draw each method's value over the best "
+    compare.add_argument("--plot", type=output_name, metavar="FILE.png", help="draw each method's value over the best "
                          "bound (.png, .svg or .pdf; needs matplotlib)")
     _add_cluster_options(compare)
     compare.set_defaults(run=_command_compare)
 
 
-def _argument(parse: Callable[[str], Any], constraint: Constraint, requirement: str) -> Callable[[str], Any]:
-    """An argparse type: ``parse`` the text, then hold it to the same constraint the Python API uses."""
-
-    def convert(text: str) -> Any:
-        try:
-            value = parse(text)
-        except ValueError:
-            value = None
-        if value is None or not constraint.accepts(value):
-            raise argparse.ArgumentTypeError(f"must be {requirement}, got {text!r}")
-        return value
-
-    return convert
-
-
-_positive = _argument(float, Real(low=0, low_closed=False, finite=False), "a positive number")
-_gap = _argument(float, Real(low=0, high=1, high_closed=False), "a number in [0, 1)")
-_count = _argument(int, Integer(low=0), "a non-negative integer")
-_count_positive = _argument(int, Integer(low=1), "a positive integer")
-_bytes = _argument(float, Real(low=0, finite=False), "a non-negative number of bytes, or inf")
-_at_least_one = _argument(float, Real(low=1, high=MAX_INTER_MACHINE_COST),
-                          f"a number in [1, {MAX_INTER_MACHINE_COST:.0f}]")
-
-
 def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
     """The cluster options: override the workload's cluster, or state it for formats without one."""
-    parser.add_argument("--accelerators", type=_count, default=None, metavar="K", help="number of accelerators")
-    parser.add_argument("--memory", type=_bytes, default=None, metavar="BYTES", help="memory per accelerator")
-    parser.add_argument("--cpus", type=_count, default=None, metavar="L", help="number of CPUs")
-    parser.add_argument("--bandwidth", type=_positive, default=None, metavar="BYTES_PER_S",
+    parser.add_argument("--accelerators", type=non_negative_count, default=None, metavar="K",
+                        help="number of accelerators")
+    parser.add_argument("--memory", type=byte_count, default=None, metavar="BYTES", help="memory per accelerator")
+    parser.add_argument("--cpus", type=non_negative_count, default=None, metavar="L", help="number of CPUs")
+    parser.add_argument("--bandwidth", type=positive_number, default=None, metavar="BYTES_PER_S",
                         help="link bandwidth for PipeDream profiles and ONNX models (inf: free transfers, the default)")
-    parser.add_argument("--machines", type=_count_positive, default=None, metavar="M",
+    parser.add_argument("--machines", type=positive_count, default=None, metavar="M",
                         help="group the accelerators into M machines (a two-level cluster, with --inter-machine-cost)")
-    parser.add_argument("--inter-machine-cost", type=_at_least_one, default=None, metavar="F",
+    parser.add_argument("--inter-machine-cost", type=cost_factor, default=None, metavar="F",
                         help="a transfer between machines costs F times its cost within one (the intra-machine "
                              "bandwidth over the inter-machine one; throughput only)")
 
@@ -489,12 +424,6 @@ def _cluster(args: argparse.Namespace) -> dict[str, Any]:
     """The cluster options given on the command line (None where not given)."""
     return {key: getattr(args, key)
             for key in ("accelerators", "memory", "cpus", "bandwidth", "machines", "inter_machine_cost")}
-
-
-def _out(text: str) -> str:
-    if text == "":
-        raise argparse.ArgumentTypeError("'' names no file; give a file name, or - for standard output")
-    return text
 
 
 class _Parser(argparse.ArgumentParser):
@@ -518,21 +447,21 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("workload", help=workload_help)
     solve.add_argument("--objective", choices=OBJECTIVES, default="throughput")
     solve.add_argument("--method", default="auto", help="a method from `exactplace methods` (default: auto)")
-    solve.add_argument("--time-limit", type=_positive, default=None, metavar="S", help="seconds")
-    solve.add_argument("--rel-gap", "--gap", dest="rel_gap", type=_gap, default=DEFAULT_REL_GAP, metavar="G",
+    solve.add_argument("--time-limit", type=positive_number, default=None, metavar="S", help="seconds")
+    solve.add_argument("--rel-gap", "--gap", dest="rel_gap", type=relative_gap, default=DEFAULT_REL_GAP, metavar="G",
                        help=f"relative gap within which a method with a bound calls its placement optimal "
                             f"(default {DEFAULT_REL_GAP:g}); the DP methods are exact and ignore it")
     solve.add_argument("--overlap", action="store_true", help="communication overlaps compute (max, not sum)")
-    _add_schedule_options(solve)
+    add_schedule_options(solve)
     solve.add_argument("--solver", default=None, help="for method mip: auto, highs, cpsat, scip, cbc or gurobi")
     solve.add_argument("--option", action="append", metavar="KEY=VALUE",
                        help="a method option, repeatable (contiguous=false, threads=2, warm_start=none)")
     solve.add_argument("--log", action="store_true", help="stream the solver's log to stderr")
-    solve.add_argument("--plot", type=_out, metavar="FILE.png", help="draw the placement graph and the device "
+    solve.add_argument("--plot", type=output_name, metavar="FILE.png", help="draw the placement graph and the device "
                        "loads (.png, .svg or .pdf; needs matplotlib)")
-    solve.add_argument("--out", type=_out, metavar="PLAN.json",
+    solve.add_argument("--out", type=output_name, metavar="PLAN.json",
                        help="write the plan JSON here (- for standard output); never over an input")
-    _add_constraint_options(solve)
+    add_constraint_options(solve)
     _add_cluster_options(solve)
     solve.set_defaults(run=_command_solve)
 
@@ -544,21 +473,23 @@ def build_parser() -> argparse.ArgumentParser:
                           help="default: the plan's own objective, else throughput")
     evaluate.add_argument("--space", choices=("chain", "contiguous", "any"), default=None,
                           help="also require this structure (default: the plan's space for throughput, else any)")
-    evaluate.add_argument("--q", type=_count_positive, default=None, metavar="N",
+    evaluate.add_argument("--q", type=positive_count, default=None, metavar="N",
                           help="latency: at most N subgraphs per accelerator (default: the plan's q, else any number)")
     evaluate.add_argument("--overlap", action="store_true", help="communication overlaps compute (throughput)")
-    _add_schedule_options(evaluate)
+    add_schedule_options(evaluate)
     evaluate.add_argument("--verbose", action="store_true", help="list every violation, not a summary")
+    evaluate.add_argument("--explain", action="store_true", help="also solve the split's problem: how far the "
+                          "split is from the optimum, and the first move that closes most of the difference")
     evaluate.add_argument("--json", action="store_true", help="end with one JSON line holding `objective`")
-    _add_constraint_options(evaluate)
+    add_constraint_options(evaluate)
     _add_cluster_options(evaluate)
     evaluate.set_defaults(run=_command_evaluate)
 
     info = commands.add_parser("info", help="describe a workload")
     info.add_argument("workload", help=workload_help)
-    info.add_argument("--ideal-limit", type=_count, default=1_000_000, metavar="N",
+    info.add_argument("--ideal-limit", type=non_negative_count, default=1_000_000, metavar="N",
                       help="count ideals up to this many (default 1000000)")
-    info.add_argument("--time-limit", type=_positive, default=None, metavar="S",
+    info.add_argument("--time-limit", type=positive_number, default=None, metavar="S",
                       help="plan method=auto for this time limit (default: none, as solve)")
     info.set_defaults(run=_command_info)
 
@@ -567,11 +498,15 @@ def build_parser() -> argparse.ArgumentParser:
     methods = commands.add_parser("methods", help="list the placement methods")
     methods.set_defaults(run=_command_methods)
 
+    from exactplace.cli.explain_command import add_command as add_explain
     from exactplace.cli.paper_command import add_command
     from exactplace.cli.replay_commands import add_commands
+    from exactplace.cli.sweep_command import add_command as add_sweep
 
     add_commands(commands, workload_help)
-    add_command(commands, _positive)
+    add_command(commands, positive_number)
+    add_sweep(commands, workload_help)
+    add_explain(commands, workload_help)
     return parser
 
 
