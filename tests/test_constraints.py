@@ -220,3 +220,35 @@ def test_schedule_methods_take_constraints_too() -> None:
     assert len(set(held.device.tolist())) <= 2
     with pytest.raises(ParameterError, match="a pin to one accelerator under a pipeline schedule"):
         solve(g, c, schedule="1f1b", microbatches=4, constraints={"pin": {0: "acc1"}})
+
+
+def test_a_workload_file_states_its_constraints(tmp_path, capsys) -> None:
+    import json
+
+    from exactplace import InputFormatError, read_workload, workload_path, write_workload
+    from exactplace.cli.main import main
+    from exactplace.io import workload_to_dict
+
+    data = workload_to_dict(read_workload(workload_path("layer_bert24_inference")))
+    data["constraints"] = {"pin": {"node1": "cpu"}, "max_stages": 3}
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(data))
+    w = read_workload(path)
+    assert w.constraints == {"pin": {"node1": "cpu"}, "max_stages": 3}
+    plan = solve(w)
+    assert plan.info["constraints"] == w.constraints
+    assert check_feasibility(w.graph, w.cluster, plan.device, constraints=w.constraints) == []
+    assert solve(w, constraints={}).objective < plan.objective  # the caller's own replace the file's
+    write_workload(w, tmp_path / "again.json")
+    assert read_workload(tmp_path / "again.json").constraints == w.constraints
+    # the command line adds its flags to the file's
+    assert main(["solve", str(path), "--max-stages", "2"]) == 0
+    assert '"pin": {"node1": "cpu"}, "max_stages": 2' in capsys.readouterr().out
+    data["constraints"] = {"pin": {"nodeX": "cpu"}}
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputFormatError, match="nodeX"):
+        read_workload(path)
+    data["constraints"] = {"pin": {"node1": "cpu"}, "apart": []}
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputFormatError, match="apart"):
+        read_workload(path)

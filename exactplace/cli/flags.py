@@ -4,7 +4,7 @@ and constraint option groups with what they set."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from exactplace.core.cluster import MAX_INTER_MACHINE_COST
@@ -77,21 +77,23 @@ def add_constraint_options(parser: argparse.ArgumentParser) -> None:
                        help="memory to hold back on every accelerator")
 
 
-def constraint_flags(args: argparse.Namespace) -> dict | None:
-    """The constraints of ``--constraints FILE`` with the flags added (None: none given)."""
+def constraint_flags(args: argparse.Namespace, stated: Mapping[str, Any] | None = None) -> dict | None:
+    """The constraints ``stated`` (a workload file's), with ``--constraints FILE``'s keys replacing theirs and the
+    flags added (None: none at all)."""
     import json
 
     from exactplace.core.errors import ParameterError
     from exactplace.io import read_text
 
-    spec: dict = {}
+    spec: dict = dict(stated or {})
     if args.constraints is not None:
         try:
-            spec = json.loads(read_text(args.constraints, "Constraints"))
+            given = json.loads(read_text(args.constraints, "Constraints"))
         except json.JSONDecodeError as error:
             raise ParameterError(f"--constraints {args.constraints!r} is not JSON: {error}.") from None
-        if not isinstance(spec, dict):
+        if not isinstance(given, dict):
             raise ParameterError(f"--constraints {args.constraints!r} must hold a JSON object.")
+        spec.update(given)
 
     def split(item: str, flag: str, sep: str, what: str) -> tuple[str, str]:
         left, found, right = item.partition(sep)

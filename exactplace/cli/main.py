@@ -132,7 +132,8 @@ def _command_solve(args: argparse.Namespace) -> int:
     with elapsed(f"solving {workload.name} ({args.objective}, method {args.method})"):
         placement = solve(
             workload, objective=args.objective, method=args.method, time_limit=args.time_limit,
-            rel_gap=args.rel_gap, warm_start=warm_start, constraints=constraint_flags(args), **options,
+            rel_gap=args.rel_gap, warm_start=warm_start, constraints=constraint_flags(args, workload.constraints),
+            **options,
         )
     interrupted = placement.limit is Limit.INTERRUPT
     # The plan is saved before anything is printed, so a closed standard output cannot lose it.
@@ -213,7 +214,10 @@ def _command_evaluate(args: argparse.Namespace) -> int:
                              f"scores, not {objective!r}.")
     if replicas is not None:
         options["replicas"] = replicas
-    constraints = constraint_flags(args) or plan.constraints  # the flags, else those the plan was solved under
+    # The flags (added to the file's), else those the plan was solved under, else the file's own.
+    merged = constraint_flags(args, workload.constraints)
+    flagged = merged != (dict(workload.constraints) if workload.constraints else None)
+    constraints = merged if flagged else (plan.constraints or workload.constraints)
     violations = check_feasibility(graph, cluster, plan.device, objective=objective, space=space, q=q,
                                    subgraph=plan.subgraph, replicas=replicas, schedule=options.get("schedule"),
                                    microbatches=options.get("microbatches"), constraints=constraints)

@@ -59,8 +59,8 @@ def _command_sweep(args: argparse.Namespace) -> int:
     try:
         cells = sweep(subject, args.accelerators, args.memory, args.bandwidth, cluster=workload.cluster,
                       objective=args.objective, method=args.method, time_limit=args.time_limit, rel_gap=args.rel_gap,
-                      constraints=constraint_flags(args), ray_address=args.ray, progress=sys.stderr.isatty(),
-                      **schedule_flags(args))
+                      constraints=constraint_flags(args, workload.constraints), ray_address=args.ray,
+                      progress=sys.stderr.isatty(), **schedule_flags(args))
         interrupted = False
     except SweepInterrupted as stop:
         cells, interrupted = stop.cells, True

@@ -5,7 +5,11 @@
      "nodes": [{"id", "supportedOnFpga", "cpuLatency", "fpgaLatency", "isBackwardNode",
                 "size"?, "colorClass"?, "name"?, "layerId"?, "syncLatency"?,
                 "activationSize"?}],               # bytes of "size" one microbatch in flight holds
-     "edges": [{"sourceId", "destId", "cost", "size"?}]}
+     "edges": [{"sourceId", "destId", "cost", "size"?}],
+     "constraints"?: {"pin"?, "forbid"?, "together"?, "no_cut"?, "max_stages"?, "reserve"?}}
+
+``constraints`` (exactplace's extension) are the user's, as :class:`~exactplace.core.constraints.Constraints` takes
+them; ``solve`` holds a workload to them unless it is given others.
 
 Booleans may be JSON booleans or 0/1. :class:`Workload` is what one file describes: the graph
 and the cluster it is to be placed on.
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from exactplace.core.cluster import MAX_INTER_MACHINE_COST, Cluster
+from exactplace.core.constraints import Constraints
 from exactplace.core.errors import InputFormatError, ParameterError
 from exactplace.core.graph import MAX_SUM, Graph, Node
 from exactplace.io.checks import REQUIRED, Fields, shown
@@ -58,6 +63,8 @@ class Workload:
     name: str = "workload"
     extra: Mapping[str, Any] = field(default_factory=dict)
     stated: Mapping[str, int] = field(default_factory=dict)
+    #: The user's constraints the file states (``Constraints.to_dict()``), None when it states none.
+    constraints: Mapping[str, Any] | None = None
 
     @property
     def accelerators(self) -> int:
@@ -81,7 +88,8 @@ def _check_sums(columns: Mapping[str, list[float]]) -> None:
 
 #: The fields of a workload file, at each level. ``size`` of an edge (bytes), ``layerId`` and ``name`` of a
 #: node are debug fields of the published instances: read, and ``name`` kept.
-WORKLOAD_FIELDS = ("maxSizePerFPGA", "maxFPGAs", "maxCPUs", "machines", "interMachineCost", "nodes", "edges")
+WORKLOAD_FIELDS = ("maxSizePerFPGA", "maxFPGAs", "maxCPUs", "machines", "interMachineCost", "nodes", "edges",
+                   "constraints")
 NODE_FIELDS = ("id", "supportedOnFpga", "cpuLatency", "fpgaLatency", "isBackwardNode", "size", "colorClass", "name",
                "layerId", "syncLatency", "activationSize")
 EDGE_FIELDS = ("sourceId", "destId", "cost", "size")
@@ -154,7 +162,20 @@ def workload_from_dict(data: Any, name: str = "workload") -> Workload:
     graph = Graph(nodes, edges)
     cluster, stated = cluster_of(top, graph, sizes)
     extra = {k: v for k, v in data.items() if k not in WORKLOAD_FIELDS}
-    return Workload(graph=graph, cluster=cluster, name=name, extra=extra, stated=stated)
+    return Workload(graph=graph, cluster=cluster, name=name, extra=extra, stated=stated,
+                    constraints=_constraints(data.get("constraints"), graph, cluster))
+
+
+def _constraints(data: Any, graph: Graph, cluster: Cluster) -> dict[str, Any] | None:
+    """The file's ``constraints``, checked against its graph and cluster (each node and device named exists)."""
+    if data is None:
+        return None
+    try:
+        constraints = Constraints.from_dict(data, where="The workload's 'constraints'")
+        constraints.resolved(graph, cluster)
+    except ParameterError as error:
+        raise InputFormatError(str(error)) from None
+    return constraints.to_dict() if constraints else None
 
 
 #: The workload's fields that describe its cluster.
@@ -253,6 +274,7 @@ def workload_to_dict(workload: Workload) -> dict[str, Any]:
         "edges": [{"sourceId": u, "destId": v, "cost": c} for u, v, c in graph.edges()],
         **({"machines": cluster.machines, "interMachineCost": cluster.inter_machine_cost}
            if cluster.is_two_level else {}),
+        **({"constraints": dict(workload.constraints)} if workload.constraints else {}),
     }
 
 

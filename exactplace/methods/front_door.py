@@ -257,7 +257,8 @@ def solve(
         nodes kept together, edges not cut, at most so many stages, a memory reserve
         (:mod:`exactplace.core.constraints`). Every method solves the problem they lower to, so the
         bound and status are over the placements that satisfy them; ParameterError for what no
-        method holds exactly yet. The plan keeps them in ``info["constraints"]``.
+        method holds exactly yet. The plan keeps them in ``info["constraints"]``. Default: a
+        Workload's own (its file's ``"constraints"``), none for a bare Graph.
     **options
         ``overlap`` / ``gpipe`` (throughput objective variants), plus method-specific
         options (``exactplace methods`` lists them with their constraints).
@@ -292,6 +293,8 @@ def solve(
     if "gap" in options:
         warnings.warn("solve(gap=...) is deprecated; use rel_gap=...", DeprecationWarning, stacklevel=2)
         rel_gap = options.pop("gap")
+    if constraints is None and isinstance(graph, Workload) and graph.constraints:
+        constraints = graph.constraints  # the file's own, unless the caller gives others
     graph, cluster, stated = _instance(graph, cluster, objective, "solve")
     if constraints is not None:
         if not isinstance(constraints, Constraints):

@@ -154,6 +154,8 @@ def sweep(workload: Workload | Graph | str, accelerators: Iterable[int] | int = 
     check_param(not base.is_two_level and bool(np.all(base.speed == base.speed[0])) if base.accelerators else True,
                 "cluster", "sweep", "a one-level cluster of identical accelerators (a sweep varies their count)", base)
     sizes = _sizes(memory, base)
+    if constraints is None and isinstance(workload, Workload):
+        constraints = workload.constraints  # the file's own, unless the caller gives others
     if constraints is not None and not isinstance(constraints, Constraints):
         constraints = Constraints.from_dict(constraints)
     settings = _Settings(objective, method, time_limit, rel_gap, constraints or None, dict(options))
