@@ -32,8 +32,12 @@ def _cold(plan: Placement, constraint: str, time_limit: float) -> Placement:
     """The lifted instance solved from cold, as the check restates it."""
     graph, cluster = plan.graph, plan.cluster
     user = plan.info.get("constraints")
-    if constraint.startswith("the memory limit"):
+    if constraint == "the memory limit of the accelerators":
         cluster = Cluster(cluster.accelerators, math.inf, cluster.cpus)
+    elif constraint.startswith("the memory limit of acc"):  # "... of acc3 alone"
+        memory = cluster.memory.astype(float).copy()
+        memory[int(constraint.split()[4][3:])] = math.inf
+        cluster = Cluster(cluster.accelerators, memory.tolist(), cluster.cpus)
     elif constraint.startswith("the colour classes"):
         graph = Graph([dataclasses.replace(n, color=None) for n in graph.nodes()], graph.edges())
     elif constraint.startswith("max_stages"):

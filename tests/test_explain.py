@@ -55,9 +55,15 @@ def _check(graph: Graph, cluster: Cluster, spec: dict | None) -> None:
     assert loads[cluster.device_names().index(why.bottleneck)] == loads.max()
     assert why.contributions["seconds"].sum() == pytest.approx(why.load)
     for lifted in why.lifted:
-        if lifted.constraint.startswith("the memory limit"):
+        if lifted.constraint == "the memory limit of the accelerators":
             lifted_graph, lifted_spec = graph, spec
             lifted_cluster = Cluster(cluster.accelerators, math.inf, cluster.cpus)
+        elif lifted.constraint.startswith("the memory limit of acc"):
+            fullest = int(lifted.constraint.split()[4][3:])
+            memory = cluster.memory.astype(float).copy()
+            memory[fullest] = math.inf
+            lifted_graph, lifted_spec = graph, spec
+            lifted_cluster = Cluster(cluster.accelerators, memory.tolist(), cluster.cpus)
         elif lifted.constraint.startswith("the colour classes"):
             lifted_graph = Graph([dataclasses.replace(n, color=None) for n in graph.nodes()], graph.edges())
             lifted_cluster, lifted_spec = cluster, spec

@@ -182,6 +182,18 @@ def _liftable(placement: Placement) -> list[tuple[str, Graph, Cluster, Constrain
         uncapped = Cluster(cluster.accelerators, math.inf, cluster.cpus, cluster.speed.tolist(), cluster.machines,
                            cluster.inter_machine_cost)
         out.append(("the memory limit of the accelerators", graph, uncapped, user))
+        options = placement.info.get("options", {})
+        # (Not with max_stages: on accelerators that differ no method holds it exactly yet.)
+        if (cluster.accelerators > 1 and options.get("schedule") is None and not cluster.is_two_level
+                and (user is None or user.max_stages is None)):
+            # The fullest accelerator's limit alone: what one larger device would buy.
+            fullest = int(np.argmax(np.bincount(placement.device[placement.device < cluster.accelerators],
+                                                weights=graph.memory[placement.device < cluster.accelerators],
+                                                minlength=cluster.accelerators)))
+            memory = cluster.memory.astype(float).copy()
+            memory[fullest] = math.inf
+            one = Cluster(cluster.accelerators, memory.tolist(), cluster.cpus, cluster.speed.tolist())
+            out.append((f"the memory limit of {cluster.device_name(fullest)} alone", graph, one, user))
     # A training graph's colour classes pair each forward node with its backward nodes, which every method
     # keeps together whatever the colours say (the model's units): they are not a constraint one can lift.
     if not graph.is_training and len(set(graph.color.tolist())) < graph.n:
