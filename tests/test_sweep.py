@@ -191,7 +191,7 @@ def test_bad_flags_are_usage_errors(argument: str, capsys: pytest.CaptureFixture
 def test_ctrl_c_to_the_group_keeps_the_cells_done(shared_workloads: Path) -> None:
     gnmt = shared_workloads / "throughput" / "layer_gnmt_training.json"  # ~1 s of DP per cell
     code, out, err, _ = signal_group(["sweep", str(gnmt), "--accelerators", "2..32", "--memory", "inf", "--json"],
-                                     None, after=6.0)
+                                     None, after=10.0)
     assert code == cli.EXIT_INTERRUPTED, err
     assert "Traceback" not in err and "interrupted" in err
     cells = json.loads(out.strip().splitlines()[-1])
@@ -240,9 +240,10 @@ def test_scaling_curve_draws_a_line_per_memory() -> None:
         scaling_curve(cells.drop(columns="status"))
 
 
+@pytest.mark.shared
 def test_sigterm_is_reported_as_terminated(shared_workloads: Path) -> None:
     gnmt = shared_workloads / "throughput" / "layer_gnmt_training.json"
     code, _, err, _ = signal_group(["sweep", str(gnmt), "--accelerators", "2..32", "--memory", "inf"], None,
-                                   after=5.0, sig=signal.SIGTERM)
+                                   after=10.0, sig=signal.SIGTERM)
     assert code == cli.EXIT_TERMINATED, err
     assert "Traceback" not in err
