@@ -323,10 +323,10 @@ def _warm_start(graph: Graph, cluster: Cluster, settings: _Settings, below: Plac
 
 
 def _counts(accelerators: Iterable[int] | int) -> tuple[int, ...]:
-    values = [accelerators] if isinstance(accelerators, (int, np.integer)) else accelerators
     try:
+        values = [accelerators] if isinstance(accelerators, (int, np.integer)) else list(accelerators)
         counts = sorted({int(k) for k in values if not isinstance(k, bool) and int(k) == k and k >= 1})
-        ok = len(counts) == len(list(values)) and bool(counts)
+        ok = len(counts) == len(values) and bool(counts)
     except (TypeError, ValueError):
         ok = False
     check_param(ok, "accelerators", "sweep", "positive integers, each once (a range such as range(2, 9))",
