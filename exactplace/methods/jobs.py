@@ -9,10 +9,11 @@ what-if sweeps (``exactplace sweep``) run their batches through :func:`map_jobs`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from exactplace.core.errors import ExactplaceError, SolverUnavailableError
@@ -86,6 +87,24 @@ class JobsInterrupted(KeyboardInterrupt):
         self.records = list(records)
 
 
+@contextlib.contextmanager
+def _beside_this_package() -> Iterator[None]:
+    """Within the block, the working directory is the folder that holds the ``exactplace`` this process imported.
+
+    ``ray.init`` puts the driver's working directory first on every worker's ``sys.path``: run from a checkout, the
+    workers imported its source tree (no compiled extension, no ``exactplace.formulations``) and every task failed
+    with ModuleNotFoundError. Started from here, they import the package this process runs.
+    """
+    import exactplace
+
+    previous = os.getcwd()
+    os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(exactplace.__file__))))
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
 def map_jobs(run: Callable[[Job], Record], jobs: Sequence[Job], ray_address: str | None = None) -> list[Record]:
     """``[run(job) for job in jobs]``, here one after another or, with ``ray_address``, as Ray tasks on that cluster
     (``"local"`` starts one for the batch and stops it after). ``run`` must be a module-level function, which Ray's
@@ -111,8 +130,9 @@ def map_jobs(run: Callable[[Job], Record], jobs: Sequence[Job], ray_address: str
     except ImportError:
         raise SolverUnavailableError("Running jobs on Ray needs Ray: pip install 'exactplace[ray]'.") from None
     started = not ray.is_initialized()
-    ray.init(address=None if ray_address == "local" else ray_address, ignore_reinit_error=True,
-             include_dashboard=False, log_to_driver=False)
+    with _beside_this_package():
+        ray.init(address=None if ray_address == "local" else ray_address, ignore_reinit_error=True,
+                 include_dashboard=False, log_to_driver=False)
     try:
         task = ray.remote(run)
         refs = [task.remote(job) for job in jobs]
