@@ -168,3 +168,13 @@ def test_the_command_explains_a_plan_and_a_split(tmp_path: Path, capsys: pytest.
     assert "first move: node" in out
     assert cli.main(["explain", "layer_bert24_training", str(split)]) == 0
     assert "why the optimum is what it is" in capsys.readouterr().out
+
+
+def test_nodes_without_an_accelerator_time_are_named_as_held() -> None:
+    from exactplace import Node
+
+    graph = Graph([Node(0, 1.0, 1.0), Node(1, 2.0, None), Node(2, 1.0, 1.0)], [(0, 1), (1, 2)])
+    why = explain(solve(graph, Cluster(2, cpus=1)))
+    assert why.cpu_only == (1,)
+    assert "held by the model: 1 node(s) without an accelerator time run on a CPU (1)" in why.report()
+    assert explain(solve(graph, Cluster(2, cpus=1)), constraints=False).lifted == ()

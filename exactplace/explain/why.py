@@ -84,6 +84,9 @@ class Explanation:
         Every constraint lifted and solved again.
     bound : str
         Where the plan's bound comes from and what limits it.
+    cpu_only : tuple of int
+        The ids of the nodes without an accelerator time: held on the CPUs by the model itself, with nothing to
+        lift them with.
     """
 
     placement: Placement
@@ -93,6 +96,7 @@ class Explanation:
     memory: Any
     lifted: tuple[Lifted, ...]
     bound: str
+    cpu_only: tuple[int, ...] = ()
 
     @property
     def binding(self) -> tuple[Lifted, ...]:
@@ -124,6 +128,10 @@ class Explanation:
                              "left it undecided")
             else:
                 lines.append(f"not binding: {c.constraint}")
+        if self.cpu_only:
+            shown = ", ".join(map(str, self.cpu_only[:8])) + (", ..." if len(self.cpu_only) > 8 else "")
+            lines.append(f"held by the model: {len(self.cpu_only)} node(s) without an accelerator time run on a CPU "
+                         f"({shown})")
         return "\n".join(lines)
 
 
@@ -173,7 +181,7 @@ def explain(placement: Placement, *, time_limit: float | None = None, constraint
                 continue
     return Explanation(placement, cluster.device_name(bottleneck), float(loads[bottleneck]),
                        load_contributions(graph, cluster, device, bottleneck), _memory(placement, options),
-                       tuple(lifted), _bound(placement))
+                       tuple(lifted), _bound(placement), tuple(int(i) for i in graph.ids[~graph.supported]))
 
 
 def _liftable(placement: Placement) -> list[tuple[str, Graph, Cluster, Constraints | None]]:
