@@ -90,7 +90,7 @@ def _report(name: str, cells: Any, args: argparse.Namespace) -> None:
         for memory, group in cells.groupby("memory", sort=True):
             reaching = group[(group["objective"] <= args.target) & group["objective"].notna()]
             fewest = int(reaching["accelerators"].min()) if not reaching.empty else None
-            shown = "uncapped" if math.isinf(memory) else human_bytes(memory)
+            shown = human_bytes(memory)
             if fewest is None:
                 print(f"  {shown}: no count swept reaches {args.target:g}")
             else:

@@ -16,6 +16,7 @@ semantics and lies outside the DP's search space, so it is reported as an ``orde
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -436,11 +437,13 @@ def _subgraph_violations(graph: Graph, cluster: Cluster, dev: np.ndarray, subgra
 
 
 def human_bytes(size: float) -> str:
-    """A memory size as people write it.
+    """A memory size as people write it (an infinite one, a memory without a cap, as "uncapped").
 
-    >>> human_bytes(5), human_bytes(2.1e9), human_bytes(1536e3)
-    ('5 bytes', '2.1 GB', '1.54 MB')
+    >>> human_bytes(5), human_bytes(2.1e9), human_bytes(1536e3), human_bytes(float("inf"))
+    ('5 bytes', '2.1 GB', '1.54 MB', 'uncapped')
     """
+    if math.isinf(size) and size > 0:
+        return "uncapped"
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if size >= scale:
             return f"{size / scale:.3g} {unit}"

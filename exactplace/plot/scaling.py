@@ -63,9 +63,9 @@ def scaling_curve(cells: pd.DataFrame, *, title: str | None = None) -> Figure:
     for order, ((memory, rate), group) in enumerate(reversed(groups)):
         group = group.sort_values("accelerators")
         colour = _COLOURS[(len(groups) - 1 - order) % len(_COLOURS)]
-        label = "uncapped" if math.isinf(memory) else human_bytes(memory)
+        label = human_bytes(memory)
         if len(rates) > 1:
-            label += f", {human_bytes(rate)}/s"
+            label += f", {human_bytes(rate)}/s" if math.isfinite(rate) else ", free transfers"
         width = 1.5 + 2.5 * (len(groups) - 1 - order) / max(len(groups) - 1, 1)
         k, value = group["accelerators"].to_numpy(), group["objective"].to_numpy(dtype=float)
         ax.plot(k, value, "-", color=colour, linewidth=width, label=label, zorder=2 + order)

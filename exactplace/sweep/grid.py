@@ -227,8 +227,7 @@ def _solve_cell(graph: Graph, cluster: Cluster, settings: _Settings, below: Plac
     if above is not None:
         reused = _reused(graph, cluster, settings, above)
         if reused is not None:
-            larger = above.cluster.max_memory
-            return reused, f"reused from {'uncapped' if math.isinf(larger) else human_bytes(larger)}"
+            return reused, f"reused from {human_bytes(above.cluster.max_memory)}"
     starts: list[np.ndarray | None] = []
 
     def given(method: str) -> dict[str, Any]:
