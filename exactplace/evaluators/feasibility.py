@@ -177,16 +177,27 @@ def is_contiguous(graph: Graph, nodes: Sequence[int] | np.ndarray) -> bool:
     return not any(lab == 1 for lab, _ in contiguity_violations(graph, label))
 
 
-def accelerator_memory(graph: Graph, cluster: Cluster, device: np.ndarray) -> np.ndarray:
-    """Bytes each accelerator holds under ``device`` (a valid device array), shape ``(accelerators,)``.
+def accelerator_memory(graph: Graph, cluster: Cluster, device: np.ndarray, schedule: str | None = None,
+                       microbatches: int | None = None) -> np.ndarray:
+    """Bytes each accelerator holds under ``device`` (a valid device array), shape ``(accelerators,)``; with a
+    ``schedule``, each stage's with the activations of the microbatches it keeps in flight (a placement that is
+    not a pipeline holds its nodes' memory alone).
 
     >>> from exactplace.core.graph import Graph, Node
-    >>> g = Graph([Node(0, 1.0, 1.0, memory=2.0), Node(1, 1.0, 1.0, memory=3.0)], [(0, 1)])
+    >>> g = Graph([Node(0, 1.0, 1.0, memory=2.0, activation=1.0), Node(1, 1.0, 1.0, memory=3.0)], [(0, 1)])
     >>> accelerator_memory(g, Cluster(2, cpus=1), np.array([1, 2])).tolist()   # node 1 on the CPU
     [0.0, 2.0]
+    >>> accelerator_memory(g, Cluster(2, cpus=0), np.array([0, 1]), "1f1b", 4).tolist()  # stage 0: 2 in flight
+    [3.0, 3.0]
     """
     on_acc = device < cluster.accelerators
-    return np.bincount(device[on_acc], weights=graph.memory[on_acc], minlength=cluster.accelerators)
+    used = np.bincount(device[on_acc], weights=graph.memory[on_acc], minlength=cluster.accelerators)
+    if schedule is not None:
+        score = pipeline_score(graph, cluster, device, schedule, microbatches)
+        if score.breaks is None:
+            used = np.zeros(cluster.accelerators)
+            used[list(score.stages)] = score.memory
+    return used
 
 
 def constraint_violations(graph: Graph, cluster: Cluster, device: Sequence[int] | np.ndarray,

@@ -24,9 +24,8 @@ from exactplace.core.graph import Graph
 from exactplace.core.objectives import SCORING_OPTIONS
 from exactplace.core.placement import Placement, Status
 from exactplace.evaluators import check_feasibility
-from exactplace.evaluators.feasibility import human_bytes
+from exactplace.evaluators.feasibility import accelerator_memory, human_bytes
 from exactplace.evaluators.max_load import device_loads, load_contributions
-from exactplace.evaluators.schedule import pipeline_score
 from exactplace.methods.front_door import solve
 
 __all__ = ["Explanation", "Lifted", "explain"]
@@ -196,9 +195,7 @@ def _liftable(placement: Placement) -> list[tuple[str, Graph, Cluster, Constrain
         options = placement.info.get("options", {})
         if cluster.accelerators > 1 and options.get("schedule") is None and not cluster.is_two_level:
             # The fullest accelerator's limit alone: what one larger device would buy.
-            fullest = int(np.argmax(np.bincount(placement.device[placement.device < cluster.accelerators],
-                                                weights=graph.memory[placement.device < cluster.accelerators],
-                                                minlength=cluster.accelerators)))
+            fullest = int(np.argmax(accelerator_memory(graph, cluster, placement.device)))
             memory = cluster.memory.astype(float).copy()
             memory[fullest] = math.inf
             one = Cluster(cluster.accelerators, memory.tolist(), cluster.cpus, cluster.speed.tolist())
@@ -257,13 +254,7 @@ def _memory(placement: Placement, options: Mapping[str, Any]) -> Any:
     import pandas as pd
 
     graph, cluster, device = placement.graph, placement.cluster, placement.device
-    used = np.bincount(device[device < cluster.accelerators], weights=graph.memory[device < cluster.accelerators],
-                       minlength=cluster.accelerators).astype(float)
-    if options.get("schedule") is not None:
-        score = pipeline_score(graph, cluster, device, options["schedule"], options.get("microbatches"))
-        for stage, held in zip(score.stages, score.memory):
-            if stage < cluster.accelerators:
-                used[stage] = held
+    used = accelerator_memory(graph, cluster, device, options.get("schedule"), options.get("microbatches"))
     capacity = cluster.memory.astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(np.isfinite(capacity) & (capacity > 0), used / capacity, 0.0)

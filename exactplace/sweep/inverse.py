@@ -22,7 +22,6 @@ from exactplace.core.params import brief
 from exactplace.core.placement import Placement, Status
 from exactplace.core.problem import DEFAULT_REL_GAP
 from exactplace.evaluators.feasibility import accelerator_memory
-from exactplace.evaluators.schedule import pipeline_score
 from exactplace.io import Workload
 from exactplace.methods.front_door import solve
 
@@ -144,12 +143,8 @@ def fewest_accelerators(workload: Workload | Graph, target: float, *, cluster: C
 
 def _fullest(placement: Placement, options: Mapping[str, Any]) -> float:
     """Bytes on the fullest accelerator of ``placement`` (with the activations its schedule keeps in flight)."""
-    if options.get("schedule") is not None:
-        score = pipeline_score(placement.graph, placement.cluster, placement.device, options["schedule"],
-                               options.get("microbatches"))
-        on_accelerators = [m for d, m in zip(score.stages, score.memory) if d < placement.cluster.accelerators]
-        return float(max(on_accelerators, default=0.0))
-    used = accelerator_memory(placement.graph, placement.cluster, placement.device)
+    used = accelerator_memory(placement.graph, placement.cluster, placement.device, options.get("schedule"),
+                              options.get("microbatches"))
     return float(used.max(initial=0.0))
 
 
