@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from typing import Any
 
 
@@ -51,22 +50,20 @@ def _command_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _number(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
 def _as_json(verdict: Any, why: Any) -> dict[str, Any]:
+    from exactplace.io.tables import finite
+
     move = verdict.move
     return {
-        "value": _number(verdict.value), "optimum": _number(verdict.optimum.objective),
-        "bound": _number(verdict.optimum.bound), "excess": _number(verdict.excess),
+        "value": finite(verdict.value), "optimum": finite(verdict.optimum.objective),
+        "bound": finite(verdict.optimum.bound), "excess": finite(verdict.excess),
         "first_move": None if move is None else {"nodes": list(move.nodes), "from": move.source, "to": move.target,
-                                                 "after": _number(move.after)},
-        "bottleneck": why.bottleneck, "load": _number(why.load),
+                                                 "after": finite(move.after)},
+        "bottleneck": why.bottleneck, "load": finite(why.load),
         "contributions": [{"node": int(r.node), "name": r.name, "kind": r.kind, "part": r.part,
                            "seconds": float(r.seconds)} for r in why.contributions.itertuples()],
-        "constraints": [{"constraint": c.constraint, "binding": c.binding, "optimum": _number(c.optimum),
-                         "bound": _number(c.bound), "saving": _number(c.saving)} for c in why.lifted],
+        "constraints": [{"constraint": c.constraint, "binding": c.binding, "optimum": finite(c.optimum),
+                         "bound": finite(c.bound), "saving": finite(c.saving)} for c in why.lifted],
     }
 
 

@@ -399,7 +399,7 @@ def cells_json(cells: Any) -> list[dict[str, Any]]:
         for key in CELL_FIELDS[:-1]:
             value = row[key]
             if isinstance(value, (float, np.floating)) or value is None:
-                value = finite(None if value is None or (isinstance(value, float) and math.isnan(value)) else value)
+                value = finite(value)  # (None for a NaN, an infinite value or None)
             elif isinstance(value, np.integer):
                 value = int(value)
             cell[key] = value
