@@ -36,7 +36,7 @@ from exactplace.core.placement import Limit, Placement, Status
 from exactplace.core.problem import DEFAULT_REL_GAP
 from exactplace.evaluators import check_feasibility, evaluate
 from exactplace.evaluators.feasibility import constraint_violations, human_bytes
-from exactplace.io import Workload, read_workload, workload_format
+from exactplace.io import Workload, read_workload, workload_format, workload_from_text
 from exactplace.io.reading import read_bytes
 from exactplace.io.tables import finite
 from exactplace.methods.front_door import solve
@@ -362,10 +362,11 @@ def _inputs(workload: Workload | Graph | str, bandwidth: Iterable[float] | float
     check_param(bool(rates) and all(isinstance(b, (int, float, np.number)) and b > 0 for b in rates)
                 and len(set(rates)) == len(rates), "bandwidth", "sweep",
                 "positive numbers of bytes per second (inf: free transfers), each once", brief(bandwidth))
-    if workload_format(read_bytes(workload, "Workload"), workload) == "json":
+    text = read_bytes(workload, "Workload")  # read once: detected, then converted at each bandwidth
+    if workload_format(text, workload) == "json":
         raise ParameterError("The 'bandwidth' parameter of sweep applies to PipeDream profiles and ONNX models "
                              "only: a JSON workload states its edge costs as times, not bytes.")
-    read = [(float(rate), read_workload(workload, bandwidth=rate)) for rate in sorted(rates)]
+    read = [(float(rate), workload_from_text(text, workload, bandwidth=rate)) for rate in sorted(rates)]
     return [(rate, w.graph) for rate, w in read], read[0][1].cluster, read[0][1].name
 
 
