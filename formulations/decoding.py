@@ -15,6 +15,7 @@ import networkx as nx
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.constraints import DeviceRules
 from exactplace.core.graph import Graph
 from exactplace.evaluators.feasibility import check_feasibility
 from exactplace.evaluators.max_load import device_loads
@@ -39,6 +40,8 @@ class ThroughputIP:
     index: dict[str, np.ndarray] = field(default_factory=dict)
     bound_slack: float = 0.0
     """What the model may overstate an objective by (none: its loads are exact)."""
+    rules: DeviceRules | None = None
+    """The device rules it holds: devices they tell apart are of different types, never renamed into each other."""
 
     def objective_vars(self) -> np.ndarray:
         """The load variables the objective sums (``L``, or ``LF, LB`` with gpipe)."""
@@ -63,7 +66,7 @@ class ThroughputIP:
         device_of_position = np.empty(len(is_cpu), dtype=np.int64)
         if "h" in self.index:  # typed positions: each takes the next accelerator of its type
             kind = np.argmax(values[self.index["h"]], axis=1)
-            for t, group in enumerate(typed_accelerators(self.cluster)[0]):
+            for t, group in enumerate(typed_accelerators(self.cluster, self.rules)[0]):
                 mine = np.flatnonzero(~is_cpu & (kind == t))
                 device_of_position[mine] = group[:len(mine)]
         else:
@@ -119,13 +122,13 @@ class ThroughputIP:
             # as the symmetry fixings require.
             first = np.full(devices, data.units, dtype=np.int64)
             np.minimum.at(first, unit_device, rank)
-            for group in interchangeable_sets(cluster):
+            for group in interchangeable_sets(cluster, self.rules):
                 rename[group[np.argsort(first[group], kind="stable")]] = group
         else:
             loads = device_loads(self.graph, cluster, device, overlap=self.overlap)
             # Interchangeable accelerators sorted by total load, as the symmetry-breaking rows require.
             key = loads.compute.sum(axis=1)[:k] + loads.comm.sum(axis=1)[:k]
-            typed = typed_accelerators(cluster)
+            typed = typed_accelerators(cluster, self.rules)
             for group in [np.arange(k)] if typed is None else typed[0]:
                 rename[group[np.argsort(-key[group], kind="stable")]] = group
         renamed = rename[unit_device]
@@ -149,7 +152,7 @@ class ThroughputIP:
         on_acc = unit_device < k
         if "h" in index:  # typed positions: the type of the accelerator at each one
             type_of = np.empty(k, dtype=np.int64)
-            for t, group in enumerate(typed_accelerators(cluster)[0]):
+            for t, group in enumerate(typed_accelerators(cluster, self.rules)[0]):
                 type_of[group] = t
             accelerators = np.arange(k)
             values[index["h"][position[accelerators], type_of[accelerators]]] = 1.0

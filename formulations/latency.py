@@ -20,11 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.constraints import DeviceRules
 from exactplace.core.errors import PlacementError, check_param
 from exactplace.core.graph import Graph
 from exactplace.evaluators.latency import invocation_blocks
 
 from .model import Kind, Model
+from .units import stage_rows
 
 __all__ = ["DEFAULT_LATENCY", "LatencyData", "LatencyIP", "LatencySettings", "latency_ip", "prepare"]
 
@@ -50,7 +52,8 @@ class LatencyData:
     """What the model needs, in model units (integers): times ``* scale`` rounded down, memory rounded safe.
 
     ``cls``: each node's colour class, numbered by its first node in topological order;
-    ``allowed[c, d]``: class ``c`` may run on accelerator ``d`` (supported, fits alone);
+    ``allowed[c, d]``: class ``c`` may run on accelerator ``d`` (supported, fits alone, allowed by the
+    device rules); ``no_cpu[c]``: the device rules keep class ``c`` off the CPU cores;
     ``head`` / ``tail``: the heaviest path into a node (inclusive) / out of it (exclusive) at the
     cheapest devices without communication; ``low`` / ``high``: the window of the makespan.
     """
@@ -72,6 +75,8 @@ class LatencyData:
     high: int
     identical: bool
     unit_blocks: bool
+    no_cpu: np.ndarray
+    max_stages: int | None
 
     @property
     def classes(self) -> int:
@@ -90,9 +95,12 @@ def _heaviest(graph: Graph, weight: np.ndarray, reverse: bool = False) -> np.nda
 
 
 def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = None,
-            lower: float | None = None, settings: LatencySettings = DEFAULT_LATENCY) -> LatencyData:
+            lower: float | None = None, settings: LatencySettings = DEFAULT_LATENCY,
+            rules: DeviceRules | None = None) -> LatencyData:
     """The model's data. ``upper``: a known latency (the warm start's) bounding every time window;
-    ``lower``: a known lower bound on the latency over the space (the path bound, ``q=1``).
+    ``lower``: a known lower bound on the latency over the space (the path bound, ``q=1``);
+    ``rules``: a user's device rules (pins to one device, forbidden devices, ``max_stages``; not ones
+    that tell CPU cores apart, which all run alike here).
 
     Time is discretized: every duration is rounded *down* to a multiple of ``1/scale`` (a power of
     two, about ``1 / settings.time_resolution`` of the latency), so the model never overstates a
@@ -128,6 +136,15 @@ def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = No
     supported = np.bincount(cls, weights=~graph.supported, minlength=len(first)) == 0
     limit = cluster.memory_limit
     allowed = supported[:, None] & (class_memory[:, None] <= limit[None, :])
+    no_cpu = np.zeros(len(first), dtype=bool)
+    if rules is not None and rules.allowed is not None:
+        if rules.tells_cpus_apart(k):
+            raise ValueError("prepare: the latency program runs every CPU core alike; rules that tell them apart "
+                             "are not held")
+        ruled = rules.unit_allowed(cls, len(first))
+        allowed &= ruled[:, :k]
+        no_cpu = ~ruled[:, k] if cluster.cpus else no_cpu
+    split = rules is not None and len(rules.refine([np.arange(k)])) > 1
     finite = np.isfinite(limit)
     mscale = 2.0 ** math.floor(math.log2(settings.memory_resolution / max(limit[finite].max(initial=1.0), 1e-300)))
     cap = np.where(finite, np.floor(np.where(finite, limit, 0) * mscale), -1).astype(np.int64)  # -1: no cap
@@ -139,8 +156,9 @@ def prepare(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = No
         graph=graph, cluster=cluster, q=int(q), scale=scale, cls=cls, allowed=allowed, cpu=cpu_units, acc=acc_units,
         cost=units(graph.group_cost), memory=np.ceil(class_memory * mscale).astype(np.int64), cap=cap,
         head=head, tail=tail, low=low, high=max(high + blocks + 1, low),
-        identical=bool(k > 1 and np.all(limit == limit[0]) and np.all(speed == speed[0])),
+        identical=bool(k > 1 and np.all(limit == limit[0]) and np.all(speed == speed[0])) and not split,
         unit_blocks=bool(q > 1 or np.any(allowed[cls] & (acc_units == 0))),
+        no_cpu=no_cpu, max_stages=None if rules is None else rules.max_stages,
     )
 
 
@@ -179,8 +197,8 @@ class LatencyIP:
 
 def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None = None, lower: float | None = None,
                *, symmetry: bool = True, path_rows: bool = True,
-               settings: LatencySettings = DEFAULT_LATENCY) -> LatencyIP:
-    """Build the program; ``upper``/``lower``/``settings``: see :func:`prepare`.
+               settings: LatencySettings = DEFAULT_LATENCY, rules: DeviceRules | None = None) -> LatencyIP:
+    """Build the program; ``upper``/``lower``/``settings``/``rules``: see :func:`prepare`.
 
     Accelerator ``d`` runs its subgraphs ``b = (d, 0), ..., (d, q-1)`` one after another; a subgraph is
     invoked once every input from outside it is in RAM, copies each entering communication group in
@@ -202,7 +220,9 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
     A block lasts at least one time unit when used (``used[b]``), so that blocks cannot wait on each
     other in a cycle at zero cost; the result's ``bound_slack`` (one unit per block) keeps bounds valid.
     Valid inequalities: the path-work rows (``path_rows``) and, on identical accelerators, the symmetry
-    rows (``symmetry``); ``False`` leaves them out, for measurements. The cluster has an accelerator
+    rows (``symmetry``); ``False`` leaves them out, for measurements. Device rules: ``x[c, d] = 0`` where
+    they forbid ``d``, ``sum_d x[c, d] = 1`` where they forbid the CPU cores, and ``max_stages`` as
+    binary ``z[d] >= x[c, d]`` with ``sum_d z[d] <= max_stages``. The cluster has an accelerator
     (without one the only placement puts every node on a CPU: no program is needed).
 
     Examples
@@ -216,7 +236,7 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
     ([0, 0, 1], [1, 0, -1])
     """
     check_param(cluster.accelerators > 0, "cluster", "latency_ip", "a cluster with an accelerator", cluster)
-    data = prepare(graph, cluster, q, upper, lower, settings)
+    data = prepare(graph, cluster, q, upper, lower, settings, rules)
     n, k, C, G = graph.n, cluster.accelerators, data.classes, len(data.cost)
     cls, src, dst, group = data.cls, graph.src, graph.dst, graph.edge_group
     unit, H = 1.0 / data.scale, data.high / data.scale  # H: the horizon, also every big-M of the indicators
@@ -253,7 +273,7 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
     on_acc = x[cls]  # (n, k): the node's accelerator indicators
 
     # ---- Assignment (Fig. 3 (1)): each class on at most one accelerator, else a CPU ---------------
-    m.add_terms("assignment", (x, 1.0), lb=0.0 if cluster.cpus else 1.0, ub=1.0)
+    m.add_terms("assignment", (x, 1.0), lb=np.where(data.no_cpu | (cluster.cpus == 0), 1.0, 0.0), ub=1.0)
     if q > 1:  # (Fig. 4) a node on accelerator d is in exactly one of its subgraphs
         m.add_terms("one subgraph", (w.reshape(n * k, q), 1.0), (on_acc.reshape(-1, 1), -1.0), lb=0.0, ub=0.0)
 
@@ -347,6 +367,10 @@ def latency_ip(graph: Graph, cluster: Cluster, q: int = 1, upper: float | None =
         m.add_terms("symmetry: x_c(d+1) <= P_(c-1)d", (x[1:, 1:].reshape(-1), 1.0), (P[:-1].reshape(-1), -1.0), ub=0.0)
         m.add_terms("symmetry: class 0 on acc 0 or a CPU", (x[0, 1:], 1.0), ub=0.0)
 
+    # ---- Device rules: at most max_stages accelerators in use ---------------------------------------
+    if data.max_stages is not None:
+        stage_rows(m, x, data.max_stages)
+
     # ---- Objective: the latency ---------------------------------------------------------------------
     m.minimize([T], [1.0])
     slack = (k * q if used is not None else 0) / data.scale
@@ -373,7 +397,10 @@ def _encode(ip: LatencyIP, device: np.ndarray, subgraph: np.ndarray | None) -> n
     if np.any(class_device[data.cls] != dev):
         return None  # a colour class split over devices
     on = class_device < k
-    if np.any(on & ~data.allowed[np.arange(data.classes), np.minimum(class_device, k - 1)]):
+    if np.any(on & ~data.allowed[np.arange(data.classes), np.minimum(class_device, k - 1)]) or np.any(
+            data.no_cpu & ~on):
+        return None
+    if data.max_stages is not None and len(np.unique(class_device[on])) > data.max_stages:
         return None
     held = np.bincount(class_device[on], weights=data.memory[on], minlength=k)
     if np.any((data.cap >= 0) & (held > data.cap)):

@@ -18,6 +18,7 @@ import itertools
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.constraints import DeviceRules
 from exactplace.core.graph import Graph
 
 from .decoding import ThroughputIP
@@ -31,6 +32,7 @@ from .units import (
     load_rows,
     memory_rows,
     objective_and_bounds,
+    stage_rows,
     typed_accelerators,
     unit_data,
 )
@@ -40,7 +42,7 @@ __all__ = ["noncontiguous_ip"]
 
 def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, gpipe: bool = False,
                      symmetry: bool | str = "first", lower_bound: float | None = None,
-                     at_most: float | None = None) -> ThroughputIP:
+                     at_most: float | None = None, rules: DeviceRules | None = None) -> ThroughputIP:
     """The assignment max-load IP over colour classes ``c`` and devices ``d`` (``k`` accelerators, then the CPUs)::
 
         min  L                                      (LF + LB with gpipe: one load row per part)
@@ -62,6 +64,11 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     ``"load"`` instead adds rows sorting each type's accelerators by load (non-increasing);
     ``False`` adds neither. :meth:`~.decoding.ThroughputIP.encode` renames a warm start the same way.
 
+    Device rules (``rules``: a user's pins to one device, forbidden devices, ``max_stages``):
+    ``y[c, d] = 0`` where a node of ``c`` may not use ``d``; the interchangeable sets are split where the
+    rules tell devices apart (the renaming above stays within devices the rules treat alike);
+    ``max_stages``: binary ``z[d] >= y[c, d]`` per accelerator and ``sum_d z[d] <= max_stages``.
+
     Parameters
     ----------
     graph, cluster : Graph, Cluster
@@ -76,17 +83,19 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     at_most : float, optional
         The decision version (:mod:`exactplace.bounds.gap_probe`): objective at most that (``L``'s upper
         bound; a row on ``LF + LB`` with ``gpipe``). Not below ``lower_bound``.
+    rules : DeviceRules, optional
+        The device rules above.
     """
     data = unit_data(graph, graph.color)
     U, k, cpus = data.units, cluster.accelerators, cluster.cpus
     D = k + cpus
-    typed = typed_accelerators(cluster)
+    typed = typed_accelerators(cluster, rules)
     mode = "first" if symmetry is True else symmetry
     rank = _heaviest_first(data)
     m = Model("throughput, non-contiguous (assignment)")
 
     # ---- Variables ----------------------------------------------------------------------------------------------
-    ub = _assignment_bounds(data, cluster, typed is None, rank if mode == "first" else None)
+    ub = _assignment_bounds(data, cluster, typed is None, rank if mode == "first" else None, rules)
     y = m.add_vars((U, D), ub=ub.reshape(-1), kind=Kind.INTEGER, name="y: class on device")
     e = m.add_vars((data.groups, k), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses accelerator")
     cap = load_cap(data, 1.0 if typed is None else float(cluster.speed.min()), cluster.cpus > 0)
@@ -107,7 +116,10 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     load_rows(m, data, y[:, :k], y[:, k:], e, L, overlap, gpipe, "load", speed=None if typed is None else cluster.speed)
     # ---- Symmetry ("load"): each type's accelerators sorted by load, non-increasing ----------------------------
     if mode == "load":
-        _load_order_rows(m, data, cluster, y, e)
+        _load_order_rows(m, data, cluster, y, e, rules)
+    # ---- Device rules: at most max_stages accelerators in use -------------------------------------------------
+    if rules is not None and rules.max_stages is not None:
+        stage_rows(m, y[:, :k], rules.max_stages)
     # ---- Objective: min L, with the simple lower bounds ---------------------------------------------------------
     if typed is None:
         objective_and_bounds(m, data, L, D, gpipe)
@@ -120,7 +132,8 @@ def noncontiguous_ip(graph: Graph, cluster: Cluster, *, overlap: bool = False, g
     if at_most is not None and gpipe:
         m.add_rows("decision: objective at most", 1, ub=float(at_most), rows=np.zeros(len(L), int), cols=L, vals=1.0)
     return ThroughputIP(m, "any", graph, cluster, data, overlap, gpipe,
-                        {"y": y, "e": e, "L": L, "rank": rank if mode == "first" else np.zeros(0, np.int64)})
+                        {"y": y, "e": e, "L": L, "rank": rank if mode == "first" else np.zeros(0, np.int64)},
+                        rules=rules)
 
 
 def _heaviest_first(data: UnitData) -> np.ndarray:
@@ -130,27 +143,32 @@ def _heaviest_first(data: UnitData) -> np.ndarray:
     return rank
 
 
-def _assignment_bounds(data: UnitData, cluster: Cluster, homogeneous: bool, rank: np.ndarray | None) -> np.ndarray:
+def _assignment_bounds(data: UnitData, cluster: Cluster, homogeneous: bool, rank: np.ndarray | None,
+                       rules: DeviceRules | None) -> np.ndarray:
     """``y``'s upper bounds (U, D): 0 on an accelerator the class cannot go on (unsupported, or alone over its
-    memory), and, with ``rank``, 0 on each interchangeable set's devices at positions past the class's rank."""
+    memory) and on a device the rules forbid it, and, with ``rank``, 0 on each interchangeable set's devices at
+    positions past the class's rank."""
     k = cluster.accelerators
     ub = np.ones((data.units, k + cluster.cpus))
     if homogeneous:
         ub[~fits_accelerator(data, cluster.memory_cap), :k] = 0.0  # unsupported or too big: only on CPU cores
     else:  # per accelerator: its own memory
         ub[:, :k] = fits_accelerator(data, cluster.memory_limit)
+    if rules is not None and rules.allowed is not None:
+        ub[~rules.unit_allowed(data.unit, data.units)] = 0.0
     if rank is not None:
-        for group in interchangeable_sets(cluster):
+        for group in interchangeable_sets(cluster, rules):
             for position, d in enumerate(group.tolist()):
                 ub[rank < position, d] = 0.0
     return ub
 
 
-def _load_order_rows(m: Model, data: UnitData, cluster: Cluster, y: np.ndarray, e: np.ndarray) -> None:
+def _load_order_rows(m: Model, data: UnitData, cluster: Cluster, y: np.ndarray, e: np.ndarray,
+                     rules: DeviceRules | None) -> None:
     """``load(d) >= load(d')`` for consecutive accelerators ``d, d'`` of one type, load = compute / speed +
     communication."""
     k = cluster.accelerators
-    typed = typed_accelerators(cluster)
+    typed = typed_accelerators(cluster, rules)
     pairs = [(int(d), int(d_next)) for group in ([np.arange(k)] if typed is None else typed[0])
              for d, d_next in itertools.pairwise(group.tolist())]
     if not pairs:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.constraints import DeviceRules
 from exactplace.core.contraction import Contraction
 from exactplace.core.graph import Graph
 
@@ -34,6 +35,7 @@ from .units import (
     load_rows,
     memory_rows,
     objective_and_bounds,
+    stage_rows,
     typed_accelerators,
     unit_data,
 )
@@ -43,7 +45,7 @@ __all__ = ["ThroughputIP", "UnitData", "chain_rows", "contiguous_ip", "fits_acce
 
 
 def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, overlap: bool = False,
-                  gpipe: bool = False, replication: bool = False) -> ThroughputIP:
+                  gpipe: bool = False, replication: bool = False, rules: DeviceRules | None = None) -> ThroughputIP:
     """The chain-of-ideals max-load IP over units ``u`` and positions ``j = 0..P-1`` (``P = k + l`` devices)::
 
         min  L                                          (LF + LB with gpipe: one load row per part)
@@ -70,6 +72,12 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
     Replication (homogeneous, neither variant; Appendix C.2): binary ``rho[j, r]`` gives accelerator
     position ``j`` its ``r = 0..k`` replicas (:func:`_replica_rows`).
 
+    Device rules (a user's pins to one device, forbidden devices, ``max_stages``; ``rules``): the types
+    are split where the rules tell accelerators apart, so each type's accelerators are interchangeable
+    under them, and ``a[t, u, j] = 0`` where a node of ``u`` may not use type ``t``, ``p[u, j] = 0``
+    where it may not use a CPU core (rules that tell CPU cores apart are not held here). ``max_stages``:
+    binary ``z[j] >= a[., u, j]`` and ``sum_j z[j] <= max_stages``.
+
     Parameters
     ----------
     graph, cluster : Graph, Cluster
@@ -79,13 +87,19 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
         The objective variants (Appendix C.1; max FW + max BW).
     replication : bool
         Replicated accelerator positions; homogeneous clusters, neither variant.
+    rules : DeviceRules, optional
+        The device rules above; none with replication.
     """
     data = unit_data(graph, contraction.unit)
     U, k, cpus = data.units, cluster.accelerators, cluster.cpus
     P = k + cpus
-    typed = typed_accelerators(cluster)
-    if replication and (typed is not None or overlap or gpipe):
-        raise ValueError("contiguous_ip: replication takes a homogeneous cluster and neither overlap nor gpipe")
+    typed = typed_accelerators(cluster, rules)
+    if replication and (typed is not None or overlap or gpipe or rules is not None):
+        raise ValueError("contiguous_ip: replication takes a homogeneous cluster, no device rules and neither "
+                         "overlap nor gpipe")
+    if rules is not None and rules.tells_cpus_apart(k):
+        raise ValueError("contiguous_ip: device rules that tell CPU cores apart are not held by the chain IP")
+    allowed = None if rules is None or rules.allowed is None else rules.unit_allowed(contraction.unit, U)
     m = Model("throughput, contiguous (chain of ideals)")
 
     # ---- Variables ----------------------------------------------------------------------------------------------
@@ -93,14 +107,21 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
     c = m.add_vars(P, lb=1.0 if k == 0 else 0.0, ub=0.0 if cpus == 0 else 1.0, kind=Kind.INTEGER,
                    name="c: position j is a CPU core")
     if typed is None:
-        a = m.add_vars((U, P), ub=np.repeat(fits_accelerator(data, cluster.memory_cap).astype(float), P),
+        fits = fits_accelerator(data, cluster.memory_cap)
+        if allowed is not None and k:
+            fits = fits & allowed[:, 0]
+        a = m.add_vars((U, P), ub=np.repeat(fits.astype(float), P),
                        kind=Kind.IMPLIED_INTEGER, name="a: unit at accelerator position j")
     else:  # a[t, u, j]: unit u at position j, an accelerator of type t
         devices, limit, speed = typed
         fits = np.stack([fits_accelerator(data, cap) for cap in limit])  # (T, U)
+        if allowed is not None:
+            fits = fits & allowed[:, [int(group[0]) for group in devices]].T
         a = m.add_vars((len(devices), U, P), ub=np.repeat(fits.astype(float), P), kind=Kind.IMPLIED_INTEGER,
                        name="a: unit at accelerator position j of type t")
-    p = m.add_vars((U, P), ub=1.0 if cpus else 0.0, kind=Kind.IMPLIED_INTEGER, name="p: unit at CPU position j")
+    on_cores = np.ones(U) if allowed is None or not cpus else allowed[:, k].astype(float)
+    p = m.add_vars((U, P), ub=np.repeat(on_cores, P) if cpus else 0.0, kind=Kind.IMPLIED_INTEGER,
+                   name="p: unit at CPU position j")
     e = m.add_vars((data.groups, P), ub=1.0, kind=Kind.IMPLIED_INTEGER, name="e: group crosses position j")
     L = m.add_vars(2 if gpipe else 1, ub=load_cap(data, 1.0 if typed is None else float(speed.min()), cpus > 0),
                    name="L: max load")
@@ -136,6 +157,9 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
     else:
         load_rows(m, data, a, on_cpu, e, L, overlap, gpipe, "load",
                   speed=None if typed is None else speed[:, None, None])
+    # ---- Device rules: at most max_stages accelerator positions in use --------------------------------------------
+    if rules is not None and rules.max_stages is not None:
+        stage_rows(m, a, rules.max_stages)
     # ---- Objective: min L, with the simple lower bounds (no "largest unit" with replication) -------------------
     objective_and_bounds(m, data, L, P, gpipe, fastest=1.0 if typed is None else float(speed.max()),
                          largest=not replication)
@@ -145,7 +169,7 @@ def contiguous_ip(graph: Graph, cluster: Cluster, contraction: Contraction, *, o
         index["rho"] = rho
     if typed is not None:
         index["h"] = h
-    return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe, index)
+    return ThroughputIP(m, "chain", graph, cluster, data, overlap, gpipe, index, rules=rules)
 
 
 # -- the chain of ideals (shared with the two-level IP) ------------------------------------------------------------

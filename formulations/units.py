@@ -21,12 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.constraints import DeviceRules
 from exactplace.core.graph import Graph
 
-from .model import Model
+from .model import Kind, Model
 
 __all__ = ["UnitData", "communication_rows", "fits_accelerator", "interchangeable_sets", "load_cap", "load_rows",
-           "memory_rows", "objective_and_bounds", "typed_accelerators", "unit_data"]
+           "memory_rows", "objective_and_bounds", "stage_rows", "typed_accelerators", "unit_data"]
 
 
 @dataclass(frozen=True)
@@ -82,23 +83,30 @@ def unit_data(graph: Graph, unit: np.ndarray) -> UnitData:
 
 
 # -- devices ------------------------------------------------------------------------------------------------------
-def typed_accelerators(cluster: Cluster) -> tuple[list[np.ndarray], np.ndarray, np.ndarray] | None:
-    """None for a homogeneous cluster; else the accelerator types (``Cluster.accelerator_types``: the devices of
-    each), and the memory limit and the speed of each type."""
-    if cluster.is_homogeneous:
-        return None
+def typed_accelerators(cluster: Cluster, rules: DeviceRules | None = None
+                       ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray] | None:
+    """None for a homogeneous cluster (whose accelerators no rule tells apart); else the accelerator types
+    (``Cluster.accelerator_types``: the devices of each, split where ``rules`` tell them apart,
+    :meth:`~exactplace.core.constraints.DeviceRules.refine`), and the memory limit and the speed of each type."""
     devices = cluster.accelerator_types()
+    if rules is not None:
+        devices = rules.refine(devices)
+    if cluster.is_homogeneous and len(devices) <= 1:
+        return None
     first = np.array([d[0] for d in devices], dtype=np.int64)
     return devices, cluster.memory_limit[first], cluster.speed[first]
 
 
-def interchangeable_sets(cluster: Cluster) -> list[np.ndarray]:
-    """Sets of interchangeable devices: the accelerators of each type (all, when homogeneous), and the CPU cores
-    (only sets of two or more)."""
+def interchangeable_sets(cluster: Cluster, rules: DeviceRules | None = None) -> list[np.ndarray]:
+    """Sets of interchangeable devices: the accelerators of each type (all, when homogeneous), and the CPU cores,
+    split where ``rules`` tell them apart (only sets of two or more)."""
     k = cluster.accelerators
-    typed = typed_accelerators(cluster)
+    typed = typed_accelerators(cluster, rules)
     groups = [np.arange(k)] if typed is None else [np.asarray(g) for g in typed[0]]
-    return [g for g in [*groups, np.arange(k, cluster.num_devices)] if len(g) > 1]
+    cores = [np.arange(k, cluster.num_devices)]
+    if rules is not None:
+        cores = rules.refine(cores)
+    return [g for g in [*groups, *cores] if len(g) > 1]
 
 
 def fits_accelerator(data: UnitData, cap: float | np.ndarray) -> np.ndarray:
@@ -166,6 +174,21 @@ def memory_rows(model: Model, data: UnitData, placed_acc: np.ndarray, cap: float
     U, n = data.units, len(keep)
     model.add_rows(name, n, ub=caps[keep], rows=np.broadcast_to(np.arange(n), (U, n)).reshape(-1),
                    cols=placed_acc[:, keep].reshape(-1), vals=np.broadcast_to(data.memory[:, None], (U, n)).reshape(-1))
+
+
+def stage_rows(model: Model, placed_acc: np.ndarray, max_stages: int) -> None:
+    """At most ``max_stages`` accelerator slots in use: binary ``z[s] >= placed[..., s]`` (one aggregated row per
+    slot, ``sum placed[..., s] <= N z[s]`` over the ``N`` variables of the slot) and ``sum_s z[s] <= max_stages``."""
+    slots = placed_acc.shape[-1]
+    per_slot = placed_acc.reshape(-1, slots)  # every leading axis: the slot's variables
+    z = model.add_vars(slots, ub=1.0, kind=Kind.INTEGER, name="z: accelerator slot s in use")
+    size = per_slot.shape[0]
+    model.add_rows("stages: sum placed[., s] <= N z[s]", slots, ub=0.0,
+                   rows=np.concatenate([np.tile(np.arange(slots), size), np.arange(slots)]),
+                   cols=np.concatenate([per_slot.reshape(-1), z]),
+                   vals=np.concatenate([np.ones(size * slots), np.full(slots, -float(size))]))
+    model.add_rows("stages: sum_s z[s] <= max_stages", 1, ub=float(max_stages), rows=np.zeros(slots, np.int64),
+                   cols=z, vals=1.0)
 
 
 def load_rows(model: Model, data: UnitData, placed_acc: np.ndarray, placed_cpu: np.ndarray, e: np.ndarray,

@@ -98,11 +98,12 @@ def is_unit_chain(graph: Graph, device: np.ndarray, edges: list[tuple[int, int]]
 Keep = Callable[[np.ndarray], bool] | None
 
 
-def fitting_placements(graph: Graph, cluster: Cluster, keep: Keep = None) -> Iterator[np.ndarray]:
+def fitting_placements(graph: Graph, cluster: Cluster, keep: Keep = None,
+                       labelled: bool = False) -> Iterator[np.ndarray]:
     """``canonical_placements`` that respect accelerator support and memory (plain sums, the shared 1e-9 slack),
-    and that ``keep`` keeps."""
+    and that ``keep`` keeps (``labelled``: every device told apart, for a ``keep`` that names devices)."""
     k = cluster.accelerators
-    for device in canonical_placements(graph, cluster):
+    for device in canonical_placements(graph, cluster, labelled):
         if keep is not None and not keep(device):
             continue
         on_accelerator = device < k
@@ -113,8 +114,10 @@ def fitting_placements(graph: Graph, cluster: Cluster, keep: Keep = None) -> Ite
             yield device
 
 
-def brute_force_optima(graph: Graph, cluster: Cluster, objective: str, keep: Keep = None, **options: bool) -> Optima:
-    """Enumerate every placement up to renaming identical devices; see the module docstring.
+def brute_force_optima(graph: Graph, cluster: Cluster, objective: str, keep: Keep = None, labelled: bool = False,
+                       **options: bool) -> Optima:
+    """Enumerate every placement up to renaming identical devices (``labelled``: every placement); see the module
+    docstring.
 
     ``options`` (``overlap``, ``gpipe``) are passed to the evaluator; only the placements ``keep`` keeps count.
     """
@@ -139,7 +142,7 @@ def brute_force_optima(graph: Graph, cluster: Cluster, objective: str, keep: Kee
         if best[kind] is None or value < best[kind]:
             best[kind] = value
 
-    for device in fitting_placements(graph, cluster, keep):
+    for device in fitting_placements(graph, cluster, keep, labelled):
         try:
             value = evaluate(graph, cluster, device, objective, **options)
         except PlacementError:  # latency: the subgraphs wait on each other forever
@@ -237,7 +240,8 @@ def subgraph_latency(graph: Graph, cluster: Cluster, device: np.ndarray, piece: 
     return max(finish.values(), default=0.0)
 
 
-def latency_subgraph_optimum(graph: Graph, cluster: Cluster, q: int, keep: Keep = None) -> float | None:
+def latency_subgraph_optimum(graph: Graph, cluster: Cluster, q: int, keep: Keep = None,
+                             labelled: bool = False) -> float | None:
     """Least latency over the latency programs' space (None: no placement): support, memory and
     colocation per device (``fitting_placements``), and every cut of each accelerator's nodes into
     at most ``q`` subgraphs run in the order of their numbers (only gap-free numberings, which
@@ -246,7 +250,7 @@ def latency_subgraph_optimum(graph: Graph, cluster: Cluster, q: int, keep: Keep 
     """
     k = cluster.accelerators
     best = None
-    for device in fitting_placements(graph, cluster, keep):
+    for device in fitting_placements(graph, cluster, keep, labelled):
         on = np.flatnonzero(device < k)
         for choice in itertools.product(range(q), repeat=len(on)):
             piece = np.full(graph.n, -1, dtype=np.int64)

@@ -300,17 +300,17 @@ def placed_instances(
     return graph, cluster, draw(placements(graph, cluster, colocated=colocated, supported=supported))
 
 
-def canonical_placements(graph: Graph, cluster: Cluster) -> Iterator[np.ndarray]:
-    """Every colocation-respecting placement, up to renaming interchangeable devices.
+def canonical_placements(graph: Graph, cluster: Cluster, labelled: bool = False) -> Iterator[np.ndarray]:
+    """Every colocation-respecting placement, up to renaming interchangeable devices (``labelled``: none are).
 
     Accelerators are interchangeable when the cluster is homogeneous and one-level (else every one is tried);
-    CPU cores always are. Classes are assigned in order; a class may open an interchangeable
+    CPU cores always are, unless ``labelled``. Classes are assigned in order; a class may open an interchangeable
     accelerator ``j`` (CPU ``j``) only when ``0..j-1`` are already used, so every placement is
     equivalent to exactly one yielded array. Placements that break colocation are never
     optimal-feasible, so they are not generated.
     """
     k, cpus = cluster.accelerators, cluster.cpus
-    interchangeable = cluster.is_homogeneous and not cluster.is_two_level
+    interchangeable = cluster.is_homogeneous and not cluster.is_two_level and not labelled
     classes = int(graph.color.max()) + 1
     members = [np.flatnonzero(graph.color == c) for c in range(classes)]
     device = np.empty(graph.n, dtype=np.int64)
@@ -322,7 +322,7 @@ def canonical_placements(graph: Graph, cluster: Cluster) -> Iterator[np.ndarray]
         for d in range(min(acc_used + 1, k) if interchangeable else k):
             device[members[c]] = d
             yield from rec(c + 1, max(acc_used, d + 1), cpu_used)
-        for j in range(min(cpu_used + 1, cpus)):
+        for j in range(cpus if labelled else min(cpu_used + 1, cpus)):
             device[members[c]] = k + j
             yield from rec(c + 1, acc_used, max(cpu_used, j + 1))
 

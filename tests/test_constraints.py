@@ -4,7 +4,9 @@ Each family draws one kind of constraint; the brute force restates it as a plain
 placements (up to renaming identical devices, as the enumeration is) and takes the optimum over
 the placements it keeps. Every exact method's certified value must equal that optimum in its own
 space, its placement must satisfy the constraints exactly (pins on the very device named), and
-what no method holds exactly (forbidden devices, pins to two devices) is refused by name.
+pins to particular devices, forbidden devices and max_stages on accelerators that differ (the device
+rules, which only the MIPs hold) are held by them exactly, against a brute force over every labelled
+placement, and refused by name by every other method.
 """
 
 from __future__ import annotations
@@ -149,18 +151,122 @@ def test_latency_program_is_optimal_under_constraints(family: str, data: st.Data
     check_exact_methods(graph, cluster, spec, "latency")
 
 
+#: The constraints lowering leaves as device rules, which only the MIPs hold (``DeviceRules``).
+RULE_FAMILIES = ("device_pins", "forbidden", "stages_on_differing")
+
+
+@st.composite
+def ruled(draw: st.DrawFn, family: str) -> tuple[Graph, Cluster, dict]:
+    graph = draw(graphs())
+    differing = family == "stages_on_differing" or draw(st.booleans())
+    cluster = draw(clusters(min_accelerators=2 if family == "stages_on_differing" else 1, max_accelerators=3,
+                            max_cpus=2, heterogeneous=differing))
+    ids, names = graph.ids.tolist(), cluster.device_names()
+    nodes = st.lists(st.sampled_from(ids), min_size=1, max_size=3, unique=True)
+    spec: dict = {}
+    if family == "device_pins":
+        spec["pin"] = {node: draw(st.sampled_from(names)) for node in draw(nodes)}
+    elif family == "forbidden":
+        spec["forbid"] = {node: draw(st.lists(st.sampled_from(names), min_size=1, max_size=len(names) - 1,
+                                              unique=True)) if len(names) > 1 else [] for node in draw(nodes)}
+        spec["forbid"] = {node: devices for node, devices in spec["forbid"].items() if devices}
+        assume(spec["forbid"])
+    else:
+        spec["max_stages"] = draw(st.integers(1, cluster.accelerators - 1))
+        if draw(st.booleans()):
+            spec["pin"] = {draw(st.sampled_from(ids)): draw(st.sampled_from(names[:cluster.accelerators]))}
+    if draw(st.booleans()) and len(ids) > 1:
+        spec["together"] = [draw(st.lists(st.sampled_from(ids), min_size=2, max_size=2, unique=True))]
+    assume(Constraints.from_dict(spec).lowering(graph, cluster).rules is not None)  # else a family above
+    return graph, cluster, spec
+
+
+def holds_exactly(graph: Graph, cluster: Cluster, spec: dict, device: np.ndarray) -> bool:
+    """The constraints of :func:`ruled`, restated on the very devices they name."""
+    names = cluster.device_names()
+    at = {int(node_id): i for i, node_id in enumerate(graph.ids.tolist())}
+    if any(names[device[at[node]]] != where for node, where in spec.get("pin", {}).items()):
+        return False
+    if any(names[device[at[node]]] in devices for node, devices in spec.get("forbid", {}).items()):
+        return False
+    if any(device[at[a]] != device[at[b]] for a, b in spec.get("together", [])):
+        return False
+    k = cluster.accelerators
+    return "max_stages" not in spec or len(set(device[device < k].tolist())) <= spec["max_stages"]
+
+
+def check_rule_holders(graph: Graph, cluster: Cluster, spec: dict, objective: str) -> None:
+    """The MIPs against the brute force over every labelled placement that holds ``spec``; every other exact
+    method refuses the rules by name (or, where lowering holds them after all, is optimal too)."""
+    def keep(device: np.ndarray) -> bool:
+        return holds_exactly(graph, cluster, spec, device)
+
+    rules = Constraints.from_dict(spec).lowering(graph, cluster).rules
+    cores_told_apart = rules is not None and rules.tells_cpus_apart(cluster.accelerators)
+    runs: list[tuple[str, dict, float | None]] = []
+    if objective == "latency":
+        if fits_only_on_the_slack(graph, cluster):
+            return  # the latency model's memory rows are conservative by the evaluator's slack
+        runs.append(("mip", {}, latency_subgraph_optimum(graph, cluster, 1, keep, labelled=True)))
+    else:
+        optima = brute_force_optima(graph, cluster, objective, keep, labelled=True)
+        runs += [("mip", {}, optima.chain), ("mip", {"contiguous": False}, optima.any)]
+    for method in EXACT[objective]:
+        if method != "mip":
+            runs.append((method, {}, runs[0][2]))
+    for method, options, optimum in runs:
+        # the chain IP and the latency program run the CPU cores alike; the other methods hold no rules
+        refused = (rules is not None and method != "mip") or (cores_told_apart and not options)
+        if refused:
+            with pytest.raises(ParameterError, match=r"does not hold|only with contiguous=False"):
+                solve(graph, cluster, objective=objective, method=method, constraints=spec, **options)
+            continue
+        p = solve(graph, cluster, objective=objective, method=method, time_limit=30, rel_gap=0.0, constraints=spec,
+                  **options)
+        if not p.has_solution:
+            assert p.status is Status.INFEASIBLE and optimum is None, (method, options, spec, optimum)
+            continue
+        assert keep(p.device), (method, options, spec, p.device)
+        assert check_feasibility(graph, cluster, p.device, constraints=spec) == []
+        assert p.objective == evaluate(graph, cluster, p.device, objective)
+        assert optimum is not None, f"{method} {options} placed {spec} where no placement satisfies it"
+        scale = (1e-6 if objective == "latency" else 1e-9) * max(1.0, abs(optimum))
+        assert p.bound is None or p.bound <= optimum + scale
+        if p.limit is None:
+            assert p.status is Status.OPTIMAL and abs(p.objective - optimum) <= scale, (method, options, spec,
+                                                                                           p.objective, optimum)
+
+
+@pytest.mark.parametrize("family", RULE_FAMILIES)
 @EXAMPLES
 @given(data=st.data())
-def test_what_no_method_holds_is_refused_by_name(data: st.DataObject) -> None:
-    graph, cluster, _ = data.draw(constrained("pins"))
-    node = int(graph.ids[0])
-    names = cluster.device_names()
-    cases = [({"forbid": {node: [names[0]]}}, "forbidden devices")]
-    if cluster.accelerators >= 2:
-        cases.append(({"pin": {node: "acc0", int(graph.ids[-1]): "acc1"}}, "pins to two different accelerators"))
-    for spec, said in cases:
-        with pytest.raises(ParameterError, match=said):
-            solve(graph, cluster, constraints=spec)
+def test_the_mips_hold_device_rules_exactly(family: str, data: st.DataObject) -> None:
+    graph, cluster, spec = data.draw(ruled(family))
+    check_rule_holders(graph, cluster, spec, "throughput")
+
+
+@pytest.mark.parametrize("family", RULE_FAMILIES)
+@settings(EXAMPLES, max_examples=100)
+@given(data=st.data())
+def test_the_latency_program_holds_device_rules_exactly(family: str, data: st.DataObject) -> None:
+    graph, cluster, spec = data.draw(ruled(family))
+    check_rule_holders(graph, cluster, spec, "latency")
+
+
+def test_auto_takes_the_mip_for_device_rules_and_says_why() -> None:
+    g = Graph([Node(i, 1.0 + i, 2.0, memory=1.0, comm=0.5) for i in range(6)], [(i, i + 1) for i in range(5)])
+    c = Cluster(3, memory=10.0, cpus=1)
+    p = solve(g, c, constraints={"forbid": {0: ["acc0", "acc1"]}, "pin": {5: "acc0"}})
+    assert p.method == "mip" and p.status is Status.OPTIMAL
+    assert p.device[0] not in (0, 1) and p.device[5] == 0
+    assert "does not hold forbidden devices" in p.info["passed_over"]["dp"]
+    with pytest.raises(ParameterError, match="Method 'dp' does not hold forbidden devices"):
+        solve(g, c, method="dp", constraints={"forbid": {0: ["acc0"]}})
+    with pytest.raises(ParameterError, match="only with contiguous=False"):
+        solve(g, Cluster(3, memory=10.0, cpus=2), method="mip", constraints={"forbid": {0: ["cpu0"]}})
+    held = solve(g, Cluster(3, memory=10.0, cpus=2), method="mip", contiguous=False,
+                 constraints={"pin": {0: "cpu1", 5: "cpu0", 2: "acc2"}})
+    assert held.device[[0, 5, 2]].tolist() == [4, 3, 2]
 
 
 def test_bad_constraints_name_what_is_wrong() -> None:
@@ -204,8 +310,11 @@ def test_cli_solves_under_constraints_and_evaluate_holds_the_plan_to_them(tmp_pa
     assert "feasible" in capsys.readouterr().out
     assert main(["evaluate", str(workload), str(plan), "--pin", "n4=acc0"]) != 0
     assert "constraint: pin node 4 ('n4') to acc0: it is on cpu0" in capsys.readouterr().out
-    assert main(["solve", str(workload), "--forbid", "n0=acc0"]) == 2
-    assert "no method holds forbidden devices exactly yet" in capsys.readouterr().err
+    assert main(["solve", str(workload), "--forbid", "n0=acc0", "--out", str(plan)]) == 0
+    capsys.readouterr()
+    assert json.loads(plan.read_text())["placement"][0]["device"] != "acc0"
+    assert main(["solve", str(workload), "--forbid", "n0=acc0", "--method", "dp"]) == 2
+    assert "Method 'dp' does not hold forbidden devices" in capsys.readouterr().err
     assert main(["solve", str(workload), "--together", "n1"]) == 2
     assert "--together takes A,B (two nodes)" in capsys.readouterr().err
 

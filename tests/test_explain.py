@@ -153,7 +153,7 @@ def test_the_command_explains_a_plan_and_a_split(tmp_path: Path, capsys: pytest.
     report = json.loads(out.strip().splitlines()[-1])
     assert report["excess"] == 0.0 and report["first_move"] is None
     assert {c["constraint"]: c["binding"] for c in report["constraints"]} == {
-        "the memory limit of the accelerators": False, "max_stages 5": True}
+        "the memory limit of the accelerators": False, "the memory limit of acc0 alone": False, "max_stages 5": True}
     assert "binding: max_stages 5: lifting it would save" in out
     # a split that is not optimal: everything on one accelerator
     workload = read_workload(workload_path("layer_bert24_training"))

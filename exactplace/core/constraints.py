@@ -12,8 +12,9 @@ them exactly once they are *lowered* (:meth:`Constraints.lower`): ``together`` a
 colour classes, a pin to ``"cpu"`` makes the node CPU-only, ``reserve`` lowers the accelerators'
 memory, and ``max_stages`` on identical accelerators leaves that many of them. What remains, a pin
 to one particular device, a forbidden device or ``max_stages`` on different accelerators, is a
-*device rule* (:meth:`Constraints.device_rules`), which only methods that declare
-``device_rules`` take; the others refuse it and ``method="auto"`` moves on.
+*device rule* (:class:`DeviceRules`), which only methods that declare ``device_rules`` hold (the
+MIPs: the rules are bounds and rows of their programs); the others refuse it and
+``method="auto"`` moves on.
 
 Examples
 --------
@@ -40,7 +41,7 @@ from exactplace.core.errors import ParameterError
 from exactplace.core.graph import Graph
 from exactplace.core.params import brief
 
-__all__ = ["Constraints", "Lowering", "NodeRef", "Resolved"]
+__all__ = ["Constraints", "DeviceRules", "Lowering", "NodeRef", "Resolved"]
 
 #: A node as a user names it: its id, or its name.
 NodeRef = int | str
@@ -186,8 +187,9 @@ class Constraints:
         accelerator of a cluster without CPU cores, merge the pinned nodes into one class (CPU-only for
         a core), and the solved placement is renamed so that class is on that device. That is exact
         while those devices are interchangeable and their order means nothing (``ordered``: a pipeline
-        schedule's stages are the accelerators in index order). ``unheld`` says what no method can hold
-        exactly yet (None: all of it is held).
+        schedule's stages are the accelerators in index order). ``unheld`` says what only the methods
+        that hold device rules hold (None: every method holds all of it); then the lowering keeps every
+        device where it is (no accelerator left out, none renamed) and states those rules in ``rules``.
         """
         r = self.resolved(graph, cluster)
         k = cluster.accelerators
@@ -205,8 +207,10 @@ class Constraints:
                       "a pin to one accelerator of accelerators that differ")
         elif self.stage_rule(graph, cluster) is not None:
             unheld = "max_stages on accelerators that differ"
-        groups = [sorted(i for i, d in fixed.items() if d in devices) for devices in (on_accelerators, on_cores)]
         ids = graph.ids.tolist()
+        if unheld is not None:
+            return self._ruled(graph, cluster, r, unheld)
+        groups = [sorted(i for i, d in fixed.items() if d in devices) for devices in (on_accelerators, on_cores)]
         held = dataclasses.replace(
             self, forbid={}, pin={ids[i]: "cpu" for i, d in r.pins.items() if d is None or d >= k},
             together=[*r.together, *((group[0], i) for group in groups for i in group[1:])], no_cut=r.no_cut)
@@ -215,14 +219,37 @@ class Constraints:
                                    no_cut=[(ids[a], ids[b]) for a, b in held.no_cut])
         lowered_graph, lowered_cluster = held.lower(graph, cluster)
         anchors = [(group[0], fixed[group[0]]) for group in groups if group]
-        return Lowering(lowered_graph, lowered_cluster, cluster, anchors, unheld)
+        return Lowering(lowered_graph, lowered_cluster, cluster, anchors, None)
 
-    def device_rules(self, graph: Graph, cluster: Cluster) -> np.ndarray | None:
+    def _ruled(self, graph: Graph, cluster: Cluster, r: Resolved, unheld: str) -> Lowering:
+        """The lowering that keeps every device where it is and states the device rules (:meth:`lowering`).
+
+        Pins to one CPU core, where no rule names a core otherwise, are still lowered (the pinned nodes
+        one CPU-only class, the core renamed at the end), so that the rules leave the cores interchangeable.
+        """
+        k, ids = cluster.accelerators, graph.ids.tolist()
+        on_cores = sorted(i for i, d in r.pins.items() if d is not None and d >= k)
+        lowered_cores = (len({r.pins[i] for i in on_cores}) == 1
+                         and not any(d >= k for devices in r.forbidden.values() for d in devices))
+        moved = set(on_cores) if lowered_cores else set()
+        held = dataclasses.replace(
+            self, forbid={}, max_stages=None,
+            pin={ids[i]: "cpu" for i, d in r.pins.items() if d is None or i in moved},
+            together=[(ids[a], ids[b]) for a, b in [*r.together, *((on_cores[0], i) for i in on_cores[1:] if moved)]],
+            no_cut=[(ids[a], ids[b]) for a, b in r.no_cut])
+        lowered_graph, lowered_cluster = held.lower(graph, cluster)
+        rules = DeviceRules(unheld, self.device_rules(graph, cluster, leave=moved),
+                            self.max_stages if self.max_stages is not None and self.max_stages < k else None)
+        anchors = [(on_cores[0], int(r.pins[on_cores[0]]))] if moved else []
+        return Lowering(lowered_graph, lowered_cluster, cluster, anchors, unheld, rules)
+
+    def device_rules(self, graph: Graph, cluster: Cluster, leave: Iterable[int] = ()) -> np.ndarray | None:
         """``allowed[i, d]``: whether node ``i`` may go on device ``d`` under the pins to one device and the
-        forbidden devices (None: there are none). ``max_stages`` on a cluster whose accelerators differ
-        is a rule of its own, :meth:`stage_rule`."""
+        forbidden devices (None: there are none), but for the pins of the nodes at the positions ``leave``.
+        ``max_stages`` on a cluster whose accelerators differ is a rule of its own, :meth:`stage_rule`."""
         r = self.resolved(graph, cluster)
-        fixed = {i: d for i, d in r.pins.items() if d is not None}
+        left = set(leave)
+        fixed = {i: d for i, d in r.pins.items() if d is not None and i not in left}
         if not fixed and not r.forbidden:
             return None
         allowed = np.ones((graph.n, cluster.num_devices), dtype=bool)
@@ -252,6 +279,7 @@ class Lowering:
     stated_cluster: Cluster
     anchors: list[tuple[int, int]]  # (a pinned node's position, its device in the stated cluster)
     unheld: str | None
+    rules: DeviceRules | None = None
 
     def restore(self, device: np.ndarray) -> np.ndarray:
         """A placement of the lowered problem on the stated cluster: the CPU cores renumbered past the
@@ -271,6 +299,62 @@ class Lowering:
         if np.any((device >= k) & (device < stated_k)):
             return None
         return np.where(device >= stated_k, device - (stated_k - k), device)
+
+
+@dataclass(frozen=True)
+class DeviceRules:
+    """The constraints lowering cannot hold, as a method that holds them reads them.
+
+    ``allowed[i, d]``: node ``i`` may go on device ``d`` (None: every node anywhere); ``max_stages``: at
+    most this many accelerators in use (None: no such limit); ``what``: the rules in words, for the
+    message of a method that refuses them.
+
+    >>> rules = DeviceRules("forbidden devices", np.array([[True, False, True], [True, True, True]]), None)
+    >>> [group.tolist() for group in rules.refine([np.arange(2)])]  # node 0 tells acc0 and acc1 apart
+    [[0], [1]]
+    >>> rules.unit_allowed(np.array([0, 0]), 1).tolist()  # one unit of both nodes
+    [[True, False, True]]
+    """
+
+    what: str
+    allowed: np.ndarray | None
+    max_stages: int | None
+
+    def unit_allowed(self, unit: np.ndarray, units: int) -> np.ndarray:
+        """``(units, devices)``: every node of the unit may go on the device (``unit``: each node's unit)."""
+        if self.allowed is None:
+            raise ValueError("unit_allowed: these rules allow every device")
+        out = np.ones((units, self.allowed.shape[1]), dtype=bool)
+        np.logical_and.at(out, unit, self.allowed)
+        return out
+
+    def refine(self, groups: Iterable[np.ndarray]) -> list[np.ndarray]:
+        """Each group of interchangeable devices split where the rules tell its devices apart (a node allowed
+        on one and not the other): the parts are interchangeable under the rules too, in the groups' order."""
+        parts: list[np.ndarray] = []
+        for group in groups:
+            group = np.asarray(group, dtype=np.int64)
+            if self.allowed is None or len(group) < 2:
+                parts.append(group)
+                continue
+            _, first, inverse = np.unique(self.allowed[:, group].T, axis=0, return_index=True, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            parts += [group[inverse == t] for t in np.argsort(first, kind="stable")]
+        return parts
+
+    def tells_cpus_apart(self, accelerators: int) -> bool:
+        """Some node may go on one CPU core and not another."""
+        if self.allowed is None:
+            return False
+        cores = self.allowed[:, accelerators:]
+        return bool(cores.size) and not bool(np.all(cores == cores[:, :1]))
+
+    def broken_by(self, device: np.ndarray, accelerators: int) -> bool:
+        """The placement breaks a rule."""
+        device = np.asarray(device, dtype=np.int64)
+        if self.allowed is not None and not np.all(self.allowed[np.arange(len(device)), device]):
+            return True
+        return self.max_stages is not None and len(np.unique(device[device < accelerators])) > self.max_stages
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from exactplace.core.cluster import Cluster
+from exactplace.core.constraints import DeviceRules
 from exactplace.core.contraction import Contraction, contract
 from exactplace.core.graph import Graph
 from exactplace.core.params import Boolean, Choice, Integer, Option
@@ -55,7 +56,8 @@ class Problem:
     ``solve``; ``warm_start=None`` turns it off). Preparation shared by several
     methods (the contraction; the DP's ideal counts in ``cache``) is computed once per problem.
     ``started``: the ``time.monotonic()`` instant ``solve`` began (a problem made elsewhere: when it
-    was made); a method's trace is timed from it, as ``Placement.wall_seconds`` is.
+    was made); a method's trace is timed from it, as ``Placement.wall_seconds`` is. ``rules``: the
+    user's constraints that only a method with ``device_rules`` holds (None: there are none).
     """
 
     graph: Graph
@@ -70,6 +72,7 @@ class Problem:
     limit_given: bool = True
     warm_subgraph: np.ndarray | None = None
     started: float = field(default_factory=time.monotonic, compare=False)
+    rules: DeviceRules | None = None
 
     @property
     def contraction(self) -> Contraction:

@@ -156,7 +156,8 @@ def explain(placement: Placement, *, time_limit: float | None = None, constraint
     >>> w = read_workload(workload_path("layer_bert24_training"))
     >>> why = explain(solve(w, constraints={"max_stages": 5}))
     >>> why.bottleneck, [(c.constraint, c.binding, round(c.saving, 3)) for c in why.lifted]
-    ('acc0', [('the memory limit of the accelerators', False, 0.0), ('max_stages 5', True, 0.155)])
+    ('acc0', [('the memory limit of the accelerators', False, 0.0), ('the memory limit of acc0 alone', False, 0.0),
+              ('max_stages 5', True, 0.155)])
     """
     check_param(isinstance(placement, Placement) and placement.device is not None, "placement", "explain",
                 "a Placement with a solution", placement)

@@ -60,6 +60,9 @@ class Method(ABC):
     schedules : bool
         True when it optimizes under a pipeline schedule (``solve(schedule=..., microbatches=...)``);
         the others are refused one.
+    device_rules : bool
+        True when it holds the constraints lowering leaves as rules (``Problem.rules``: pins to one
+        device, forbidden devices, ``max_stages`` on accelerators that differ); the others are refused them.
     """
 
     name: ClassVar[str]
@@ -72,6 +75,7 @@ class Method(ABC):
     description: ClassVar[str] = ""
     options: ClassVar[Mapping[str, Option]] = {}
     schedules: ClassVar[bool] = False
+    device_rules: ClassVar[bool] = False
 
     @classmethod
     def missing(cls) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from exactplace.core.cluster import Cluster
-from exactplace.core.constraints import Constraints
+from exactplace.core.constraints import Constraints, DeviceRules
 from exactplace.core.errors import (
     ExactplaceError,
     ParameterError,
@@ -127,6 +127,8 @@ def _choose(problem: Problem) -> tuple[type[Method], dict[str, str], Problem]:
         reason = None
         if problem.option("schedule") is not None and not cls.schedules:
             reason = "does not model a pipeline schedule"
+        elif problem.rules is not None and not cls.device_rules:
+            reason = f"does not hold {problem.rules.what}"
         elif not cls.available():
             reason = f"not installed (needs {', '.join(cls.missing())})"
         elif any(k not in cls.options for k in own):
@@ -302,6 +304,13 @@ def solve(
         if constraints:
             return _solve_constrained(graph, cluster, constraints, objective, method, time_limit, rel_gap, warm_start,
                                       options)
+    return _solve(graph, cluster, objective, method, time_limit, rel_gap, warm_start, options, stated)
+
+
+def _solve(graph: Graph, cluster: Cluster, objective: str, method: str, time_limit: float | None, rel_gap: float,
+           warm_start: Any, options: Mapping[str, Any], stated: Mapping[str, int] | None = None,
+           rules: DeviceRules | None = None) -> Placement:
+    """:func:`solve` once the instance is read and the constraints lowered (``rules``: what lowering left)."""
     check_param(isinstance(method, str), "method", "solve", "a method name", method)
     if method != "auto":
         get_method(method, objective)
@@ -320,7 +329,7 @@ def solve(
                      and objective == "latency" else None)
     problem = Problem(graph, cluster, objective, deadline, float(rel_gap), warm, dict(options),
                       default_start=isinstance(warm_start, str) and warm_start == "auto",
-                      limit_given=time_limit is not None, warm_subgraph=warm_subgraph, started=start)
+                      limit_given=time_limit is not None, warm_subgraph=warm_subgraph, started=start, rules=rules)
     passed_over: dict[str, str] = {}
     if method == "auto":
         cls, passed_over, problem = _choose(problem)
@@ -334,6 +343,10 @@ def solve(
             schedulers = ", ".join(m for m, c in registered_methods().items() if c.schedules)
             raise ParameterError(f"Method {cls.name!r} does not model a pipeline schedule (the 'schedule' option); "
                                  f"the methods that do: {schedulers}.")
+        if rules is not None and not cls.device_rules:
+            holders = ", ".join(m for m, c in registered_methods().items() if c.device_rules)
+            raise ParameterError(f"Method {cls.name!r} does not hold {rules.what} (constraints that name devices); "
+                                 f"the methods that do: {holders}.")
         cls.check(problem)
     extra: dict[str, Any] = {"passed_over": passed_over} if passed_over else {}
     if stated:  # the workload states more devices than nodes; the cluster holds one per node
@@ -355,7 +368,7 @@ def solve(
         counted = {failure: failures.count(failure) for failure in failures}
         said = [failure if times == 1 else f"{failure} ({times} solves)" for failure, times in counted.items()]
         result = dataclasses.replace(result, info={**result.info, "solver_failures": said})
-    if result.device is None and result.limit is Limit.TIME:
+    if result.device is None and result.limit is Limit.TIME and rules is None:  # greedy knows no device rules
         result = _fallback(problem, result)
     if result.limit is Limit.INTERRUPT:  # the caller gets the result; the process is not ending by Ctrl-C
         handled_interrupt()
@@ -370,8 +383,11 @@ def _solve_constrained(graph: Graph, cluster: Cluster, constraints: Constraints,
     the stated graph and cluster, rescore it there and hold it to every constraint."""
     if options.get("replication"):
         raise ParameterError("solve: constraints and replication=True cannot be combined yet.")
-    lowering = constraints.lowering(graph, cluster, ordered=options.get("schedule") is not None)
-    if lowering.unheld is not None:
+    scheduled = options.get("schedule") is not None
+    lowering = constraints.lowering(graph, cluster, ordered=scheduled)
+    if lowering.rules is not None and not any(
+            c.device_rules and (objective in c.objectives or objective in SCORE_ONLY) and c.schedules >= scheduled
+            for c in registered_methods().values()):
         raise ParameterError(f"solve: no method holds {lowering.unheld} exactly yet; the constraints every method "
                              "holds are pins to the CPU (or one CPU core), together, no_cut, max_stages on identical "
                              "accelerators and reserve.")
@@ -380,7 +396,8 @@ def _solve_constrained(graph: Graph, cluster: Cluster, constraints: Constraints,
         given = _warm_start_array(graph, cluster, warm_start)
         keep = given is not None and not constraint_violations(graph, cluster, given, constraints)
         warm = lowering.lowered(given) if keep else None
-    inner = solve(lowering.graph, lowering.cluster, objective, method, time_limit, rel_gap, warm, **options)
+    inner = _solve(lowering.graph, lowering.cluster, objective, method, time_limit, rel_gap, warm, options,
+                   rules=lowering.rules)
     info = {**inner.info, "constraints": constraints.to_dict()}
     if inner.device is None:
         return dataclasses.replace(inner, graph=graph, cluster=cluster, info=info)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from exactplace.core.errors import ExactplaceError, PlacementError, SolverUnavailableError
+from exactplace.core.errors import ExactplaceError, ParameterError, PlacementError, SolverUnavailableError
 from exactplace.core.graph import Graph
 from exactplace.core.placement import Limit, Space, Status, TracePoint
 from exactplace.core.problem import MethodResult, Problem
@@ -68,6 +68,13 @@ class LatencyMIP:
         """Raise TooLargeError when the program is larger than ``settings.max_nonzeros``."""
         refuse_too_large(problem, estimated_nonzeros(problem, int(option(problem, "q"))), self.settings,
                          "method 'greedy'.")
+
+    @staticmethod
+    def check_device_rules(problem: Problem) -> None:
+        """Refuse device rules that tell CPU cores apart: the program runs every core alike."""
+        if problem.rules.tells_cpus_apart(problem.cluster.accelerators):
+            raise ParameterError("Method 'mip' does not hold rules that tell CPU cores apart (a pin to one core "
+                                 "beside another, a forbidden core) for the latency objective.")
 
     @staticmethod
     def promises(problem: Problem) -> Guarantees:
@@ -121,6 +128,8 @@ def _score(problem: Problem, every: dict[str, tuple[np.ndarray, np.ndarray | Non
     graph, cluster = problem.graph, problem.cluster
     starts = []
     for name, (device, subgraph) in every.items():
+        if problem.rules is not None and problem.rules.broken_by(device, cluster.accelerators):
+            continue
         try:
             value = latency(graph, cluster, device, subgraph)
         except PlacementError:  # subgraphs that wait on each other: no start
@@ -174,6 +183,9 @@ def solve_latency(problem: Problem, *, q: int, solver: str, threads: int | None,
     space = Space.SUBGRAPHS
     if cluster.accelerators == 0:  # one placement: every node on a CPU (they run as if on cores of their own)
         device = np.zeros(graph.n, dtype=np.int64)
+        if problem.rules is not None and problem.rules.broken_by(device, 0):
+            info["reason"] = f"the only placement (every node on a CPU, no accelerator) breaks {problem.rules.what}"
+            return MethodResult(None, Status.INFEASIBLE, space=space, info=info)
         info["only_placement"] = "no accelerator: every node on a CPU"
         return MethodResult(device, Status.OPTIMAL, bound=latency(graph, cluster, device), space=space, info=info)
     starts: list[Start] = []
@@ -272,11 +284,12 @@ def _program(problem: Problem, q: int, starts: list[Start], lower: float | None)
     ip = horizon = None
     for start in starts:
         if ip is None or start.latency > horizon:
-            ip, horizon = latency_ip(graph, cluster, q, upper=start.latency, lower=lower), start.latency
+            ip, horizon = latency_ip(graph, cluster, q, upper=start.latency, lower=lower,
+                                     rules=problem.rules), start.latency
         values = ip.encode(start.device, start.subgraph)
         if values is not None:
             return ip, start, values
-    return latency_ip(graph, cluster, q, lower=lower), None, None
+    return latency_ip(graph, cluster, q, lower=lower, rules=problem.rules), None, None
 
 
 def _agree(ip: Any, value: float, model_value: float) -> None:

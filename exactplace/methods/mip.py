@@ -46,6 +46,7 @@ class MIP(Method):
     description = ("max-load IP (contiguous: chain of ideals = the DP's space; or any split) on a MIP/CP solver; "
                    "latency program (Fig. 3, Fig. 4 with q)")
     options = MIP_OPTIONS
+    device_rules = True
 
     settings: ClassVar[MIPSettings] = DEFAULT_MIP
     """The tuning every run of the method uses (:mod:`exactplace.methods.mip_settings`). To run
@@ -72,6 +73,8 @@ class MIP(Method):
         implementation = cls.implementation(problem)
         implementation.refuse_too_large(problem)
         check_rules(problem, (*MIP_RULES, *implementation.rules), cls, named=False)
+        if problem.rules is not None:
+            implementation.check_device_rules(problem)
 
     @classmethod
     def promises(cls, problem: Problem) -> Guarantees:

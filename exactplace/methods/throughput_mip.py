@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 
+from exactplace.core.errors import ParameterError
 from exactplace.core.placement import Space
 from exactplace.core.problem import MethodResult, Problem
 from exactplace.evaluators.feasibility import Guarantees
@@ -63,6 +64,19 @@ class ThroughputMIP:
         refuse_too_large(problem, size, self.settings, "method 'dp' or 'dpl' (exact over chain splits), or 'greedy'.")
 
     @staticmethod
+    def check_device_rules(problem: Problem) -> None:
+        """Refuse the device rules (``Problem.rules``) the program does not hold: any on a two-level cluster or
+        with replication, and, contiguous, rules that tell CPU cores apart (the assignment IP holds those)."""
+        rules = problem.rules
+        if problem.cluster.is_two_level:
+            raise ParameterError(f"Method 'mip' does not hold {rules.what} on a two-level cluster.")
+        if option(problem, "replication"):
+            raise ParameterError(f"Method 'mip' does not hold {rules.what} with replication=True.")
+        if option(problem, "contiguous") and rules.tells_cpus_apart(problem.cluster.accelerators):
+            raise ParameterError("Method 'mip' holds rules that tell CPU cores apart (a pin to one core beside "
+                                 "another, a forbidden core) only with contiguous=False.")
+
+    @staticmethod
     def promises(problem: Problem) -> Guarantees:
         """Chain splits when contiguous (forward parts contiguous and ordered); else only the basics."""
         return CHAIN_SPLITS if option(problem, "contiguous") else Guarantees()
@@ -76,31 +90,36 @@ class ThroughputMIP:
         solver = self.solver(problem, contiguous, info)
         solve = IPSolve(int(option(problem, "threads") or usable_cpus()), bool(option(problem, "log")),
                         bool(option(problem, "progress")), Space.CHAIN if contiguous else Space.ANY, info, {})
-        if not contiguous:
+        if not contiguous and problem.rules is None:
             return NonContiguousPortfolio(problem, self.settings, solve, solver, overlap=overlap, gpipe=gpipe).run()
-        return self._contiguous(problem, solve, solver, overlap, gpipe)
+        return self._one_program(problem, solve, solver, overlap, gpipe, contiguous)
 
     @staticmethod
-    def _contiguous(problem: Problem, solve: IPSolve, solver: str, overlap: bool, gpipe: bool) -> MethodResult:
-        """The chain-of-ideals IP (the two-level IP on a two-level cluster) from the warm start."""
-        from exactplace.formulations.throughput import contiguous_ip
+    def _one_program(problem: Problem, solve: IPSolve, solver: str, overlap: bool, gpipe: bool,
+                     contiguous: bool) -> MethodResult:
+        """One IP solved from the warm start: the chain-of-ideals IP (the two-level IP on a two-level cluster),
+        or, under device rules, the assignment IP alone (the portfolio's other phases know no rules)."""
+        from exactplace.formulations.throughput import contiguous_ip, noncontiguous_ip
 
         info, timings = solve.info, solve.timings
         warm = problem.warm_start
+        space = Space.CHAIN if contiguous else Space.ANY
         try:
             warm = warm_start(problem, info, timings)
             clock = time.perf_counter()
-            if problem.cluster.is_two_level:
+            if not contiguous:
+                ip = noncontiguous_ip(problem.graph, problem.cluster, overlap=overlap, gpipe=gpipe, rules=problem.rules)
+            elif problem.cluster.is_two_level:
                 from exactplace.formulations.two_level import two_level_ip
 
                 ip = two_level_ip(problem.graph, problem.cluster, problem.contraction, overlap=overlap, gpipe=gpipe)
             else:
                 ip = contiguous_ip(problem.graph, problem.cluster, problem.contraction, overlap=overlap, gpipe=gpipe,
-                                   replication=bool(option(problem, "replication")))
+                                   replication=bool(option(problem, "replication")), rules=problem.rules)
             timings["build"] = time.perf_counter() - clock
             result, out = solve(ip, problem, solver, warm)
         except KeyboardInterrupt:
-            return interrupted(warm, None, solver, Space.CHAIN, [], info, timings)
+            return interrupted(warm, None, solver, space, [], info, timings)
         return finish(problem, result, out, overlap=overlap, gpipe=gpipe)
 
     def solver(self, problem: Problem, contiguous: bool, info: dict) -> str:

@@ -50,6 +50,8 @@ def warm_start(problem: Problem, info: dict, timings: dict) -> np.ndarray | None
     clock = time.perf_counter()
     warm, origin = default_start(problem)
     timings["warm_start"] = time.perf_counter() - clock
+    if warm is not None and problem.rules is not None and problem.rules.broken_by(warm, problem.cluster.accelerators):
+        warm, origin = None, f"none ({origin}'s split breaks the device rules)"
     info["warm_start"] = origin
     return warm
 
