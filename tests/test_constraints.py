@@ -12,6 +12,7 @@ placement, and refused by name by every other method.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from oracle import brute_force_optima, fits_only_on_the_slack, latency_subgraph_optimum
 from strategies import clusters, dags, training_graphs
 
-from exactplace import Cluster, Graph, Node, ParameterError, Status, available_methods, evaluate, solve
+from exactplace import Cluster, Graph, Node, ParameterError, Placement, Status, available_methods, evaluate, solve
 from exactplace.core.constraints import Constraints
 from exactplace.evaluators import check_feasibility
 from exactplace.methods import registry
@@ -104,6 +105,25 @@ def satisfies(graph: Graph, cluster: Cluster, spec: dict, device: np.ndarray, ex
     return True
 
 
+def check_optimal(p: Placement, spec: dict, optimum: float | None, tolerance: float,
+                  holds: Callable[[np.ndarray], bool], run: object) -> None:
+    """``p`` (the run ``run``) against the brute-force ``optimum`` over the placements that hold ``spec``: infeasible
+    exactly when there is none, else holding the constraints (``holds``, and as check_feasibility says), scored
+    by the evaluator, its bound at most the optimum and, unless stopped, optimal at it."""
+    graph, cluster = p.graph, p.cluster
+    if not p.has_solution:
+        assert p.status is Status.INFEASIBLE and optimum is None, (run, spec, optimum)
+        return
+    assert holds(p.device), (run, spec, p.device)
+    assert check_feasibility(graph, cluster, p.device, constraints=spec) == []
+    assert p.objective == evaluate(graph, cluster, p.device, p.objective_name)
+    assert optimum is not None, f"{run} placed {spec} where no placement satisfies it"
+    scale = tolerance * max(1.0, abs(optimum))
+    assert p.bound is None or p.bound <= optimum + scale
+    if p.limit is None:
+        assert p.status is Status.OPTIMAL and abs(p.objective - optimum) <= scale, (run, spec, p.objective, optimum)
+
+
 def check_exact_methods(graph: Graph, cluster: Cluster, spec: dict, objective: str) -> None:
     def keep(device: np.ndarray) -> bool:
         return satisfies(graph, cluster, spec, device, exactly=False)
@@ -120,19 +140,9 @@ def check_exact_methods(graph: Graph, cluster: Cluster, spec: dict, objective: s
     for method in EXACT[objective]:
         p = solve(graph, cluster, objective=objective, method=method, time_limit=30, rel_gap=0.0, constraints=spec)
         assert p.info["constraints"] == Constraints.from_dict(spec).to_dict()
-        if not p.has_solution:
-            assert p.status is Status.INFEASIBLE and optimum is None, (method, spec, optimum)
-            continue
         assert p.graph is graph and p.cluster is cluster
-        assert satisfies(graph, cluster, spec, p.device, exactly=True), (method, spec, p.device)
-        assert check_feasibility(graph, cluster, p.device, constraints=spec) == []
-        assert p.objective == evaluate(graph, cluster, p.device, objective)
-        assert optimum is not None, f"{method} placed {spec} where no placement satisfies it"
-        scale = tolerance * max(1.0, abs(optimum))
-        assert p.bound is None or p.bound <= optimum + scale
-        if p.limit is None:
-            assert p.status is Status.OPTIMAL and abs(p.objective - optimum) <= scale, (method, spec, p.objective,
-                                                                                           optimum)
+        check_optimal(p, spec, optimum, tolerance, lambda device: satisfies(graph, cluster, spec, device, True),
+                      method)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -223,18 +233,7 @@ def check_rule_holders(graph: Graph, cluster: Cluster, spec: dict, objective: st
             continue
         p = solve(graph, cluster, objective=objective, method=method, time_limit=30, rel_gap=0.0, constraints=spec,
                   **options)
-        if not p.has_solution:
-            assert p.status is Status.INFEASIBLE and optimum is None, (method, options, spec, optimum)
-            continue
-        assert keep(p.device), (method, options, spec, p.device)
-        assert check_feasibility(graph, cluster, p.device, constraints=spec) == []
-        assert p.objective == evaluate(graph, cluster, p.device, objective)
-        assert optimum is not None, f"{method} {options} placed {spec} where no placement satisfies it"
-        scale = (1e-6 if objective == "latency" else 1e-9) * max(1.0, abs(optimum))
-        assert p.bound is None or p.bound <= optimum + scale
-        if p.limit is None:
-            assert p.status is Status.OPTIMAL and abs(p.objective - optimum) <= scale, (method, options, spec,
-                                                                                           p.objective, optimum)
+        check_optimal(p, spec, optimum, 1e-6 if objective == "latency" else 1e-9, keep, (method, options))
 
 
 @pytest.mark.parametrize("family", RULE_FAMILIES)
