@@ -154,7 +154,7 @@ def test_throughput_methods_are_optimal_under_constraints(family: str, data: st.
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@settings(EXAMPLES, max_examples=100)
+@EXAMPLES
 @given(data=st.data())
 def test_latency_program_is_optimal_under_constraints(family: str, data: st.DataObject) -> None:
     graph, cluster, spec = data.draw(constrained(family))
@@ -245,7 +245,7 @@ def test_the_mips_hold_device_rules_exactly(family: str, data: st.DataObject) ->
 
 
 @pytest.mark.parametrize("family", RULE_FAMILIES)
-@settings(EXAMPLES, max_examples=100)
+@EXAMPLES
 @given(data=st.data())
 def test_the_latency_program_holds_device_rules_exactly(family: str, data: st.DataObject) -> None:
     graph, cluster, spec = data.draw(ruled(family))
