@@ -360,3 +360,16 @@ def test_a_workload_file_states_its_constraints(tmp_path, capsys) -> None:
     path.write_text(json.dumps(data))
     with pytest.raises(InputFormatError, match="apart"):
         read_workload(path)
+
+
+def test_a_node_the_rules_restrict_is_not_merged_into_its_neighbour() -> None:
+    # Node 2 costs nothing and touches only node 1, so the contraction would merge it into node 1's unit;
+    # pinned to acc1 while node 1 may not use acc1, the only placements split them.
+    g = Graph([Node(0, 2.0, 2.0, comm=0.1), Node(1, 2.0, 2.0), Node(2, 0.0, 0.0)], [(0, 1), (1, 2)])
+    c = Cluster(2, memory=10.0, cpus=1)
+    spec = {"pin": {2: "acc1"}, "forbid": {1: ["acc1"]}}
+    optimum = brute_force_optima(g, c, "throughput", lambda d: holds_exactly(g, c, spec, d), labelled=True).chain
+    for options in ({}, {"contiguous": False}):
+        p = solve(g, c, method="mip", constraints=spec, rel_gap=0.0, **options)
+        assert p.status is Status.OPTIMAL and p.device[2] == 1 and p.device[1] != 1
+        assert abs(p.objective - optimum) <= 1e-9

@@ -342,6 +342,10 @@ class DeviceRules:
             parts += [group[inverse == t] for t in np.argsort(first, kind="stable")]
         return parts
 
+    def ruled(self) -> np.ndarray | None:
+        """The nodes whose devices the rules restrict (None: no rule names a node's devices)."""
+        return None if self.allowed is None else ~np.all(self.allowed, axis=1)
+
     def tells_cpus_apart(self, accelerators: int) -> bool:
         """Some node may go on one CPU core and not another."""
         if self.allowed is None:

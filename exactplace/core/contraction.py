@@ -97,7 +97,7 @@ def _class_edges(graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return src, dst, orphan
 
 
-def contract(graph: Graph, memory: float = math.inf) -> Contraction:
+def contract(graph: Graph, memory: float = math.inf, ruled: np.ndarray | None = None) -> Contraction:
     """Contract ``graph`` into the units the DP places.
 
     1. Each colour class contributes its forward nodes and its backward nodes (the backward
@@ -115,7 +115,8 @@ def contract(graph: Graph, memory: float = math.inf) -> Contraction:
        optimum: moving such a unit onto its neighbour's device adds no compute or memory that
        could matter, only removes crossing edges, and keeps the split a chain of ideals (the
        unit has no other neighbour to order it against). It is a provably safe subset of the
-       reference's ``performTrivialNodeOptimizations``.
+       reference's ``performTrivialNodeOptimizations``. A unit with a node in ``ruled`` (a user's
+       rule restricts its devices) is not free to move, so it never merges into another.
 
     Parameters
     ----------
@@ -123,6 +124,8 @@ def contract(graph: Graph, memory: float = math.inf) -> Contraction:
     memory : float, default inf
         Accelerator memory cap. It only decides whether memory can ever bind (the whole
         graph fits in one accelerator), which lets trivial merges ignore memory.
+    ruled : numpy array of bool, shape (graph.n,), optional
+        The nodes whose devices a user's device rules restrict (``Problem.rules``).
 
     Returns
     -------
@@ -178,6 +181,8 @@ def contract(graph: Graph, memory: float = math.inf) -> Contraction:
     # Only a zero-time component can merge; only its neighbours are ever looked at (a neighbour
     # with time just loses it from its set), so the sets are built for those alone.
     candidate = (time == 0) & ~unsupported
+    if ruled is not None:
+        candidate &= np.bincount(node_component, weights=ruled, minlength=components) == 0
     neighbours: dict[int, set[int]] = {int(x): set() for x in np.flatnonzero(candidate)}
     touching = pairs[:, candidate[pairs[0]] | candidate[pairs[1]]]
     for a, b in touching.T.tolist():

@@ -78,12 +78,15 @@ class Problem:
     def contraction(self) -> Contraction:
         """The Appendix B contraction of the graph for this cluster's memory.
 
+        Under device rules, no node they restrict merges into another (:func:`contract`'s ``ruled``).
         Computed once and kept in ``cache``, which the problems a method derives from this one
         (``dataclasses.replace``, or a new Problem given this cache: same graph and cluster) share.
         """
-        if "contraction" not in self.cache:
-            self.cache["contraction"] = contract(self.graph, self.cluster.memory_cap)
-        return self.cache["contraction"]
+        ruled = None if self.rules is None else self.rules.ruled()
+        key = "contraction" if ruled is None or not ruled.any() else "contraction, ruled nodes unmerged"
+        if key not in self.cache:  # (a problem derived without the rules, a warm start's, shares the cache)
+            self.cache[key] = contract(self.graph, self.cluster.memory_cap, ruled)
+        return self.cache[key]
 
     def remaining(self) -> float:
         """Seconds left before ``deadline`` (``inf`` without one; never negative)."""
