@@ -145,20 +145,13 @@ def check_exact_methods(graph: Graph, cluster: Cluster, spec: dict, objective: s
                       method)
 
 
+@pytest.mark.parametrize("objective", ["throughput", "latency"])
 @pytest.mark.parametrize("family", FAMILIES)
 @EXAMPLES
 @given(data=st.data())
-def test_throughput_methods_are_optimal_under_constraints(family: str, data: st.DataObject) -> None:
+def test_exact_methods_are_optimal_under_constraints(objective: str, family: str, data: st.DataObject) -> None:
     graph, cluster, spec = data.draw(constrained(family))
-    check_exact_methods(graph, cluster, spec, "throughput")
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-@EXAMPLES
-@given(data=st.data())
-def test_latency_program_is_optimal_under_constraints(family: str, data: st.DataObject) -> None:
-    graph, cluster, spec = data.draw(constrained(family))
-    check_exact_methods(graph, cluster, spec, "latency")
+    check_exact_methods(graph, cluster, spec, objective)
 
 
 #: The constraints lowering leaves as device rules, which only the MIPs hold (``DeviceRules``).
@@ -236,20 +229,13 @@ def check_rule_holders(graph: Graph, cluster: Cluster, spec: dict, objective: st
         check_optimal(p, spec, optimum, 1e-6 if objective == "latency" else 1e-9, keep, (method, options))
 
 
+@pytest.mark.parametrize("objective", ["throughput", "latency"])
 @pytest.mark.parametrize("family", RULE_FAMILIES)
 @EXAMPLES
 @given(data=st.data())
-def test_the_mips_hold_device_rules_exactly(family: str, data: st.DataObject) -> None:
+def test_the_mips_hold_device_rules_exactly(objective: str, family: str, data: st.DataObject) -> None:
     graph, cluster, spec = data.draw(ruled(family))
-    check_rule_holders(graph, cluster, spec, "throughput")
-
-
-@pytest.mark.parametrize("family", RULE_FAMILIES)
-@EXAMPLES
-@given(data=st.data())
-def test_the_latency_program_holds_device_rules_exactly(family: str, data: st.DataObject) -> None:
-    graph, cluster, spec = data.draw(ruled(family))
-    check_rule_holders(graph, cluster, spec, "latency")
+    check_rule_holders(graph, cluster, spec, objective)
 
 
 def test_auto_takes_the_mip_for_device_rules_and_says_why() -> None:
